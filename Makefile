@@ -1,0 +1,46 @@
+# relay's everyday commands. `make test` is the test command README.md gives;
+# .ci/run calls it too.
+
+TEST_DATABASE_URL ?= postgres://root@127.0.0.1:5432/relay_test?sslmode=disable
+export TEST_DATABASE_URL
+GO ?= go
+
+.PHONY: all build test test-race test-short lint vet fmt bench migrate demo testdb
+
+all: lint test
+
+build:
+	$(GO) build -o bin/relay ./cmd/relay
+
+# The README's test command: every package, race detector on, against the
+# PostgreSQL in TEST_DATABASE_URL (its database is created if missing).
+test: testdb
+	$(GO) test -race -count=1 -timeout 15m ./...
+
+test-race: test
+
+test-short: testdb
+	$(GO) test -short -count=1 ./...
+
+# Creates the test database named in TEST_DATABASE_URL when it is missing.
+testdb:
+	@$(GO) run ./internal/testdb/cmd/createdb
+
+vet:
+	$(GO) vet ./...
+
+fmt:
+	gofmt -w $$(git ls-files '*.go')
+
+lint: vet
+	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
+
+bench: testdb
+	$(GO) test -run='^$$' -bench=. -benchmem ./...
+
+migrate:
+	$(GO) run ./cmd/relay migrate up
+
+# The main job end to end: migrate, publish a sample, resolve it, summarise.
+demo:
+	$(GO) run ./cmd/relay demo

@@ -1,0 +1,170 @@
+// Package config holds relay's typed configuration and loads it from flags,
+// RELAY_* environment variables, an optional config file and defaults, in that
+// order of precedence. Only this package and cmd/ know about viper; everything
+// else receives a validated *Config.
+package config
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"regexp"
+	"strings"
+	"time"
+)
+
+// Defaults for every setting. They are the values a fresh install runs with.
+const (
+	DatabaseURLDefault              = "postgres://localhost:5432/relay?sslmode=disable"
+	LogLevelDefault                 = "info"
+	LogFormatDefault                = "text"
+	WorkerConcurrencyDefault        = 4
+	POITimeoutDefault               = 5 * time.Second
+	JobTimeoutDefault               = 5 * time.Minute
+	MaxAttemptsDefault              = 10
+	RescueStuckJobsAfterDefault     = 10 * time.Minute
+	DiscardedJobRetentionDefault    = 30 * 24 * time.Hour
+	SweepIntervalDefault            = time.Minute
+	ShutdownTimeoutDefault          = 30 * time.Second
+	MaxJobBytesDefault              = 4 << 20
+	MaxPOIBytesDefault              = 16 << 20
+	StatementTimeoutDefault         = 60 * time.Second
+	IdleInTransactionTimeoutDefault = 5 * time.Minute
+)
+
+// Config is relay's whole configuration. Each field's mapstructure tag is its
+// config file key; the environment variable is RELAY_ plus the key in upper
+// case, and the flag is the key with dashes (see Keys).
+type Config struct {
+	// DatabaseURL is the PostgreSQL connection string. It may hold a password;
+	// print it only through Redacted.
+	DatabaseURL string `mapstructure:"database_url"`
+	// DatabaseSchema, when set, is the schema relay's and River's tables live
+	// in (it becomes the connection's search_path). Empty means the default
+	// search_path.
+	DatabaseSchema string `mapstructure:"database_schema"`
+	// StatementTimeout bounds every statement relay runs.
+	StatementTimeout time.Duration `mapstructure:"statement_timeout"`
+	// IdleInTransactionTimeout ends sessions that hold a transaction open
+	// without doing anything, so a stuck client cannot hold locks forever.
+	IdleInTransactionTimeout time.Duration `mapstructure:"idle_in_transaction_timeout"`
+
+	// LogLevel is debug, info, warn or error.
+	LogLevel string `mapstructure:"log_level"`
+	// LogFormat is text or json.
+	LogFormat string `mapstructure:"log_format"`
+
+	// WorkerConcurrency is how many resolve_file batches one worker process
+	// works at once.
+	WorkerConcurrency int `mapstructure:"worker_concurrency"`
+	// POITimeout is the deadline for resolving one POI; a POI that exceeds it
+	// is dead-lettered with error class timeout.
+	POITimeout time.Duration `mapstructure:"poi_timeout"`
+	// JobTimeout is the deadline for one resolve_file batch.
+	JobTimeout time.Duration `mapstructure:"job_timeout"`
+	// MaxAttempts is how many times River tries a batch whose transaction
+	// fails before discarding it (and relay capturing it into
+	// dead_lettered_items).
+	MaxAttempts int `mapstructure:"max_attempts"`
+	// RescueStuckJobsAfter is how long a job may stay running before River's
+	// rescuer makes it available again (a worker that was killed). It must be
+	// longer than JobTimeout. River's own default is one hour.
+	RescueStuckJobsAfter time.Duration `mapstructure:"rescue_stuck_jobs_after"`
+	// DiscardedJobRetention is how long River keeps discarded jobs. relay
+	// captures them into dead_lettered_items every SweepInterval, so this
+	// only needs to be comfortably longer than that.
+	DiscardedJobRetention time.Duration `mapstructure:"discarded_job_retention"`
+	// SweepInterval is how often a worker captures discarded resolve_file
+	// jobs into dead_lettered_items.
+	SweepInterval time.Duration `mapstructure:"sweep_interval"`
+	// ShutdownTimeout is how long a worker told to stop (SIGINT/SIGTERM)
+	// lets in-flight batches finish before cancelling them; a cancelled
+	// batch rolls back and is retried later, so nothing is lost.
+	ShutdownTimeout time.Duration `mapstructure:"shutdown_timeout"`
+
+	// MaxJobBytes is the size, in bytes of POI JSON, above which a file's
+	// POIs are split across several resolve_file jobs.
+	MaxJobBytes int `mapstructure:"max_job_bytes"`
+	// MaxPOIBytes is the largest single POI accepted at publish.
+	MaxPOIBytes int `mapstructure:"max_poi_bytes"`
+}
+
+// Default returns a Config holding every default.
+func Default() *Config {
+	return &Config{
+		DatabaseURL:              DatabaseURLDefault,
+		StatementTimeout:         StatementTimeoutDefault,
+		IdleInTransactionTimeout: IdleInTransactionTimeoutDefault,
+		LogLevel:                 LogLevelDefault,
+		LogFormat:                LogFormatDefault,
+		WorkerConcurrency:        WorkerConcurrencyDefault,
+		POITimeout:               POITimeoutDefault,
+		JobTimeout:               JobTimeoutDefault,
+		MaxAttempts:              MaxAttemptsDefault,
+		RescueStuckJobsAfter:     RescueStuckJobsAfterDefault,
+		DiscardedJobRetention:    DiscardedJobRetentionDefault,
+		SweepInterval:            SweepIntervalDefault,
+		ShutdownTimeout:          ShutdownTimeoutDefault,
+		MaxJobBytes:              MaxJobBytesDefault,
+		MaxPOIBytes:              MaxPOIBytesDefault,
+	}
+}
+
+var schemaNameRE = regexp.MustCompile(`^[a-z_][a-z0-9_]{0,62}$`)
+
+// Validate returns an error naming the first setting that is out of range.
+func (c *Config) Validate() error {
+	var errs []error
+	bad := func(key string, format string, args ...any) {
+		errs = append(errs, fmt.Errorf("invalid %s: %s", key, fmt.Sprintf(format, args...)))
+	}
+	if strings.TrimSpace(c.DatabaseURL) == "" {
+		bad("database_url", "must not be empty")
+	}
+	if c.DatabaseSchema != "" && !schemaNameRE.MatchString(c.DatabaseSchema) {
+		bad("database_schema", "%q must be a lower-case identifier (letters, digits, underscore)", c.DatabaseSchema)
+	}
+	if _, err := ParseLogLevel(c.LogLevel); err != nil {
+		bad("log_level", "%v", err)
+	}
+	if c.LogFormat != "text" && c.LogFormat != "json" {
+		bad("log_format", "%q must be text or json", c.LogFormat)
+	}
+	if c.WorkerConcurrency < 1 || c.WorkerConcurrency > 10_000 {
+		bad("worker_concurrency", "%d must be between 1 and 10000", c.WorkerConcurrency)
+	}
+	for key, d := range map[string]time.Duration{
+		"poi_timeout": c.POITimeout, "job_timeout": c.JobTimeout, "rescue_stuck_jobs_after": c.RescueStuckJobsAfter,
+		"discarded_job_retention": c.DiscardedJobRetention, "sweep_interval": c.SweepInterval, "shutdown_timeout": c.ShutdownTimeout,
+		"statement_timeout": c.StatementTimeout, "idle_in_transaction_timeout": c.IdleInTransactionTimeout,
+	} {
+		if d <= 0 {
+			bad(key, "%s must be positive", d)
+		}
+	}
+	if c.RescueStuckJobsAfter <= c.JobTimeout {
+		bad("rescue_stuck_jobs_after", "%s must be longer than job_timeout (%s), or River would rescue jobs that are still being worked", c.RescueStuckJobsAfter, c.JobTimeout)
+	}
+	if c.DiscardedJobRetention <= c.SweepInterval {
+		bad("discarded_job_retention", "%s must be longer than sweep_interval (%s)", c.DiscardedJobRetention, c.SweepInterval)
+	}
+	if c.MaxAttempts < 1 || c.MaxAttempts > 1000 {
+		bad("max_attempts", "%d must be between 1 and 1000", c.MaxAttempts)
+	}
+	if c.MaxJobBytes < 1024 {
+		bad("max_job_bytes", "%d must be at least 1024", c.MaxJobBytes)
+	}
+	if c.MaxPOIBytes < 1024 || c.MaxPOIBytes > 256<<20 {
+		bad("max_poi_bytes", "%d must be between 1024 and %d", c.MaxPOIBytes, 256<<20)
+	}
+	return errors.Join(errs...)
+}
+
+// ParseLogLevel maps debug, info, warn and error to slog levels.
+func ParseLogLevel(s string) (slog.Level, error) {
+	var l slog.Level
+	if err := l.UnmarshalText([]byte(s)); err != nil {
+		return 0, fmt.Errorf("%q is not one of debug, info, warn, error", s)
+	}
+	return l, nil
+}

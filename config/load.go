@@ -1,0 +1,153 @@
+package config
+
+import (
+	"errors"
+	"fmt"
+	"reflect"
+	"strings"
+	"time"
+
+	"github.com/spf13/pflag"
+	"github.com/spf13/viper"
+)
+
+// EnvPrefix prefixes every environment variable relay reads.
+const EnvPrefix = "RELAY"
+
+// Setting describes one configuration key: its file key, environment
+// variable, flag and default. Settings() lists them all; the configuration
+// reference in the docs is checked against it.
+type Setting struct {
+	Key     string // config file key, e.g. database_url
+	Env     string // environment variable, e.g. RELAY_DATABASE_URL
+	Flag    string // command-line flag, e.g. --database-url
+	Default string // the default, formatted
+	Usage   string // one line of help
+}
+
+// usage is the help text for every key; a key missing here fails the
+// package tests.
+var usage = map[string]string{
+	"database_url":                "PostgreSQL connection URL (its password is never printed)",
+	"database_schema":             "schema holding relay's and River's tables (empty: the server's search_path)",
+	"statement_timeout":           "longest any single SQL statement may run",
+	"idle_in_transaction_timeout": "ends sessions idle inside a transaction for longer than this",
+	"log_level":                   "log level: debug, info, warn or error",
+	"log_format":                  "log format: text or json",
+	"worker_concurrency":          "resolve_file batches worked at once by one worker process",
+	"poi_timeout":                 "deadline for resolving one POI; past it the POI is dead-lettered as timeout",
+	"job_timeout":                 "deadline for one resolve_file batch",
+	"max_attempts":                "attempts River makes at a failing batch before discarding it",
+	"rescue_stuck_jobs_after":     "how long a job may stay running before River's rescuer retries it (a killed worker)",
+	"discarded_job_retention":     "how long River keeps discarded jobs (relay captures them into dead_lettered_items first)",
+	"sweep_interval":              "how often a worker captures discarded batches into dead_lettered_items",
+	"shutdown_timeout":            "on SIGINT/SIGTERM, how long in-flight batches may finish before they are cancelled (and retried later)",
+	"max_job_bytes":               "POI JSON bytes per resolve_file job; larger files are split across jobs",
+	"max_poi_bytes":               "largest single POI accepted at publish, in bytes",
+}
+
+// Settings lists every configuration key in struct order.
+func Settings() []Setting {
+	def := reflect.ValueOf(Default()).Elem()
+	t := def.Type()
+	out := make([]Setting, 0, t.NumField())
+	for i := range t.NumField() {
+		key := t.Field(i).Tag.Get("mapstructure")
+		out = append(out, Setting{
+			Key:     key,
+			Env:     EnvPrefix + "_" + strings.ToUpper(key),
+			Flag:    "--" + strings.ReplaceAll(key, "_", "-"),
+			Default: formatDefault(key, def.Field(i).Interface()),
+			Usage:   usage[key],
+		})
+	}
+	return out
+}
+
+func formatDefault(key string, v any) string {
+	if key == "database_url" {
+		return Redact(v.(string))
+	}
+	switch v := v.(type) {
+	case string:
+		return v
+	case time.Duration:
+		return v.String()
+	default:
+		return fmt.Sprint(v)
+	}
+}
+
+// RegisterFlags adds a flag for every setting to fs, plus --config.
+// The flag defaults shown in --help are relay's defaults; flags only take
+// precedence when they are set explicitly.
+func RegisterFlags(fs *pflag.FlagSet) {
+	fs.String("config", "", "path to a config file (YAML, TOML or JSON) holding any of the keys below")
+	def := reflect.ValueOf(Default()).Elem()
+	t := def.Type()
+	for i := range t.NumField() {
+		key := t.Field(i).Tag.Get("mapstructure")
+		name := strings.ReplaceAll(key, "_", "-")
+		help := fmt.Sprintf("%s (env %s_%s)", usage[key], EnvPrefix, strings.ToUpper(key))
+		switch v := def.Field(i).Interface().(type) {
+		case string:
+			if key == "database_url" {
+				// Never show a password in --help, even one put into the
+				// default by a future change.
+				v = Redact(v)
+			}
+			fs.String(name, v, help)
+		case int:
+			fs.Int(name, v, help)
+		case time.Duration:
+			fs.Duration(name, v, help)
+		default:
+			panic(fmt.Sprintf("config: no flag type for %s (%T)", key, v))
+		}
+	}
+}
+
+// Load reads the configuration: explicitly set flags beat RELAY_* environment
+// variables, which beat the config file (--config), which beats the defaults.
+// lookupEnv is os.LookupEnv in production; tests pass their own.
+func Load(fs *pflag.FlagSet, lookupEnv func(string) (string, bool)) (*Config, error) {
+	v := viper.New()
+	def := reflect.ValueOf(Default()).Elem()
+	t := def.Type()
+	for i := range t.NumField() {
+		key := t.Field(i).Tag.Get("mapstructure")
+		v.SetDefault(key, def.Field(i).Interface())
+	}
+	if fs != nil {
+		if path, _ := fs.GetString("config"); path != "" {
+			v.SetConfigFile(path)
+			if err := v.ReadInConfig(); err != nil {
+				return nil, fmt.Errorf("error reading config file %q: %w", path, err)
+			}
+		}
+	}
+	// Environment beats the file and flags beat the environment: viper's Set
+	// is its highest layer, and a later Set wins.
+	for i := range t.NumField() {
+		key := t.Field(i).Tag.Get("mapstructure")
+		if val, ok := lookupEnv(EnvPrefix + "_" + strings.ToUpper(key)); ok {
+			v.Set(key, val)
+		}
+	}
+	if fs != nil {
+		for i := range t.NumField() {
+			key := t.Field(i).Tag.Get("mapstructure")
+			if f := fs.Lookup(strings.ReplaceAll(key, "_", "-")); f != nil && f.Changed {
+				v.Set(key, f.Value.String())
+			}
+		}
+	}
+	cfg := &Config{}
+	if err := v.Unmarshal(cfg); err != nil {
+		return nil, fmt.Errorf("error decoding configuration: %w", errors.New(Redact(err.Error())))
+	}
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	return cfg, nil
+}

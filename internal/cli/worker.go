@@ -1,0 +1,58 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/relay-dev/relay/worker"
+)
+
+func newWorkerCmd(a *app) *cobra.Command {
+	var untilIdle bool
+	cmd := &cobra.Command{
+		Use:   "worker",
+		Short: "Work resolve_file batches until stopped (SIGINT/SIGTERM), or until idle",
+		Long: `Worker runs a River client that works resolve_file batches.
+
+On SIGINT or SIGTERM it stops fetching, lets in-flight batches finish for up
+to --shutdown-timeout, cancels (and so rolls back) any still running, and
+exits 0; cancelled batches are retried by the next worker. With --until-idle
+it exits 0 once no batch is available or running and none is due for a retry
+within ` + worker.IdleGrace.String() + ` (batch mode for scripts and tests).`,
+		Args: exactArgs(0),
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			ctx := cmd.Context()
+			pool, err := a.open(ctx, "worker")
+			if err != nil {
+				return err
+			}
+			defer pool.Close()
+			client, err := worker.NewClient(pool, a.cfg, a.logger, nil)
+			if err != nil {
+				return err
+			}
+			start := time.Now()
+			if untilIdle {
+				err := worker.RunUntilIdle(ctx, client, pool, a.logger, nil)
+				if err != nil && ctx.Err() == nil {
+					return err
+				}
+				p, perr := worker.QueueProgress(context.WithoutCancel(ctx), pool)
+				if perr == nil {
+					fmt.Fprintf(a.out(), "relay worker: idle after %s (%d batches completed, %d discarded in River's table)\n",
+						time.Since(start).Round(time.Millisecond), p.Completed, p.Discarded)
+				}
+				return nil
+			}
+			a.logger.InfoContext(ctx, "worker started", slog.Int("concurrency", a.cfg.WorkerConcurrency),
+				slog.Duration("rescue_stuck_jobs_after", a.cfg.RescueStuckJobsAfter))
+			return worker.Run(ctx, client, a.logger)
+		},
+	}
+	cmd.Flags().BoolVar(&untilIdle, "until-idle", false, "exit once no batch is available or running")
+	return cmd
+}

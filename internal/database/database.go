@@ -1,0 +1,101 @@
+// Package database opens relay's PostgreSQL connection pool with the session
+// settings every relay process uses, and keeps passwords out of its errors.
+package database
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/relay-dev/relay/config"
+)
+
+// ApplicationName is reported to PostgreSQL (pg_stat_activity) for every
+// connection relay opens, suffixed with the process's role.
+const ApplicationName = "relay"
+
+// Options are the pool settings that do not come from the URL.
+type Options struct {
+	// Role is appended to the application name, e.g. "worker" gives
+	// "relay-worker" in pg_stat_activity.
+	Role string
+	// Schema, when set, becomes the search_path of every connection.
+	Schema string
+	// StatementTimeout and IdleInTransactionTimeout become the session's
+	// statement_timeout and idle_in_transaction_session_timeout.
+	StatementTimeout         time.Duration
+	IdleInTransactionTimeout time.Duration
+	// MaxConns caps the pool; zero keeps pgx's default (max(4, NumCPU)).
+	MaxConns int32
+}
+
+// OptionsFromConfig picks the pool settings out of relay's configuration.
+func OptionsFromConfig(cfg *config.Config, role string) Options {
+	return Options{
+		Role:                     role,
+		Schema:                   cfg.DatabaseSchema,
+		StatementTimeout:         cfg.StatementTimeout,
+		IdleInTransactionTimeout: cfg.IdleInTransactionTimeout,
+	}
+}
+
+// Open parses url, applies opts and opens a pool, checking that the server
+// answers. Errors never contain the password.
+func Open(ctx context.Context, url string, opts Options) (*pgxpool.Pool, error) {
+	poolCfg, err := pgxpool.ParseConfig(url)
+	if err != nil {
+		// pgx's parse errors can quote the URL; say only what is wrong.
+		return nil, fmt.Errorf("error parsing database URL %q: %w", config.Redact(url), errors.New(config.Redact(err.Error())))
+	}
+	params := poolCfg.ConnConfig.RuntimeParams
+	name := ApplicationName
+	if opts.Role != "" {
+		name += "-" + opts.Role
+	}
+	if params["application_name"] == "" {
+		params["application_name"] = name
+	}
+	if opts.StatementTimeout > 0 {
+		params["statement_timeout"] = strconv.FormatInt(opts.StatementTimeout.Milliseconds(), 10)
+	}
+	if opts.IdleInTransactionTimeout > 0 {
+		params["idle_in_transaction_session_timeout"] = strconv.FormatInt(opts.IdleInTransactionTimeout.Milliseconds(), 10)
+	}
+	if opts.Schema != "" {
+		params["search_path"] = opts.Schema
+	}
+	if opts.MaxConns > 0 {
+		poolCfg.MaxConns = opts.MaxConns
+	}
+	pool, err := pgxpool.NewWithConfig(ctx, poolCfg)
+	if err != nil {
+		return nil, fmt.Errorf("error opening database pool for %s: %w", config.Redact(url), redactErr(err))
+	}
+	if err := pool.Ping(ctx); err != nil {
+		pool.Close()
+		return nil, fmt.Errorf("error connecting to database %s: %w", config.Redact(url), redactErr(err))
+	}
+	return pool, nil
+}
+
+// redactErr keeps the error chain (so errors.As still finds *pgconn.PgError)
+// while making sure its text holds no password.
+func redactErr(err error) error {
+	msg := err.Error()
+	if red := config.Redact(msg); red != msg {
+		return &redactedError{msg: red, err: err}
+	}
+	return err
+}
+
+type redactedError struct {
+	msg string
+	err error
+}
+
+func (e *redactedError) Error() string { return e.msg }
+func (e *redactedError) Unwrap() error { return e.err }

@@ -1,0 +1,122 @@
+package outbox
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"unicode/utf8"
+)
+
+// Analysis is one analysed source file and its POIs, as backend services
+// send it: {"fileId": "...", "pois": [ ... ]}. Each POI is kept as the raw
+// JSON received, so nothing is altered on its way to the worker or to
+// failed_pois.
+type Analysis struct {
+	FileID string            `json:"fileId"`
+	POIs   []json.RawMessage `json:"pois"`
+}
+
+// ErrRejected is wrapped by every error that rejects an analysis because of
+// its content (as opposed to the database failing). Nothing is enqueued for a
+// rejected analysis.
+var ErrRejected = errors.New("analysis rejected")
+
+// RejectError says why an analysis was rejected, naming the file and, where
+// one POI is the cause, the POI.
+type RejectError struct {
+	FileID string
+	// POIID is the offending POI's id, when it has one.
+	POIID string
+	// POIIndex is the offending POI's position in the pois array, or -1.
+	POIIndex int
+	Reason   string
+}
+
+func (e *RejectError) Error() string {
+	switch {
+	case e.POIID != "":
+		return fmt.Sprintf("poi %q (file %q): %s", e.POIID, e.FileID, e.Reason)
+	case e.POIIndex >= 0:
+		return fmt.Sprintf("poi #%d (file %q): %s", e.POIIndex, e.FileID, e.Reason)
+	case e.FileID != "":
+		return fmt.Sprintf("file %q: %s", e.FileID, e.Reason)
+	default:
+		return e.Reason
+	}
+}
+
+// Unwrap makes errors.Is(err, ErrRejected) true.
+func (e *RejectError) Unwrap() error { return ErrRejected }
+
+func reject(fileID string, reason string, args ...any) *RejectError {
+	return &RejectError{FileID: fileID, POIIndex: -1, Reason: fmt.Sprintf(reason, args...)}
+}
+
+// DecodeAnalysis decodes one analysis from JSON. It checks only the
+// envelope (an object with a string fileId and a pois array); the POIs are
+// checked by the publisher and the worker.
+func DecodeAnalysis(data []byte) (Analysis, error) {
+	var env struct {
+		FileID json.RawMessage `json:"fileId"`
+		POIs   json.RawMessage `json:"pois"`
+	}
+	data = bytes.TrimSpace(data)
+	if len(data) == 0 || data[0] != '{' {
+		if !json.Valid(data) {
+			return Analysis{}, reject("", "invalid JSON: %v", jsonSyntaxError(data))
+		}
+		return Analysis{}, reject("", "an analysis must be a JSON object with fileId and pois")
+	}
+	if err := json.Unmarshal(data, &env); err != nil {
+		return Analysis{}, reject("", "invalid JSON: %v", err)
+	}
+	var a Analysis
+	if len(env.FileID) == 0 || string(env.FileID) == "null" {
+		return Analysis{}, reject("", "fileId is required")
+	}
+	if err := json.Unmarshal(env.FileID, &a.FileID); err != nil {
+		return Analysis{}, reject("", "fileId must be a string, got %s", env.FileID)
+	}
+	if !utf8.ValidString(a.FileID) {
+		return Analysis{}, reject("", "fileId is not valid UTF-8")
+	}
+	if len(env.POIs) == 0 || string(env.POIs) == "null" {
+		return Analysis{}, reject(a.FileID, "pois is required (an array; [] for a file without POIs)")
+	}
+	if env.POIs[0] != '[' {
+		return Analysis{}, reject(a.FileID, "pois must be an array, got %s", truncate(env.POIs, 40))
+	}
+	if err := json.Unmarshal(env.POIs, &a.POIs); err != nil {
+		return Analysis{}, reject(a.FileID, "pois: %v", err)
+	}
+	return a, nil
+}
+
+func jsonSyntaxError(data []byte) error {
+	var v any
+	return json.Unmarshal(data, &v)
+}
+
+func truncate(b []byte, n int) string {
+	if len(b) <= n {
+		return string(b)
+	}
+	return string(b[:n]) + "…"
+}
+
+// containsNUL reports whether JSON text holds a \u0000 escape (a NUL
+// character PostgreSQL cannot store in jsonb or text). A raw NUL byte cannot
+// appear in valid JSON.
+func containsNUL(raw []byte) bool {
+	for i := 0; i < len(raw); i++ {
+		if raw[i] != '\\' {
+			continue
+		}
+		if i+5 < len(raw) && raw[i+1] == 'u' && string(raw[i+2:i+6]) == "0000" {
+			return true
+		}
+		i++ // skip the escaped character, so \\u0000 is not a NUL
+	}
+	return false
+}

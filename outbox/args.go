@@ -1,0 +1,47 @@
+package outbox
+
+import (
+	"encoding/json"
+
+	"github.com/riverqueue/river"
+)
+
+// KindResolveFile is the River job kind of a file's POI batch.
+const KindResolveFile = "resolve_file"
+
+// QueueResolve is the River queue resolve_file jobs go to.
+const QueueResolve = "resolve"
+
+// ResolveFileArgs is the resolve_file job: one file's POIs (or, for a file
+// larger than the per-job limit, one part of them), carried exactly as they
+// were received so the worker can validate and dead-letter each one on its
+// own.
+type ResolveFileArgs struct {
+	// FileID is the analysed file.
+	FileID string `json:"fileId"`
+	// FileVersion is the files.version this analysis was published as. A job
+	// whose version is older than the file's current one has been superseded
+	// by a re-publish and completes without effect.
+	FileVersion int64 `json:"fileVersion"`
+	// POIs is the complete POI array of the file (or of this part), each
+	// element the POI's JSON as received.
+	POIs []json.RawMessage `json:"pois"`
+	// Part and Parts number the jobs of a file that was split (1-based);
+	// both are zero for the usual single job.
+	Part  int `json:"part,omitempty"`
+	Parts int `json:"parts,omitempty"`
+	// ChangedNames are the names whose definitions this publish added,
+	// removed or moved; references to them from other files are re-resolved.
+	ChangedNames []string `json:"changedNames,omitempty"`
+	// FailedPOIIDs, set on jobs made by `relay reprocess`, holds for each
+	// POI (same index) the failed_pois row it came from.
+	FailedPOIIDs []int64 `json:"failedPoiIds,omitempty"`
+}
+
+// Kind is the River job kind.
+func (ResolveFileArgs) Kind() string { return KindResolveFile }
+
+// InsertOpts sends resolve_file jobs to their own queue.
+func (ResolveFileArgs) InsertOpts() river.InsertOpts {
+	return river.InsertOpts{Queue: QueueResolve}
+}

@@ -1,0 +1,219 @@
+// Package outbox publishes analysed files into relay inside the caller's own
+// PostgreSQL transaction: it stores the file's POIs in the pois symbol table
+// and enqueues exactly one River resolve_file job carrying the whole POI
+// batch, in that same transaction. River's transactional insert is the
+// outbox: if the caller rolls back, neither the POIs nor the job exist.
+package outbox
+
+import (
+	"cmp"
+	"context"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/riverqueue/river"
+	"github.com/riverqueue/river/rivertype"
+
+	"github.com/relay-dev/relay/resolver"
+)
+
+// Defaults for Config.
+const (
+	MaxJobBytesDefault = 4 << 20
+	MaxPOIBytesDefault = 16 << 20
+	MaxAttemptsDefault = 10
+)
+
+// JobInserter inserts River jobs in a transaction; *river.Client[pgx.Tx]
+// is one (an insert-only client needs no workers).
+type JobInserter interface {
+	InsertManyTx(ctx context.Context, tx pgx.Tx, params []river.InsertManyParams) ([]*rivertype.JobInsertResult, error)
+}
+
+// Config tunes the publisher. Zero values take the defaults.
+type Config struct {
+	// MaxJobBytes is the POI JSON size per job above which a file's POIs are
+	// split across several jobs (each POI stays whole).
+	MaxJobBytes int
+	// MaxPOIBytes is the largest single POI accepted.
+	MaxPOIBytes int
+	// MaxAttempts is River's attempt limit for the jobs inserted.
+	MaxAttempts int
+}
+
+// Publisher stores analyses and enqueues their resolve_file jobs.
+type Publisher struct {
+	jobs   JobInserter
+	cfg    Config
+	logger *slog.Logger
+}
+
+// New returns a Publisher that inserts jobs through jobs.
+func New(jobs JobInserter, cfg *Config, logger *slog.Logger) *Publisher {
+	c := Config{}
+	if cfg != nil {
+		c = *cfg
+	}
+	c.MaxJobBytes = cmp.Or(c.MaxJobBytes, MaxJobBytesDefault)
+	c.MaxPOIBytes = cmp.Or(c.MaxPOIBytes, MaxPOIBytesDefault)
+	c.MaxAttempts = cmp.Or(c.MaxAttempts, MaxAttemptsDefault)
+	return &Publisher{jobs: jobs, cfg: c, logger: logger}
+}
+
+// Result says what one publish stored and enqueued.
+type Result struct {
+	FileID string
+	// Version is the file's version after this publish (1 the first time).
+	Version int64
+	// POIs is the number of POIs received; Symbols how many of them passed
+	// structural validation and entered the symbol table (the rest are
+	// dead-lettered by the worker).
+	POIs    int
+	Symbols int
+	// JobIDs are the River jobs enqueued: one, unless the file was larger
+	// than MaxJobBytes, or none for an empty analysis of a new file.
+	JobIDs []int64
+}
+
+// PublishTx publishes a in the caller's transaction tx. A rejected analysis
+// returns an error wrapping ErrRejected (a *RejectError naming the file and
+// POI) and writes nothing; the caller may still commit its own work.
+// Re-publishing a file replaces its POIs and the relationships that
+// originate from them; publishing the same analysis twice duplicates nothing.
+func (p *Publisher) PublishTx(ctx context.Context, tx pgx.Tx, a Analysis) (*Result, error) {
+	syms, err := p.check(a)
+	if err != nil {
+		return nil, err
+	}
+	res := &Result{FileID: a.FileID, POIs: len(a.POIs), Symbols: len(syms)}
+
+	// Everything below runs under a savepoint so that a rejection found in
+	// the database (a POI id owned by another file) leaves the caller's
+	// transaction usable and this file untouched.
+	sp, err := tx.Begin(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("error publishing file %q: %w", a.FileID, err)
+	}
+	defer func() { _ = sp.Rollback(ctx) }()
+
+	st := store{tx: sp}
+	existed, prevCount, version, err := st.bumpFile(ctx, a.FileID, len(syms))
+	if err != nil {
+		return nil, fmt.Errorf("error publishing file %q: %w", a.FileID, err)
+	}
+	res.Version = version
+	if owner, id, err := st.foreignOwner(ctx, a.FileID, syms); err != nil {
+		return nil, fmt.Errorf("error publishing file %q: %w", a.FileID, err)
+	} else if owner != "" {
+		return nil, &RejectError{FileID: a.FileID, POIID: id, POIIndex: -1,
+			Reason: fmt.Sprintf("id already belongs to a POI of file %q; POI ids must be unique across files", owner)}
+	}
+	changed, err := st.replaceSymbols(ctx, a.FileID, syms)
+	if err != nil {
+		return nil, fmt.Errorf("error publishing file %q: %w", a.FileID, err)
+	}
+
+	if len(a.POIs) == 0 && (!existed || prevCount == 0) {
+		// Nothing to resolve and nothing that referred to this file changed.
+		if err := sp.Commit(ctx); err != nil {
+			return nil, fmt.Errorf("error publishing file %q: %w", a.FileID, err)
+		}
+		return res, nil
+	}
+
+	params := p.jobParams(a, version, changed)
+	inserted, err := p.jobs.InsertManyTx(ctx, sp, params)
+	if err != nil {
+		return nil, fmt.Errorf("error enqueuing resolve_file job for file %q: %w", a.FileID, err)
+	}
+	for _, r := range inserted {
+		res.JobIDs = append(res.JobIDs, r.Job.ID)
+	}
+	if err := sp.Commit(ctx); err != nil {
+		return nil, fmt.Errorf("error publishing file %q: %w", a.FileID, err)
+	}
+	p.logger.DebugContext(ctx, "file published", slog.String("file_id", a.FileID), slog.Int64("file_version", version),
+		slog.Int("pois", res.POIs), slog.Int("symbols", res.Symbols), slog.Any("job_ids", res.JobIDs))
+	return res, nil
+}
+
+// check validates what publish itself is responsible for and returns the
+// POIs that enter the symbol table. Structural problems of single POIs are
+// not publish errors: those POIs travel in the job and are dead-lettered.
+func (p *Publisher) check(a Analysis) ([]resolver.POI, error) {
+	if strings.TrimSpace(a.FileID) == "" {
+		return nil, reject(a.FileID, "fileId is empty")
+	}
+	if !utf8.ValidString(a.FileID) || strings.ContainsRune(a.FileID, 0) {
+		return nil, reject(a.FileID, "fileId holds a NUL character or invalid UTF-8, which PostgreSQL cannot store")
+	}
+	seen := make(map[string]int, len(a.POIs))
+	syms := make([]resolver.POI, 0, len(a.POIs))
+	for i, raw := range a.POIs {
+		id, idOK, filePath, filePathOK := resolver.Peek(raw)
+		bad := func(reason string, args ...any) error {
+			e := &RejectError{FileID: a.FileID, POIIndex: i, Reason: fmt.Sprintf(reason, args...)}
+			if idOK {
+				e.POIID = id
+			}
+			return e
+		}
+		switch {
+		case len(raw) > p.cfg.MaxPOIBytes:
+			return nil, bad("is %d bytes, more than the %d-byte limit per POI (max_poi_bytes)", len(raw), p.cfg.MaxPOIBytes)
+		case !utf8.Valid(raw):
+			return nil, bad("holds invalid UTF-8, which PostgreSQL cannot store; send valid UTF-8 (e.g. escape binary content)")
+		case containsNUL(raw):
+			return nil, bad(`holds a NUL character (\u0000), which PostgreSQL cannot store in text or jsonb; remove or escape it`)
+		case filePathOK && filePath != "" && filePath != a.FileID:
+			return nil, bad("filePath %q does not match the analysis fileId %q", filePath, a.FileID)
+		}
+		if idOK && id != "" {
+			if prev, dup := seen[id]; dup {
+				return nil, bad("duplicate POI id (also POI #%d of this file)", prev)
+			}
+			seen[id] = i
+		}
+		if poi, err := resolver.DecodePOI(raw); err == nil {
+			syms = append(syms, poi)
+		}
+	}
+	return syms, nil
+}
+
+// jobParams splits the POIs into as few jobs as MaxJobBytes allows; almost
+// always exactly one.
+func (p *Publisher) jobParams(a Analysis, version int64, changed []string) []river.InsertManyParams {
+	var parts [][]json.RawMessage
+	var cur []json.RawMessage
+	size := 0
+	for _, raw := range a.POIs {
+		if len(cur) > 0 && size+len(raw) > p.cfg.MaxJobBytes {
+			parts = append(parts, cur)
+			cur, size = nil, 0
+		}
+		cur = append(cur, raw)
+		size += len(raw) + 1
+	}
+	parts = append(parts, cur) // an empty re-analysis still gets its one job
+	opts := &river.InsertOpts{MaxAttempts: p.cfg.MaxAttempts}
+	params := make([]river.InsertManyParams, 0, len(parts))
+	for i, pois := range parts {
+		args := ResolveFileArgs{FileID: a.FileID, FileVersion: version, POIs: pois}
+		if pois == nil {
+			args.POIs = []json.RawMessage{}
+		}
+		if len(parts) > 1 {
+			args.Part, args.Parts = i+1, len(parts)
+		}
+		if i == 0 {
+			args.ChangedNames = changed
+		}
+		params = append(params, river.InsertManyParams{Args: args, InsertOpts: opts})
+	}
+	return params
+}

@@ -1,0 +1,262 @@
+package outbox_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/riverqueue/river"
+	"github.com/riverqueue/river/riverdriver/riverpgxv5"
+	"github.com/stretchr/testify/require"
+
+	"github.com/relay-dev/relay/internal/testdb"
+	"github.com/relay-dev/relay/outbox"
+)
+
+type testBundle struct {
+	db  *testdb.DB
+	pub *outbox.Publisher
+}
+
+func setup(t *testing.T, cfg *outbox.Config) *testBundle {
+	t.Helper()
+	db := testdb.New(t)
+	client, err := river.NewClient(riverpgxv5.New(db.Pool), &river.Config{Schema: db.Schema})
+	require.NoError(t, err)
+	return &testBundle{db: db, pub: outbox.New(client, cfg, testdb.Logger(t))}
+}
+
+// publish publishes a in its own committed transaction.
+func (b *testBundle) publish(t *testing.T, a outbox.Analysis) (*outbox.Result, error) {
+	t.Helper()
+	var res *outbox.Result
+	err := pgx.BeginFunc(context.Background(), b.db.Pool, func(tx pgx.Tx) error {
+		var err error
+		res, err = b.pub.PublishTx(context.Background(), tx, a)
+		return err
+	})
+	return res, err
+}
+
+func (b *testBundle) count(t *testing.T, sql string, args ...any) int {
+	t.Helper()
+	return testdb.Count(t, b.db.Pool, sql, args...)
+}
+
+func poi(id, name, file string, line int, code string) json.RawMessage {
+	b, _ := json.Marshal(map[string]any{"id": id, "type": "function_definition", "name": name,
+		"filePath": file, "lineNumber": line, "rawCode": code, "context": ""})
+	return b
+}
+
+func analysis(file string, n int) outbox.Analysis {
+	a := outbox.Analysis{FileID: file}
+	for i := range n {
+		a.POIs = append(a.POIs, poi(fmt.Sprintf("%s#%d", file, i), fmt.Sprintf("f%d", i), file, i+1,
+			fmt.Sprintf("function f%d() { return 1; }", i)))
+	}
+	return a
+}
+
+func TestPublishTx_EnqueuesExactlyOneJobCarryingTheWholeBatch(t *testing.T) {
+	t.Parallel()
+	b := setup(t, nil)
+	a := analysis("src/math.js", 50)
+
+	res, err := b.publish(t, a)
+	require.NoError(t, err)
+	require.Len(t, res.JobIDs, 1, "50 POIs must give 1 job")
+	require.Equal(t, 50, res.POIs)
+	require.Equal(t, 50, res.Symbols)
+	require.Equal(t, int64(1), res.Version)
+
+	require.Equal(t, 1, b.count(t, `SELECT count(*) FROM river_job WHERE kind = 'resolve_file'`))
+	require.Equal(t, 50, b.count(t, `SELECT count(*) FROM pois WHERE file_id = 'src/math.js'`))
+
+	var raw []byte
+	require.NoError(t, b.db.Pool.QueryRow(context.Background(), `SELECT args FROM river_job WHERE id = $1`, res.JobIDs[0]).Scan(&raw))
+	var args outbox.ResolveFileArgs
+	require.NoError(t, json.Unmarshal(raw, &args))
+	require.Equal(t, "src/math.js", args.FileID)
+	require.Len(t, args.POIs, 50)
+	require.JSONEq(t, string(a.POIs[7]), string(args.POIs[7]), "each POI travels as received")
+	require.Equal(t, 0, args.Parts)
+}
+
+func TestPublishTx_CallerRollbackLeavesNothing(t *testing.T) {
+	t.Parallel()
+	b := setup(t, nil)
+	ctx := context.Background()
+
+	tx, err := b.db.Pool.Begin(ctx)
+	require.NoError(t, err)
+	res, err := b.pub.PublishTx(ctx, tx, analysis("src/a.js", 3))
+	require.NoError(t, err)
+	require.Len(t, res.JobIDs, 1)
+	require.NoError(t, tx.Rollback(ctx))
+
+	require.Equal(t, 0, b.count(t, `SELECT count(*) FROM river_job`))
+	require.Equal(t, 0, b.count(t, `SELECT count(*) FROM pois`))
+	require.Equal(t, 0, b.count(t, `SELECT count(*) FROM files`))
+}
+
+func TestPublishTx_EmptyPOIsEnqueuesNothing(t *testing.T) {
+	t.Parallel()
+	b := setup(t, nil)
+	res, err := b.publish(t, outbox.Analysis{FileID: "src/empty.js", POIs: []json.RawMessage{}})
+	require.NoError(t, err)
+	require.Empty(t, res.JobIDs)
+	require.Equal(t, 0, b.count(t, `SELECT count(*) FROM river_job`))
+}
+
+func TestPublishTx_RejectsWithNamedErrorAndEnqueuesNothing(t *testing.T) {
+	t.Parallel()
+	b := setup(t, &outbox.Config{MaxPOIBytes: 2048})
+	_, err := b.publish(t, outbox.Analysis{FileID: "src/owner.js", POIs: []json.RawMessage{poi("taken", "x", "src/owner.js", 1, "")}})
+	require.NoError(t, err)
+	before := b.count(t, `SELECT count(*) FROM river_job`)
+
+	for _, tc := range []struct {
+		name    string
+		a       outbox.Analysis
+		wantErr []string
+	}{
+		{"empty fileId", outbox.Analysis{FileID: "", POIs: []json.RawMessage{poi("p1", "a", "", 1, "")}}, []string{"fileId is empty"}},
+		{"blank fileId", outbox.Analysis{FileID: "  ", POIs: nil}, []string{"fileId is empty"}},
+		{"filePath disagrees with fileId", outbox.Analysis{FileID: "src/a.js", POIs: []json.RawMessage{
+			poi("p1", "a", "src/a.js", 1, ""), poi("p2", "b", "src/b.js", 2, "")}},
+			[]string{`poi "p2"`, `filePath "src/b.js" does not match`, `"src/a.js"`}},
+		{"NUL in rawCode", outbox.Analysis{FileID: "src/a.js", POIs: []json.RawMessage{
+			json.RawMessage(`{"id":"nul1","type":"function_definition","name":"a","filePath":"src/a.js","lineNumber":1,"rawCode":"a\u0000b"}`)}},
+			[]string{`poi "nul1"`, "NUL"}},
+		{"invalid UTF-8", outbox.Analysis{FileID: "src/a.js", POIs: []json.RawMessage{
+			json.RawMessage("{\"id\":\"utf\",\"type\":\"import\",\"name\":\"a\",\"lineNumber\":1,\"rawCode\":\"\xff\xfe\"}")}},
+			[]string{`poi "utf"`, "invalid UTF-8"}},
+		{"duplicate id in file", outbox.Analysis{FileID: "src/a.js", POIs: []json.RawMessage{
+			poi("dup", "a", "src/a.js", 1, ""), poi("dup", "b", "src/a.js", 2, "")}},
+			[]string{`poi "dup"`, "duplicate POI id"}},
+		{"id owned by another file", outbox.Analysis{FileID: "src/a.js", POIs: []json.RawMessage{poi("taken", "x", "src/a.js", 1, "")}},
+			[]string{`poi "taken"`, `belongs to a POI of file "src/owner.js"`}},
+		{"POI over the size limit", outbox.Analysis{FileID: "src/a.js", POIs: []json.RawMessage{
+			poi("big", "a", "src/a.js", 1, strings.Repeat("x", 4096))}},
+			[]string{`poi "big"`, "max_poi_bytes"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := b.publish(t, tc.a)
+			require.Error(t, err)
+			require.True(t, errors.Is(err, outbox.ErrRejected), "want a rejection, got %v", err)
+			for _, s := range tc.wantErr {
+				require.Contains(t, err.Error(), s)
+			}
+		})
+	}
+	require.Equal(t, before, b.count(t, `SELECT count(*) FROM river_job`), "a rejected analysis enqueues nothing")
+	require.Equal(t, 1, b.count(t, `SELECT count(*) FROM pois`), "a rejected analysis stores nothing")
+	require.Equal(t, 0, b.count(t, `SELECT count(*) FROM files WHERE file_id = 'src/a.js'`))
+}
+
+func TestPublishTx_RejectionInsideCallerTxLeavesItUsable(t *testing.T) {
+	t.Parallel()
+	b := setup(t, nil)
+	ctx := context.Background()
+	_, err := b.publish(t, outbox.Analysis{FileID: "src/owner.js", POIs: []json.RawMessage{poi("taken", "x", "src/owner.js", 1, "")}})
+	require.NoError(t, err)
+
+	tx, err := b.db.Pool.Begin(ctx)
+	require.NoError(t, err)
+	_, err = b.pub.PublishTx(ctx, tx, outbox.Analysis{FileID: "src/a.js", POIs: []json.RawMessage{poi("taken", "x", "src/a.js", 1, "")}})
+	require.ErrorIs(t, err, outbox.ErrRejected)
+	_, err = b.pub.PublishTx(ctx, tx, analysis("src/b.js", 2))
+	require.NoError(t, err, "the caller's transaction must survive a rejection")
+	require.NoError(t, tx.Commit(ctx))
+	require.Equal(t, 0, b.count(t, `SELECT count(*) FROM files WHERE file_id = 'src/a.js'`))
+	require.Equal(t, 2, b.count(t, `SELECT count(*) FROM pois WHERE file_id = 'src/b.js'`))
+}
+
+func TestPublishTx_RepublishReplacesWithoutDuplicating(t *testing.T) {
+	t.Parallel()
+	b := setup(t, nil)
+	a := analysis("src/a.js", 5)
+	r1, err := b.publish(t, a)
+	require.NoError(t, err)
+	r2, err := b.publish(t, a)
+	require.NoError(t, err)
+	require.Equal(t, r1.Version+1, r2.Version)
+	require.Equal(t, 5, b.count(t, `SELECT count(*) FROM pois`))
+
+	// A re-analysis that dropped two POIs and renamed one.
+	a2 := analysis("src/a.js", 3)
+	a2.POIs[2] = poi("src/a.js#2", "renamed", "src/a.js", 3, "")
+	r3, err := b.publish(t, a2)
+	require.NoError(t, err)
+	require.Equal(t, 3, b.count(t, `SELECT count(*) FROM pois`))
+	require.Equal(t, 1, b.count(t, `SELECT count(*) FROM pois WHERE name = 'renamed'`))
+
+	var raw []byte
+	require.NoError(t, b.db.Pool.QueryRow(context.Background(), `SELECT args FROM river_job WHERE id = $1`, r3.JobIDs[0]).Scan(&raw))
+	var args outbox.ResolveFileArgs
+	require.NoError(t, json.Unmarshal(raw, &args))
+	require.Equal(t, r3.Version, args.FileVersion)
+	require.ElementsMatch(t, []string{"f2", "f3", "f4", "renamed"}, args.ChangedNames)
+}
+
+func TestPublishTx_InvalidPOIsTravelButStayOutOfSymbolTable(t *testing.T) {
+	t.Parallel()
+	b := setup(t, nil)
+	a := outbox.Analysis{FileID: "src/a.js", POIs: []json.RawMessage{
+		poi("ok", "a", "src/a.js", 1, ""),
+		json.RawMessage(`{"id":"bad","type":"function_definition","name":"b","lineNumber":"ten"}`),
+		json.RawMessage(`null`),
+	}}
+	res, err := b.publish(t, a)
+	require.NoError(t, err)
+	require.Equal(t, 3, res.POIs)
+	require.Equal(t, 1, res.Symbols)
+	require.Len(t, res.JobIDs, 1)
+	require.Equal(t, 1, b.count(t, `SELECT count(*) FROM pois`))
+	require.Equal(t, 3, b.count(t, `SELECT jsonb_array_length(args->'pois') FROM river_job`))
+}
+
+func TestPublishTx_SplitsAFileLargerThanTheJobLimit(t *testing.T) {
+	t.Parallel()
+	b := setup(t, &outbox.Config{MaxJobBytes: 4096})
+	a := analysis("src/big.js", 100) // ~150 bytes a POI
+	res, err := b.publish(t, a)
+	require.NoError(t, err)
+	require.Greater(t, len(res.JobIDs), 1)
+
+	rows, err := b.db.Pool.Query(context.Background(), `SELECT args FROM river_job ORDER BY id`)
+	require.NoError(t, err)
+	defer rows.Close()
+	seen := map[string]bool{}
+	part := 0
+	for rows.Next() {
+		var raw []byte
+		require.NoError(t, rows.Scan(&raw))
+		var args outbox.ResolveFileArgs
+		require.NoError(t, json.Unmarshal(raw, &args))
+		size := 0
+		for _, p := range args.POIs {
+			var buf bytes.Buffer
+			require.NoError(t, json.Compact(&buf, p))
+			size += buf.Len()
+		}
+		require.LessOrEqual(t, size, 4096, "part %d carries more POI bytes than the limit", part+1)
+		part++
+		require.Equal(t, part, args.Part)
+		require.Equal(t, len(res.JobIDs), args.Parts)
+		for _, p := range args.POIs {
+			var v struct{ ID string }
+			require.NoError(t, json.Unmarshal(p, &v))
+			require.False(t, seen[v.ID], "POI %s carried twice", v.ID)
+			seen[v.ID] = true
+		}
+	}
+	require.NoError(t, rows.Err())
+	require.Len(t, seen, 100, "every POI carried exactly once")
+}

@@ -1,0 +1,228 @@
+package resolver
+
+import (
+	"context"
+	"strings"
+)
+
+// extractCalls adds the CALLS references of a function, method or class POI.
+func extractCalls(ctx context.Context, p POI, refs *refSet) error {
+	s := callScanner{
+		z:          newTokenizer(ctx, p.RawCode),
+		self:       simpleName(p.Name),
+		headerOpen: true,
+		add:        func(name string) { refs.add(Calls, name) },
+	}
+	s.run()
+	return scanError(s.z, p, "calls")
+}
+
+// simpleName returns the last segment of a possibly qualified name
+// ("Calc.add", "Calc::add", "Calc#add" -> "add").
+func simpleName(name string) string {
+	if i := strings.LastIndexAny(name, ".:#/"); i >= 0 {
+		return name[i+1:]
+	}
+	return name
+}
+
+// callContext is what a name followed by "(" is, judged by the token before it.
+type callContext int
+
+const (
+	ctxCall      callContext = iota // a call
+	ctxDecl                         // a declaration (`int add(`, `async foo(`)
+	ctxStatement                    // a call, or a method definition if the ")" is followed by "{", ":" or throws
+	ctxList                         // like ctxStatement, but only "{" makes it a definition
+)
+
+// pendingCall is a name followed by "(" at the start of a statement whose fate
+// is decided by the token after its matching ")".
+type pendingCall struct {
+	name    string
+	depth   int  // paren depth outside its "("
+	colonOK bool // whether "):" marks a definition (TypeScript return type)
+}
+
+// callScanner finds calls in one pass over the tokens of a POI's code.
+type callScanner struct {
+	z    *tokenizer
+	self string // the POI's own name, excluded once in the header
+	add  func(name string)
+
+	prev token // the previous token; tokEOF at the start of input
+
+	// The header is the code before the body starts: before the first "{",
+	// "=>", ":" or ";" outside parentheses and brackets.
+	headerOpen  bool
+	headerDepth int
+	selfSkipped bool
+
+	defPending bool // after function/def/func/class…: the next name is defined
+	newChain   bool // after new: the qualified name being constructed
+
+	parenDepth int
+	pending    []pendingCall
+	closing    pendingCall // the pending call whose ")" was the previous token
+	hasClosing bool
+}
+
+// run scans the whole input.
+func (s *callScanner) run() {
+	for {
+		t := s.z.next()
+		if s.hasClosing {
+			s.hasClosing = false
+			if !opensBody(t, s.closing.colonOK) {
+				s.add(s.closing.name)
+			}
+		}
+		if t.kind == tokEOF {
+			for _, p := range s.pending { // unbalanced: a call cut short
+				s.add(p.name)
+			}
+			return
+		}
+		s.trackHeader(t)
+		switch t.kind {
+		case tokIdent:
+			s.ident(t)
+		case tokPunct:
+			s.punct(t)
+		}
+		s.updateState(t)
+		s.prev = t
+	}
+}
+
+// opensBody reports whether t, following the ")" of `name(…)`, starts a body,
+// making `name(…)` a method definition rather than a call.
+func opensBody(t token, colonOK bool) bool {
+	return t.isPunct("{") || colonOK && t.isPunct(":") || t.isIdent("throws")
+}
+
+// trackHeader closes the header at the first body opener outside parentheses.
+func (s *callScanner) trackHeader(t token) {
+	if !s.headerOpen || t.kind != tokPunct {
+		return
+	}
+	switch t.text {
+	case "(", "[":
+		s.headerDepth++
+	case ")", "]":
+		s.headerDepth = max(s.headerDepth-1, 0)
+	case "{", "=>", ":", ";":
+		if s.headerDepth == 0 {
+			s.headerOpen = false
+		}
+	}
+}
+
+// ident judges a name: a call, a definition, a keyword, or the POI's own name.
+func (s *callScanner) ident(t token) {
+	if s.headerOpen && !s.selfSkipped && s.self != "" && t.text == s.self {
+		s.selfSkipped = true
+		return
+	}
+	if nx := s.z.peek(); !nx.isPunct("(") || nx.nlBefore {
+		return
+	}
+	switch {
+	case s.newChain, s.defPending:
+		return
+	case isMemberAccess(s.prev):
+		s.add(t.text)
+		return
+	case keywords[t.text] != kwNone:
+		return
+	}
+	switch s.context(t) {
+	case ctxCall:
+		s.add(t.text)
+	case ctxStatement:
+		s.pending = append(s.pending, pendingCall{name: t.text, depth: s.parenDepth, colonOK: true})
+	case ctxList:
+		s.pending = append(s.pending, pendingCall{name: t.text, depth: s.parenDepth})
+	case ctxDecl: // a declared name, not a call
+	}
+}
+
+// isMemberAccess reports whether t makes the next name a member: ".", "->", "::".
+func isMemberAccess(t token) bool {
+	return t.isPunct(".") || t.isPunct("->") || t.isPunct("::")
+}
+
+// context judges a name followed by "(" by the token before it.
+func (s *callScanner) context(t token) callContext {
+	p := s.prev
+	switch p.kind {
+	case tokEOF:
+		return ctxStatement
+	case tokIdent:
+		if t.nlBefore {
+			return ctxStatement
+		}
+		if k := keywords[p.text]; k != kwNone && k != kwModifier {
+			return ctxCall // return foo(), await foo(), not foo()
+		}
+		return ctxDecl // int add(, String name(, async foo(, get value(
+	case tokNumber, tokString:
+		if t.nlBefore {
+			return ctxStatement
+		}
+	case tokPunct:
+		switch p.text {
+		case "{", "}", ";":
+			return ctxStatement
+		case ",":
+			return ctxList
+		case ")", "]":
+			if t.nlBefore {
+				return ctxStatement
+			}
+			if p.text == "]" {
+				return ctxDecl // int[] foo(, Go []byte(s)
+			}
+		}
+	}
+	return ctxCall
+}
+
+// punct tracks parentheses and settles a pending call at its ")".
+func (s *callScanner) punct(t token) {
+	switch t.text {
+	case "(":
+		s.parenDepth++
+	case ")":
+		if s.parenDepth == 0 {
+			return
+		}
+		s.parenDepth--
+		if n := len(s.pending); n > 0 && s.pending[n-1].depth == s.parenDepth {
+			s.closing, s.hasClosing = s.pending[n-1], true
+			s.pending = s.pending[:n-1]
+		}
+	}
+}
+
+// updateState tracks definition keywords and new-expressions after token t.
+func (s *callScanner) updateState(t token) {
+	if t.kind == tokIdent {
+		switch keywords[t.text] {
+		case kwDefine:
+			s.defPending, s.newChain = true, false
+		case kwNew:
+			s.defPending, s.newChain = false, true
+		default:
+			s.defPending = false // the defined name was this one
+		}
+		return
+	}
+	if t.isPunct("*") && s.defPending { // function* gen(
+		return
+	}
+	s.defPending = false
+	if !t.isPunct(".") {
+		s.newChain = false
+	}
+}

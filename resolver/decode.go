@@ -1,0 +1,297 @@
+package resolver
+
+import (
+	"encoding/json"
+	"fmt"
+	"math"
+	"strings"
+	"unicode/utf8"
+)
+
+// JSON field names of a POI, as used in ValidationError.Field.
+const (
+	fieldID         = "id"
+	fieldType       = "type"
+	fieldName       = "name"
+	fieldLineNumber = "lineNumber"
+	fieldFilePath   = "filePath"
+	fieldRawCode    = "rawCode"
+	fieldContext    = "context"
+)
+
+// maxQuotedValue is how many bytes of an offending string value an error message quotes.
+const maxQuotedValue = 40
+
+// DecodePOI decodes one POI from raw JSON and validates it structurally.
+//
+// The value must be a JSON object. id, type and name must be non-empty strings.
+// lineNumber must be a non-negative integer that fits in an int32: a JSON number
+// whose value has no fractional part (3 and 3.0 are accepted; 3.5, -1 and "3" are not).
+// filePath, rawCode and context must be strings when present and not null; absent
+// or null they decode as "". Unknown fields are ignored; keys match exactly
+// (case-sensitively).
+//
+// Every problem with the data, invalid JSON included, is reported as a
+// *ValidationError naming the first field at fault, in the order id, type, name,
+// lineNumber, filePath, rawCode, context. When the id is usable it is set in
+// POIID even if another field is at fault. DecodePOI never panics.
+func DecodePOI(raw []byte) (POI, error) {
+	var top json.RawMessage
+	if err := json.Unmarshal(raw, &top); err != nil {
+		return POI{}, &ValidationError{Reason: "is not valid JSON: " + err.Error()}
+	}
+	if kind := jsonKind(top); kind != '{' {
+		return POI{}, &ValidationError{Reason: "must be a JSON object, got " + describe(top)}
+	}
+	var fields map[string]json.RawMessage
+	if err := json.Unmarshal(top, &fields); err != nil {
+		// Unreachable for a valid JSON object; kept so a decoder change cannot panic us.
+		return POI{}, &ValidationError{Reason: "is not valid JSON: " + err.Error()}
+	}
+
+	var p POI
+	var reason string
+	if p.ID, reason = requiredString(fields, fieldID); reason != "" {
+		return POI{}, &ValidationError{Field: fieldID, Reason: reason}
+	}
+	fail := func(field, reason string) (POI, error) {
+		return POI{}, &ValidationError{POIID: p.ID, Field: field, Reason: reason}
+	}
+	if p.Type, reason = requiredString(fields, fieldType); reason != "" {
+		return fail(fieldType, reason)
+	}
+	if p.Name, reason = requiredString(fields, fieldName); reason != "" {
+		return fail(fieldName, reason)
+	}
+	if p.LineNumber, reason = lineNumber(fields); reason != "" {
+		return fail(fieldLineNumber, reason)
+	}
+	if p.FilePath, reason = optionalString(fields, fieldFilePath); reason != "" {
+		return fail(fieldFilePath, reason)
+	}
+	if p.RawCode, reason = optionalString(fields, fieldRawCode); reason != "" {
+		return fail(fieldRawCode, reason)
+	}
+	if p.Context, reason = optionalString(fields, fieldContext); reason != "" {
+		return fail(fieldContext, reason)
+	}
+	return p, nil
+}
+
+// Peek returns the id and filePath of a raw POI when they are JSON strings,
+// without validating anything else; idOK and filePathOK say whether each was
+// a string (an empty string counts). It never panics; invalid JSON or a value
+// that is not an object gives all zero results.
+func Peek(raw []byte) (id string, idOK bool, filePath string, filePathOK bool) {
+	var fields map[string]json.RawMessage
+	if err := json.Unmarshal(raw, &fields); err != nil {
+		return "", false, "", false
+	}
+	id, idOK = asString(fields[fieldID])
+	filePath, filePathOK = asString(fields[fieldFilePath])
+	return id, idOK, filePath, filePathOK
+}
+
+// requiredString returns the non-empty string in fields[key], or a reason why there is none.
+func requiredString(fields map[string]json.RawMessage, key string) (string, string) {
+	v, present := fields[key]
+	if !present {
+		return "", "is required"
+	}
+	s, ok := asString(v)
+	switch {
+	case !ok:
+		return "", "must be a non-empty string, got " + describe(v)
+	case s == "":
+		return "", "must be a non-empty string, got empty string"
+	}
+	return s, ""
+}
+
+// optionalString returns the string in fields[key] ("" when absent or null), or a reason why it is not a string.
+func optionalString(fields map[string]json.RawMessage, key string) (string, string) {
+	v, present := fields[key]
+	if !present || jsonKind(v) == 'n' {
+		return "", ""
+	}
+	s, ok := asString(v)
+	if !ok {
+		return "", "must be a string, got " + describe(v)
+	}
+	return s, ""
+}
+
+// lineNumber returns the validated lineNumber field, or a reason why it is not valid.
+func lineNumber(fields map[string]json.RawMessage) (int, string) {
+	v, present := fields[fieldLineNumber]
+	if !present {
+		return 0, "is required"
+	}
+	const want = "must be a non-negative integer"
+	if jsonKind(v) != '0' {
+		return 0, want + ", got " + describe(v)
+	}
+	n, problem := parseLineNumber(string(v))
+	switch problem {
+	case numNegative, numFraction:
+		return 0, want + ", got " + describe(v)
+	case numTooLarge:
+		return 0, fmt.Sprintf("%s no greater than %d, got %s", want, math.MaxInt32, describe(v))
+	}
+	return n, ""
+}
+
+// asString reports whether v is a JSON string and returns its value.
+func asString(v json.RawMessage) (string, bool) {
+	if jsonKind(v) != '"' {
+		return "", false
+	}
+	var s string
+	if err := json.Unmarshal(v, &s); err != nil {
+		return "", false
+	}
+	return s, true
+}
+
+// jsonKind classifies a JSON value by its first significant byte: '{', '[', '"',
+// 't' or 'f' (boolean), 'n' (null), '0' (number), or 0 when v is empty.
+func jsonKind(v json.RawMessage) byte {
+	for _, c := range v {
+		switch c {
+		case ' ', '\t', '\r', '\n':
+			continue
+		case '{', '[', '"', 't', 'f', 'n':
+			return c
+		default:
+			return '0'
+		}
+	}
+	return 0
+}
+
+// describe names the JSON type of v, with its value for scalars: `number 12`,
+// `string "ten"`, `boolean true`, `null`, `object`, `array`.
+func describe(v json.RawMessage) string {
+	switch jsonKind(v) {
+	case '{':
+		return "object"
+	case '[':
+		return "array"
+	case 'n':
+		return "null"
+	case 't', 'f':
+		return "boolean " + strings.TrimSpace(string(v))
+	case '"':
+		s, _ := asString(v)
+		return "string " + quoteTruncated(s)
+	case '0':
+		return "number " + truncate(strings.TrimSpace(string(v)))
+	}
+	return "nothing"
+}
+
+// quoteTruncated quotes s, cut to maxQuotedValue bytes on a rune boundary.
+func quoteTruncated(s string) string {
+	if len(s) <= maxQuotedValue {
+		return fmt.Sprintf("%q", s)
+	}
+	return fmt.Sprintf("%q...", truncate(s))
+}
+
+// truncate cuts s to at most maxQuotedValue bytes on a rune boundary.
+func truncate(s string) string {
+	if len(s) <= maxQuotedValue {
+		return s
+	}
+	cut := maxQuotedValue
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut]
+}
+
+// numProblem says why a JSON number is not a valid line number.
+type numProblem int
+
+const (
+	numOK numProblem = iota
+	numNegative
+	numFraction
+	numTooLarge
+)
+
+// maxExponent bounds the exponent a number's value is computed with, so a
+// literal like 1e99999999999999999999 cannot overflow; any larger exponent is
+// out of range anyway.
+const maxExponent = 1 << 40
+
+// parseLineNumber converts a syntactically valid JSON number to an int in
+// [0, math.MaxInt32] exactly, without floating point: 3, 3.0, 30e-1 and 0.3e1
+// are 3; 3.5 is a fraction; -0 is 0.
+func parseLineNumber(num string) (int, numProblem) {
+	num = strings.TrimSpace(num)
+	neg := strings.HasPrefix(num, "-")
+	num = strings.TrimPrefix(num, "-")
+
+	i := 0
+	for i < len(num) && isDigit(num[i]) {
+		i++
+	}
+	intPart, frac := num[:i], ""
+	if i < len(num) && num[i] == '.' {
+		j := i + 1
+		for j < len(num) && isDigit(num[j]) {
+			j++
+		}
+		frac, i = num[i+1:j], j
+	}
+	var exp int64
+	if i < len(num) && (num[i] == 'e' || num[i] == 'E') {
+		i++
+		expNeg := false
+		if i < len(num) && (num[i] == '+' || num[i] == '-') {
+			expNeg = num[i] == '-'
+			i++
+		}
+		for ; i < len(num) && isDigit(num[i]); i++ {
+			if exp < maxExponent {
+				exp = exp*10 + int64(num[i]-'0')
+			}
+		}
+		if expNeg {
+			exp = -exp
+		}
+	}
+
+	// The value is digits × 10^shift.
+	digits := strings.TrimLeft(intPart+frac, "0")
+	shift := exp - int64(len(frac))
+	for len(digits) > 0 && digits[len(digits)-1] == '0' {
+		digits = digits[:len(digits)-1]
+		shift++
+	}
+	switch {
+	case digits == "":
+		return 0, numOK
+	case neg:
+		return 0, numNegative
+	case shift < 0:
+		return 0, numFraction
+	case int64(len(digits))+shift > 10:
+		return 0, numTooLarge
+	}
+	var n int64
+	for k := 0; k < len(digits); k++ {
+		n = n*10 + int64(digits[k]-'0')
+	}
+	for ; shift > 0; shift-- {
+		n *= 10
+	}
+	if n > math.MaxInt32 {
+		return 0, numTooLarge
+	}
+	return int(n), numOK
+}
+
+// isDigit reports whether c is an ASCII digit.
+func isDigit(c byte) bool { return c >= '0' && c <= '9' }

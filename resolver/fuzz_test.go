@@ -1,0 +1,83 @@
+package resolver
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"math"
+	"slices"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+// fuzzTypes are the POI types FuzzExtract picks from.
+var fuzzTypes = []string{TypeFunction, TypeMethod, TypeClass, TypeInterface, TypeVariable, TypeImport, "other"}
+
+func FuzzExtract(f *testing.F) {
+	f.Add("function add(a, b) { return sum(a, b) /* x( */ }", "add", uint8(0), "a.js")
+	f.Add("def f():\n    '''doc(''' \n    return g(1)  # h(\n", "f", uint8(1), "a.py")
+	f.Add("class A<T> extends B<T> implements C, D { m() { n() } }", "A", uint8(2), "a.ts")
+	f.Add("class A(B, metaclass=M):\n    pass", "A", uint8(2), "a.py")
+	f.Add("type R interface {\n\tio.Reader\n\tClose() error\n}", "R", uint8(3), "a.go")
+	f.Add("import X, { a, b as c } from './x'\nconst { d } = require('d')", "X", uint8(5), "a.js")
+	f.Add("from x import (a,\n b as c)\nimport os.path", "a", uint8(5), "a.py")
+	f.Add("import (\n\t\"fmt\"\n\tm \"math/v2\"\n)", "fmt", uint8(5), "a.go")
+	f.Add("`${'\"\\`", "", uint8(0), "")
+	f.Add("new new new (((( )))) ))) function* * def class", "x", uint8(2), "")
+
+	f.Fuzz(func(t *testing.T, code, name string, typ uint8, filePath string) {
+		p := POI{ID: "p", Type: fuzzTypes[int(typ)%len(fuzzTypes)], Name: name, FilePath: filePath, RawCode: code}
+		got, err := Extract(context.Background(), p)
+		require.NoError(t, err)
+		require.True(t, slices.IsSortedFunc(got, compareReferences), "not sorted: %v", got)
+		for i, r := range got {
+			require.NotEmpty(t, r.Name, "empty name in %v", got)
+			require.Contains(t, []RelType{Calls, Extends, Implements, Imports}, r.Type)
+			if i > 0 {
+				require.NotEqual(t, got[i-1], r, "duplicate in %v", got)
+			}
+		}
+	})
+}
+
+func FuzzDecodePOI(f *testing.F) {
+	f.Add([]byte(`{"id":"m1","type":"function_definition","name":"add","filePath":"a.js","lineNumber":3,"rawCode":"x","context":""}`))
+	f.Add([]byte(`{"id":"m1","type":"x","name":"y","lineNumber":3.0e0}`))
+	f.Add([]byte(`{"id":"m1","type":"x","name":"y","lineNumber":-0.5e-3}`))
+	f.Add([]byte(`{"id":12}`))
+	f.Add([]byte(`null`))
+	f.Add([]byte(`[{"id":"a"}]`))
+	f.Add([]byte(`{"id":"a","type":"b","name":"c","lineNumber":1e400}`))
+	f.Add([]byte(`{"id":"\ud800","type":"b","name":"c","lineNumber":"1"}`))
+
+	f.Fuzz(func(t *testing.T, raw []byte) {
+		id, idOK, _, _ := Peek(raw)
+		p, err := DecodePOI(raw)
+		if err != nil {
+			var verr *ValidationError
+			require.True(t, errors.As(err, &verr), "not a *ValidationError: %v", err)
+			require.Equal(t, POI{}, p)
+			require.NotEmpty(t, verr.Reason)
+			if verr.Field != "id" && verr.Field != "" {
+				require.True(t, idOK)
+				require.Equal(t, id, verr.POIID)
+			}
+			return
+		}
+		require.True(t, idOK)
+		require.Equal(t, id, p.ID)
+		require.NotEmpty(t, p.ID)
+		require.NotEmpty(t, p.Type)
+		require.NotEmpty(t, p.Name)
+		require.GreaterOrEqual(t, p.LineNumber, 0)
+		require.LessOrEqual(t, p.LineNumber, math.MaxInt32)
+
+		// A decoded POI survives a round trip.
+		again, err := json.Marshal(p)
+		require.NoError(t, err)
+		p2, err := DecodePOI(again)
+		require.NoError(t, err)
+		require.Equal(t, p, p2)
+	})
+}

@@ -1,0 +1,156 @@
+package worker
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/riverqueue/river"
+	"github.com/riverqueue/river/riverdriver/riverpgxv5"
+
+	"github.com/relay-dev/relay/config"
+	"github.com/relay-dev/relay/outbox"
+)
+
+// QueueMaintenance runs relay's own periodic jobs.
+const QueueMaintenance = "relay_maintenance"
+
+// Options are the parts of a worker that do not come from config.
+type Options struct {
+	// Extract overrides the resolver (tests).
+	Extract ExtractFunc
+	// Observer is told about each batch (metrics); may be nil.
+	Observer Observer
+}
+
+// NewClient builds the River client that works relay's queues with relay's
+// settings: River's rescuer retries a killed worker's jobs after
+// cfg.RescueStuckJobsAfter (River's default is an hour), and discarded jobs
+// are kept for cfg.DiscardedJobRetention while a periodic sweep captures
+// them into dead_lettered_items.
+func NewClient(pool *pgxpool.Pool, cfg *config.Config, logger *slog.Logger, opts *Options) (*river.Client[pgx.Tx], error) {
+	if opts == nil {
+		opts = &Options{}
+	}
+	workers := river.NewWorkers()
+	river.AddWorker(workers, NewResolveFileWorker(pool, ResolveFileConfig{
+		POITimeout: cfg.POITimeout, JobTimeout: cfg.JobTimeout, Extract: opts.Extract,
+	}, logger, opts.Observer))
+	river.AddWorker(workers, &SweepDiscardedWorker{pool: pool, logger: logger})
+
+	client, err := river.NewClient(riverpgxv5.New(pool), &river.Config{
+		Logger:                      riverLogger(logger),
+		Schema:                      cfg.DatabaseSchema,
+		Workers:                     workers,
+		Queues:                      map[string]river.QueueConfig{outbox.QueueResolve: {MaxWorkers: cfg.WorkerConcurrency}, QueueMaintenance: {MaxWorkers: 1}},
+		JobTimeout:                  cfg.JobTimeout,
+		MaxAttempts:                 cfg.MaxAttempts,
+		RescueStuckJobsAfter:        cfg.RescueStuckJobsAfter,
+		DiscardedJobRetentionPeriod: cfg.DiscardedJobRetention,
+		SoftStopTimeout:             cfg.ShutdownTimeout,
+		PeriodicJobs: []*river.PeriodicJob{river.NewPeriodicJob(river.PeriodicInterval(cfg.SweepInterval),
+			func() (river.JobArgs, *river.InsertOpts) { return SweepDiscardedArgs{}, nil },
+			&river.PeriodicJobOpts{RunOnStart: true, ID: "sweep_discarded"})},
+	})
+	if err != nil {
+		return nil, fmt.Errorf("error creating River client: %w", err)
+	}
+	return client, nil
+}
+
+// NewInsertClient builds an insert-only River client (no queues worked), as
+// the publisher and the CLI's write commands need.
+func NewInsertClient(pool *pgxpool.Pool, cfg *config.Config, logger *slog.Logger) (*river.Client[pgx.Tx], error) {
+	client, err := river.NewClient(riverpgxv5.New(pool), &river.Config{Logger: logger, Schema: cfg.DatabaseSchema})
+	if err != nil {
+		return nil, fmt.Errorf("error creating River client: %w", err)
+	}
+	return client, nil
+}
+
+// IdleGrace is how far ahead RunUntilIdle looks for retries: a job due to be
+// retried within it still counts as work.
+const IdleGrace = 10 * time.Second
+
+// RunUntilIdle starts client and stops it once the resolve queue has no job
+// available or running and none due within IdleGrace; then it captures any
+// discarded batches. It returns early, with ctx's error, if ctx ends first.
+func RunUntilIdle(ctx context.Context, client *river.Client[pgx.Tx], pool *pgxpool.Pool, logger *slog.Logger, progress func(Progress)) error {
+	events, cancelSub := client.Subscribe(river.EventKindJobCompleted, river.EventKindJobFailed)
+	defer cancelSub()
+	// Jobs must not inherit ctx: cancelling it (SIGTERM) starts a graceful
+	// stop below instead of cancelling in-flight batches at once.
+	if err := client.Start(context.WithoutCancel(ctx)); err != nil {
+		return fmt.Errorf("error starting River client: %w", err)
+	}
+	stop := func() error { return client.Stop(context.WithoutCancel(ctx)) }
+	tick := time.NewTicker(250 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			_ = stop()
+			return ctx.Err()
+		case <-events:
+			continue // counts are read on the tick; events just keep us awake
+		case <-tick.C:
+		}
+		p, err := QueueProgress(ctx, pool)
+		if err != nil {
+			_ = stop()
+			return err
+		}
+		if progress != nil {
+			progress(p)
+		}
+		if p.Pending == 0 {
+			if err := stop(); err != nil {
+				return fmt.Errorf("error stopping River client: %w", err)
+			}
+			return sweepDiscarded(ctx, pool, logger)
+		}
+	}
+}
+
+// Progress is the state of the resolve queue.
+type Progress struct {
+	// Pending counts jobs available, running, or due within IdleGrace.
+	Pending int64
+	// Completed and Discarded count finished jobs still in River's table.
+	Completed int64
+	Discarded int64
+}
+
+// QueueProgress reads the resolve queue's state.
+func QueueProgress(ctx context.Context, pool *pgxpool.Pool) (Progress, error) {
+	var p Progress
+	err := pool.QueryRow(ctx, `
+		SELECT count(*) FILTER (WHERE state IN ('available', 'running')
+		                          OR (state IN ('retryable', 'scheduled') AND scheduled_at < now() + make_interval(secs => $2))),
+		       count(*) FILTER (WHERE state = 'completed'),
+		       count(*) FILTER (WHERE state = 'discarded')
+		FROM river_job WHERE queue = $1`, outbox.QueueResolve, IdleGrace.Seconds()).Scan(&p.Pending, &p.Completed, &p.Discarded)
+	if err != nil {
+		return p, fmt.Errorf("error reading queue progress: %w", err)
+	}
+	return p, nil
+}
+
+// Run starts client and works until ctx ends (SIGINT/SIGTERM), then stops
+// gracefully: no new fetches, in-flight batches get the client's soft stop
+// timeout to finish before their contexts are cancelled.
+func Run(ctx context.Context, client *river.Client[pgx.Tx], logger *slog.Logger) error {
+	if err := client.Start(context.WithoutCancel(ctx)); err != nil {
+		return fmt.Errorf("error starting River client: %w", err)
+	}
+	<-ctx.Done()
+	logger.Info("stopping: finishing in-flight batches")
+	if err := client.Stop(context.WithoutCancel(ctx)); err != nil {
+		return fmt.Errorf("error stopping River client: %w", err)
+	}
+	logger.Info("worker stopped")
+	return nil
+}

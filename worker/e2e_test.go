@@ -1,0 +1,201 @@
+package worker_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"math/rand/v2"
+	"sort"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/riverqueue/river"
+	"github.com/stretchr/testify/require"
+
+	"github.com/relay-dev/relay/internal/testdb"
+	"github.com/relay-dev/relay/outbox"
+	"github.com/relay-dev/relay/worker"
+)
+
+// corpus builds n files whose functions call across files, including names
+// defined in two files (ambiguous outside them), a name defined only in the
+// last file (resolved whenever it arrives), classes extending classes of
+// other files, imports, and one malformed POI per file.
+func corpus(n int) []outbox.Analysis {
+	var out []outbox.Analysis
+	for k := range n {
+		file := fmt.Sprintf("src/f%02d.js", k)
+		var pois []json.RawMessage
+		add := func(id, typ, name, code string) {
+			raw, _ := json.Marshal(map[string]any{"id": id, "type": typ, "name": name, "filePath": file, "lineNumber": len(pois) + 1, "rawCode": code})
+			pois = append(pois, raw)
+		}
+		add(fmt.Sprintf("f%02d.a", k), "function_definition", fmt.Sprintf("a%02d", k),
+			fmt.Sprintf("function a%02d() { b%02d(); shared(); late(); a%02d(); }", k, (k+5)%n, (k+1)%n))
+		add(fmt.Sprintf("f%02d.b", k), "function_definition", fmt.Sprintf("b%02d", k),
+			fmt.Sprintf("function b%02d() { return 'a%02d()' + helper(); }", k, k))
+		add(fmt.Sprintf("f%02d.h", k), "function_definition", "helper", "function helper() { return shared(); }")
+		add(fmt.Sprintf("f%02d.C", k), "class_declaration", fmt.Sprintf("C%02d", k),
+			fmt.Sprintf("class C%02d extends C%02d { run() { a%02d(); } }", k, (k+n-1)%n, k))
+		add(fmt.Sprintf("f%02d.i", k), "import", fmt.Sprintf("a%02d", (k+3)%n),
+			fmt.Sprintf("import { a%02d, C%02d } from './f%02d.js';", (k+3)%n, (k+3)%n, (k+3)%n))
+		if k < 2 {
+			add(fmt.Sprintf("f%02d.s", k), "function_definition", "shared", "function shared() {}")
+		}
+		if k == n-1 {
+			add(fmt.Sprintf("f%02d.l", k), "function_definition", "late", "function late() { return a00(); }")
+		}
+		pois = append(pois, json.RawMessage(fmt.Sprintf(`{"id":"f%02d.bad","type":"function_definition","name":"bad","lineNumber":"x"}`, k)))
+		out = append(out, outbox.Analysis{FileID: file, POIs: pois})
+	}
+	return out
+}
+
+type e2e struct {
+	db     *testdb.DB
+	pub    *outbox.Publisher
+	client *river.Client[pgx.Tx]
+}
+
+func setupE2E(t *testing.T, concurrency int) *e2e {
+	t.Helper()
+	db := testdb.New(t)
+	cfg := db.Config()
+	cfg.WorkerConcurrency = concurrency
+	client, err := worker.NewClient(db.Pool, cfg, testdb.Logger(t), nil)
+	require.NoError(t, err)
+	return &e2e{db: db, pub: outbox.New(client, nil, testdb.Logger(t)), client: client}
+}
+
+func (e *e2e) publish(t *testing.T, a outbox.Analysis) {
+	t.Helper()
+	err := pgx.BeginFunc(context.Background(), e.db.Pool, func(tx pgx.Tx) error {
+		_, err := e.pub.PublishTx(context.Background(), tx, a)
+		return err
+	})
+	require.NoError(t, err)
+}
+
+func (e *e2e) start(t *testing.T) {
+	t.Helper()
+	require.NoError(t, e.client.Start(context.Background()))
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		require.NoError(t, e.client.Stop(ctx))
+	})
+}
+
+// waitDrained waits, on River's events and the queue's state, until no
+// resolve_file job is pending; it fails the test after a deadline.
+func waitDrained(t *testing.T, client *river.Client[pgx.Tx], pool *pgxpool.Pool) {
+	t.Helper()
+	events, cancel := client.Subscribe(river.EventKindJobCompleted, river.EventKindJobFailed)
+	defer cancel()
+	deadline := time.After(90 * time.Second)
+	tick := time.NewTicker(50 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		p, err := worker.QueueProgress(context.Background(), pool)
+		require.NoError(t, err)
+		if p.Pending == 0 {
+			return
+		}
+		select {
+		case <-events:
+		case <-tick.C:
+		case <-deadline:
+			t.Fatalf("queue not drained after 90s: %+v", p)
+		}
+	}
+}
+
+func relationships(t *testing.T, pool *pgxpool.Pool) []string {
+	t.Helper()
+	rows, err := pool.Query(context.Background(), `SELECT source_poi_id || ' ' || type || ' ' || target_poi_id FROM relationships`)
+	require.NoError(t, err)
+	defer rows.Close()
+	var out []string
+	for rows.Next() {
+		var s string
+		require.NoError(t, rows.Scan(&s))
+		out = append(out, s)
+	}
+	require.NoError(t, rows.Err())
+	sort.Strings(out)
+	return out
+}
+
+func TestEndToEnd_RelationshipsIndependentOfOrderAndConcurrency(t *testing.T) {
+	t.Parallel()
+	files := corpus(12)
+
+	// Reference: one worker, everything published before it starts.
+	ref := setupE2E(t, 1)
+	for _, a := range files {
+		ref.publish(t, a)
+	}
+	ref.start(t)
+	waitDrained(t, ref.client, ref.db.Pool)
+	want := relationships(t, ref.db.Pool)
+
+	// Spot-check the reference against the resolution rules.
+	require.Contains(t, want, "f00.a CALLS f05.b", "cross-file call")
+	require.Contains(t, want, "f00.a CALLS f00.s", "same-file definition preferred over another file's")
+	require.NotContains(t, want, "f03.h CALLS f00.s", "shared() is ambiguous outside files 0 and 1")
+	require.Contains(t, want, "f03.a CALLS f11.l", "late() resolves although published last")
+	require.Contains(t, want, "f04.C EXTENDS f03.C")
+	require.Contains(t, want, "f04.i IMPORTS f07.a")
+	require.Contains(t, want, "f04.i IMPORTS f07.C")
+	require.NotContains(t, want, "f01.b CALLS f01.a", "a call inside a string literal is not a call")
+	require.NotContains(t, want, "f00.a CALLS f00.a", "no self edges")
+	require.Equal(t, 12, testdb.Count(t, ref.db.Pool, `SELECT count(*) FROM failed_pois`), "one malformed POI per file")
+
+	for _, tc := range []struct {
+		name        string
+		concurrency int
+		seed        uint64
+	}{
+		{"reversed order, one worker", 1, 0},
+		{"shuffled, four workers, publishing while working", 4, 1},
+		{"shuffled again, four workers", 4, 2},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			e := setupE2E(t, tc.concurrency)
+			order := make([]outbox.Analysis, len(files))
+			copy(order, files)
+			if tc.seed == 0 {
+				for i, j := 0, len(order)-1; i < j; i, j = i+1, j-1 {
+					order[i], order[j] = order[j], order[i]
+				}
+			} else {
+				rand.New(rand.NewPCG(tc.seed, 7)).Shuffle(len(order), func(i, j int) { order[i], order[j] = order[j], order[i] })
+			}
+			e.start(t)
+			// Publish from two goroutines while the workers run, and
+			// re-publish a file with a name removed and then restored.
+			var wg sync.WaitGroup
+			for half := range 2 {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					for i := half; i < len(order); i += 2 {
+						e.publish(t, order[i])
+					}
+				}()
+			}
+			wg.Wait()
+			trimmed := files[11]
+			trimmed.POIs = trimmed.POIs[:len(trimmed.POIs)-2] // drops late() (and the bad POI)
+			e.publish(t, trimmed)
+			e.publish(t, files[11])
+			waitDrained(t, e.client, e.db.Pool)
+			require.Equal(t, want, relationships(t, e.db.Pool))
+			require.Equal(t, 0, testdb.Count(t, e.db.Pool, `SELECT count(*) FROM river_job WHERE state NOT IN ('completed')  AND kind = 'resolve_file'`))
+		})
+	}
+}

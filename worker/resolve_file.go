@@ -1,0 +1,289 @@
+// Package worker works relay's River jobs. ResolveFileWorker resolves one
+// file's POI batch: every POI inside its own error boundary (structural
+// validation, recovered panics, a per-POI deadline), failed POIs into
+// failed_pois, and the relationships, the failed_pois rows and the job's
+// completion in one transaction.
+package worker
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"runtime/debug"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/riverqueue/river"
+	"github.com/riverqueue/river/riverdriver/riverpgxv5"
+
+	"github.com/relay-dev/relay/deadletter"
+	"github.com/relay-dev/relay/outbox"
+	"github.com/relay-dev/relay/resolver"
+)
+
+// Beginner starts a transaction: a *pgxpool.Pool in production, or a test's
+// pgx.Tx (whose Begin is a savepoint) under rivertest.
+type Beginner interface {
+	Begin(ctx context.Context) (pgx.Tx, error)
+}
+
+// ExtractFunc extracts one POI's references. resolver.Extract in production;
+// tests substitute one that panics or hangs for chosen POIs.
+type ExtractFunc func(ctx context.Context, poi resolver.POI) ([]resolver.Reference, error)
+
+// ResolveFileConfig tunes ResolveFileWorker.
+type ResolveFileConfig struct {
+	// POITimeout is the deadline for one POI.
+	POITimeout time.Duration
+	// JobTimeout is the deadline for the whole batch (River's job timeout).
+	JobTimeout time.Duration
+	// Extract defaults to resolver.Extract.
+	Extract ExtractFunc
+}
+
+// ResolveFileWorker is the River worker for resolve_file jobs.
+type ResolveFileWorker struct {
+	river.WorkerDefaults[outbox.ResolveFileArgs]
+
+	db      Beginner
+	cfg     ResolveFileConfig
+	logger  *slog.Logger
+	metrics Observer
+}
+
+// NewResolveFileWorker returns the resolve_file worker. obs may be nil.
+func NewResolveFileWorker(db Beginner, cfg ResolveFileConfig, logger *slog.Logger, obs Observer) *ResolveFileWorker {
+	if cfg.POITimeout <= 0 {
+		cfg.POITimeout = 5 * time.Second
+	}
+	if cfg.Extract == nil {
+		cfg.Extract = resolver.Extract
+	}
+	if obs == nil {
+		obs = nopObserver{}
+	}
+	return &ResolveFileWorker{db: db, cfg: cfg, logger: logger, metrics: obs}
+}
+
+// Timeout is the batch's deadline.
+func (w *ResolveFileWorker) Timeout(*river.Job[outbox.ResolveFileArgs]) time.Duration {
+	return w.cfg.JobTimeout
+}
+
+// poiResult is what happened to one POI of the batch.
+type poiResult struct {
+	index int
+	poi   resolver.POI
+	refs  []resolver.Reference
+	fail  *deadletter.FailedPOI
+}
+
+// BatchSummary is what one batch did; it is logged and reported to the
+// Observer.
+type BatchSummary struct {
+	JobID         int64
+	FileID        string
+	POIs          int
+	Resolved      int
+	Failed        int
+	FailedByClass map[deadletter.ErrorClass]int
+	Relationships int64
+	Unknown       int
+	Ambiguous     int
+	Superseded    bool
+	Duration      time.Duration
+}
+
+// Work resolves the batch. It returns an error (so River retries the whole
+// batch) only when the database work fails, including writing failed_pois;
+// a POI's own failure is recorded, not returned.
+func (w *ResolveFileWorker) Work(ctx context.Context, job *river.Job[outbox.ResolveFileArgs]) error {
+	start := time.Now()
+	args := job.Args
+	log := w.logger.With(slog.Int64("job_id", job.ID), slog.String("file_id", args.FileID), slog.Int("attempt", job.Attempt))
+
+	results := make([]poiResult, len(args.POIs))
+	for i, raw := range args.POIs {
+		if err := ctx.Err(); err != nil {
+			// Shutting down or out of time: the batch is retried whole.
+			return fmt.Errorf("error resolving file %q: stopped after %d of %d POIs: %w", args.FileID, i, len(args.POIs), err)
+		}
+		results[i] = w.resolvePOI(ctx, job.ID, args.FileID, i, raw)
+		if ctx.Err() != nil {
+			return fmt.Errorf("error resolving file %q: stopped at POI #%d: %w", args.FileID, i, ctx.Err())
+		}
+	}
+
+	sum, err := w.commit(ctx, job, results)
+	if err != nil {
+		log.ErrorContext(ctx, "batch failed; River will retry it", slog.String("error", err.Error()))
+		return err
+	}
+	sum.Duration = time.Since(start)
+	w.metrics.BatchDone(sum)
+	if sum.Superseded {
+		log.InfoContext(ctx, "batch superseded by a newer publish of the file; only other files' references re-resolved",
+			slog.Int64("file_version", args.FileVersion), slog.Int64("relationships", sum.Relationships))
+		return nil
+	}
+	for _, r := range results {
+		if r.fail != nil {
+			log.WarnContext(ctx, "POI dead-lettered to failed_pois", slog.String("poi_id", r.fail.POIID),
+				slog.Int("poi_index", r.index), slog.String("error_class", string(r.fail.Class)), slog.String("error", r.fail.Message))
+		}
+	}
+	log.InfoContext(ctx, "batch resolved", slog.Int("pois", sum.POIs), slog.Int("resolved", sum.Resolved),
+		slog.Int("failed", sum.Failed), slog.Int64("relationships", sum.Relationships),
+		slog.Int("unknown_names", sum.Unknown), slog.Int("ambiguous_names", sum.Ambiguous),
+		slog.Duration("duration", sum.Duration))
+	return nil
+}
+
+// resolvePOI is one POI's error boundary: it never panics and never returns
+// an error; a failure is described in the result.
+func (w *ResolveFileWorker) resolvePOI(ctx context.Context, jobID int64, fileID string, index int, raw json.RawMessage) (res poiResult) {
+	res.index = index
+	failed := func(class deadletter.ErrorClass, msg, detail string) poiResult {
+		res.fail = &deadletter.FailedPOI{JobID: jobID, FileID: fileID, POIID: res.poi.ID, POIIndex: index,
+			Class: class, Message: msg, Context: detail, Data: raw, FailedAt: time.Now()}
+		return res
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			res = failed(deadletter.ClassPanic, fmt.Sprintf("panic: %v", r), string(debug.Stack()))
+		}
+	}()
+
+	poi, err := resolver.DecodePOI(raw)
+	if err != nil {
+		var verr *resolver.ValidationError
+		if errors.As(err, &verr) {
+			res.poi.ID = verr.POIID
+		}
+		return failed(deadletter.ClassValidation, err.Error(), "")
+	}
+	res.poi = poi
+
+	poiCtx, cancel := context.WithTimeout(ctx, w.cfg.POITimeout)
+	defer cancel()
+	type extracted struct {
+		refs  []resolver.Reference
+		err   error
+		panic any
+		stack string
+	}
+	done := make(chan extracted, 1)
+	// The extraction runs in its own goroutine so that the deadline holds
+	// even against code that ignores its context.
+	go func() {
+		defer func() {
+			if r := recover(); r != nil {
+				done <- extracted{panic: r, stack: string(debug.Stack())}
+			}
+		}()
+		refs, err := w.cfg.Extract(poiCtx, poi)
+		done <- extracted{refs: refs, err: err}
+	}()
+	select {
+	case out := <-done:
+		switch {
+		case out.panic != nil:
+			return failed(deadletter.ClassPanic, fmt.Sprintf("panic: %v", out.panic), out.stack)
+		case out.err != nil && ctx.Err() != nil:
+			return res // the batch is stopping; Work returns the error
+		case out.err != nil && errors.Is(out.err, context.DeadlineExceeded):
+			return failed(deadletter.ClassTimeout, fmt.Sprintf("resolving POI took longer than %s", w.cfg.POITimeout), out.err.Error())
+		case out.err != nil:
+			return failed(deadletter.ClassResolver, out.err.Error(), "")
+		}
+		res.refs = out.refs
+		return res
+	case <-poiCtx.Done():
+		if ctx.Err() != nil {
+			return res
+		}
+		return failed(deadletter.ClassTimeout, fmt.Sprintf("resolving POI took longer than %s", w.cfg.POITimeout),
+			"the resolver did not return before the per-POI deadline (poi_timeout)")
+	}
+}
+
+// commit writes the batch's effects and completes the job in one
+// transaction.
+func (w *ResolveFileWorker) commit(ctx context.Context, job *river.Job[outbox.ResolveFileArgs], results []poiResult) (*BatchSummary, error) {
+	args := job.Args
+	sum := &BatchSummary{JobID: job.ID, FileID: args.FileID, POIs: len(results), FailedByClass: map[deadletter.ErrorClass]int{}}
+	tx, err := w.db.Begin(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("error beginning batch transaction: %w", err)
+	}
+	defer func() { _ = tx.Rollback(ctx) }()
+	st := store{tx: tx}
+
+	current, ok, err := st.fileVersion(ctx, args.FileID)
+	if err != nil {
+		return nil, err
+	}
+	if len(args.FailedPOIIDs) == 0 && (!ok || current != args.FileVersion) {
+		// A newer publish of the file replaced these POIs; its job resolves
+		// them. The names this publish changed must still be re-resolved in
+		// other files: the newer job only carries what changed after it.
+		sum.Superseded = true
+		link, err := st.link(ctx, job.ID, args.FileID, nil, args.ChangedNames)
+		if err != nil {
+			return nil, err
+		}
+		sum.Relationships = link.written
+		if _, err := river.JobCompleteTx[*riverpgxv5.Driver](ctx, tx, job); err != nil {
+			return nil, fmt.Errorf("error completing superseded job: %w", err)
+		}
+		if err := tx.Commit(ctx); err != nil {
+			return nil, fmt.Errorf("error committing superseded job: %w", err)
+		}
+		return sum, nil
+	}
+
+	var ok2 []poiResult
+	var failures []deadletter.FailedPOI
+	for _, r := range results {
+		if r.fail != nil {
+			failures = append(failures, *r.fail)
+			sum.FailedByClass[r.fail.Class]++
+			continue
+		}
+		ok2 = append(ok2, r)
+	}
+	sum.Resolved, sum.Failed = len(ok2), len(failures)
+
+	if len(args.FailedPOIIDs) > 0 {
+		// A reprocessed POI may never have entered the symbol table.
+		if err := st.upsertSymbols(ctx, args.FileID, ok2); err != nil {
+			return nil, err
+		}
+	}
+	link, err := st.link(ctx, job.ID, args.FileID, ok2, args.ChangedNames)
+	if err != nil {
+		return nil, err
+	}
+	sum.Relationships, sum.Unknown, sum.Ambiguous = link.written, link.unknown, link.ambiguous
+
+	if _, err := deadletter.InsertFailedPOIsTx(ctx, tx, failures); err != nil {
+		// The safety net itself failed: say which POIs, and let River retry
+		// the whole batch rather than drop them.
+		ids := make([]string, len(failures))
+		for i, f := range failures {
+			ids[i] = fmt.Sprintf("%s#%d", f.POIID, f.POIIndex)
+		}
+		w.logger.ErrorContext(ctx, "could not write failed POIs to failed_pois; batch will be retried",
+			slog.Int64("job_id", job.ID), slog.String("file_id", args.FileID), slog.Any("poi_ids", ids), slog.String("error", err.Error()))
+		return nil, err
+	}
+	if _, err := river.JobCompleteTx[*riverpgxv5.Driver](ctx, tx, job); err != nil {
+		return nil, fmt.Errorf("error completing job: %w", err)
+	}
+	if err := tx.Commit(ctx); err != nil {
+		return nil, fmt.Errorf("error committing batch: %w", err)
+	}
+	return sum, nil
+}
