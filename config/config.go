@@ -30,6 +30,11 @@ const (
 	MaxPOIBytesDefault              = 16 << 20
 	StatementTimeoutDefault         = 60 * time.Second
 	IdleInTransactionTimeoutDefault = 5 * time.Minute
+	ReprocessMaxAttemptsDefault     = 5
+	MapReduceMaxRetriesDefault      = 3
+	MapReduceParallelDefault        = 4
+	MapReduceTimeoutDefault         = 10 * time.Minute
+	DLQMaxItemsDefault              = 1000
 )
 
 // Config is relay's whole configuration. Each field's mapstructure tag is its
@@ -87,6 +92,24 @@ type Config struct {
 	MaxJobBytes int `mapstructure:"max_job_bytes"`
 	// MaxPOIBytes is the largest single POI accepted at publish.
 	MaxPOIBytes int `mapstructure:"max_poi_bytes"`
+
+	// ReprocessMaxAttempts caps how often one failed_pois row goes through
+	// `relay reprocess`; a row that keeps failing leaves the automatic path.
+	ReprocessMaxAttempts int `mapstructure:"reprocess_max_attempts"`
+
+	// MapReduceMaxRetries is the default retries per MapReduce work item: an
+	// item is dead-lettered after MapReduceMaxRetries+1 failed attempts.
+	MapReduceMaxRetries int `mapstructure:"mapreduce_max_retries"`
+	// MapReduceParallel bounds the agents one worker process runs at once.
+	MapReduceParallel int `mapstructure:"mapreduce_parallel"`
+	// MapReduceTimeout is the default deadline for one agent run.
+	MapReduceTimeout time.Duration `mapstructure:"mapreduce_timeout"`
+	// MapReduceWorkdir is where per-attempt working directories and agent
+	// logs are created (empty: a relay-mapreduce folder in the OS temp dir).
+	MapReduceWorkdir string `mapstructure:"mapreduce_workdir"`
+	// DLQMaxItems caps dead_lettered_items rows per MapReduce job; when full
+	// the oldest 10% are evicted (and the eviction recorded).
+	DLQMaxItems int `mapstructure:"dlq_max_items"`
 }
 
 // Default returns a Config holding every default.
@@ -107,6 +130,11 @@ func Default() *Config {
 		ShutdownTimeout:          ShutdownTimeoutDefault,
 		MaxJobBytes:              MaxJobBytesDefault,
 		MaxPOIBytes:              MaxPOIBytesDefault,
+		ReprocessMaxAttempts:     ReprocessMaxAttemptsDefault,
+		MapReduceMaxRetries:      MapReduceMaxRetriesDefault,
+		MapReduceParallel:        MapReduceParallelDefault,
+		MapReduceTimeout:         MapReduceTimeoutDefault,
+		DLQMaxItems:              DLQMaxItemsDefault,
 	}
 }
 
@@ -137,6 +165,7 @@ func (c *Config) Validate() error {
 		"poi_timeout": c.POITimeout, "job_timeout": c.JobTimeout, "rescue_stuck_jobs_after": c.RescueStuckJobsAfter,
 		"discarded_job_retention": c.DiscardedJobRetention, "sweep_interval": c.SweepInterval, "shutdown_timeout": c.ShutdownTimeout,
 		"statement_timeout": c.StatementTimeout, "idle_in_transaction_timeout": c.IdleInTransactionTimeout,
+		"mapreduce_timeout": c.MapReduceTimeout,
 	} {
 		if d <= 0 {
 			bad(key, "%s must be positive", d)
@@ -156,6 +185,18 @@ func (c *Config) Validate() error {
 	}
 	if c.MaxPOIBytes < 1024 || c.MaxPOIBytes > 256<<20 {
 		bad("max_poi_bytes", "%d must be between 1024 and %d", c.MaxPOIBytes, 256<<20)
+	}
+	if c.ReprocessMaxAttempts < 1 {
+		bad("reprocess_max_attempts", "%d must be at least 1", c.ReprocessMaxAttempts)
+	}
+	if c.MapReduceMaxRetries < 0 || c.MapReduceMaxRetries > 100 {
+		bad("mapreduce_max_retries", "%d must be between 0 and 100", c.MapReduceMaxRetries)
+	}
+	if c.MapReduceParallel < 1 || c.MapReduceParallel > 1000 {
+		bad("mapreduce_parallel", "%d must be between 1 and 1000", c.MapReduceParallel)
+	}
+	if c.DLQMaxItems < 10 {
+		bad("dlq_max_items", "%d must be at least 10", c.DLQMaxItems)
 	}
 	return errors.Join(errs...)
 }

@@ -44,6 +44,12 @@ var usage = map[string]string{
 	"shutdown_timeout":            "on SIGINT/SIGTERM, how long in-flight batches may finish before they are cancelled (and retried later)",
 	"max_job_bytes":               "POI JSON bytes per resolve_file job; larger files are split across jobs",
 	"max_poi_bytes":               "largest single POI accepted at publish, in bytes",
+	"reprocess_max_attempts":      "reprocess attempts per failed_pois row before it needs manual review",
+	"mapreduce_max_retries":       "retries per MapReduce item; dead-lettered after this many + 1 failed attempts",
+	"mapreduce_parallel":          "MapReduce agents run at once by one process",
+	"mapreduce_timeout":           "deadline for one MapReduce agent run",
+	"mapreduce_workdir":           "where MapReduce attempt directories and agent logs go (empty: OS temp dir)",
+	"dlq_max_items":               "dead_lettered_items kept per MapReduce job; the oldest 10% are evicted when full",
 }
 
 // Settings lists every configuration key in struct order.
