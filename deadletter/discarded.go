@@ -47,7 +47,7 @@ func CaptureDiscarded(ctx context.Context, pool *pgxpool.Pool, kind string) (int
 
 func captureDiscardedPage(ctx context.Context, pool *pgxpool.Pool, kind string, limit int) (int, error) {
 	rows, err := pool.Query(ctx, `
-		SELECT j.id, j.args, j.errors, j.created_at, coalesce(j.attempted_at, j.created_at), j.attempt
+		SELECT j.id, j.args, array_to_json(j.errors), j.created_at, coalesce(j.attempted_at, j.created_at), j.attempt
 		FROM river_job j
 		WHERE j.kind = $1 AND j.state = 'discarded'
 		  AND NOT EXISTS (SELECT 1 FROM dead_lettered_items d WHERE d.job_id = $1 AND d.item_id = j.id::text)

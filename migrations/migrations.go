@@ -42,10 +42,10 @@ type Migrator struct {
 
 // Status is one migration's state.
 type Status struct {
-	Version   int64
-	Source    string
-	Applied   bool
-	AppliedAt time.Time
+	Version   int64     `json:"version"`
+	Source    string    `json:"source"`
+	Applied   bool      `json:"applied"`
+	AppliedAt time.Time `json:"applied_at,omitzero"`
 }
 
 // Result is one applied (or rolled back) migration.

@@ -1,0 +1,71 @@
+package worker_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"testing"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/stretchr/testify/require"
+
+	"github.com/relay-dev/relay/internal/testdb"
+	"github.com/relay-dev/relay/outbox"
+	"github.com/relay-dev/relay/worker"
+)
+
+// A batch whose transaction keeps failing exhausts River's attempts and is
+// discarded; relay captures it into dead_lettered_items so River's cleaner
+// cannot make it vanish.
+func TestResolveFileWorker_ExhaustedBatchIsCapturedDurably(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	db := testdb.New(t)
+	cfg := db.Config()
+	cfg.MaxAttempts = 1
+	client, err := worker.NewClient(db.Pool, cfg, testdb.Logger(t), nil)
+	require.NoError(t, err)
+	pub := outbox.New(client, &outbox.Config{MaxAttempts: 1}, testdb.Logger(t))
+
+	_, err = db.Pool.Exec(ctx, `
+		CREATE FUNCTION refuse() RETURNS trigger LANGUAGE plpgsql AS $$
+		BEGIN RAISE EXCEPTION 'relationships unwritable (injected by test)'; END $$;
+		CREATE TRIGGER refuse BEFORE INSERT ON relationships FOR EACH ROW EXECUTE FUNCTION refuse();`)
+	require.NoError(t, err)
+
+	var jobID int64
+	a := outbox.Analysis{FileID: "src/x.js", POIs: []json.RawMessage{
+		fn("x1", "x", "src/x.js", "function x() { y(); }"), fn("y1", "y", "src/x.js", "function y() {}")}}
+	require.NoError(t, pgx.BeginFunc(ctx, db.Pool, func(tx pgx.Tx) error {
+		res, err := pub.PublishTx(ctx, tx, a)
+		if err == nil {
+			jobID = res.JobIDs[0]
+		}
+		return err
+	}))
+
+	require.NoError(t, worker.RunUntilIdle(ctx, client, db.Pool, testdb.Logger(t), nil))
+	require.Equal(t, 1, testdb.Count(t, db.Pool, `SELECT count(*) FROM river_job WHERE id = $1 AND state = 'discarded'`, jobID))
+
+	var (
+		data    []byte
+		count   int
+		history []byte
+		sig     string
+	)
+	require.NoError(t, db.Pool.QueryRow(ctx, `
+		SELECT item_data, failure_count, failure_history, error_signature FROM dead_lettered_items
+		WHERE job_id = 'resolve_file' AND item_id = $1`, fmt.Sprint(jobID)).Scan(&data, &count, &history, &sig))
+	require.Equal(t, 1, count)
+	var args outbox.ResolveFileArgs
+	require.NoError(t, json.Unmarshal(data, &args))
+	require.Equal(t, "src/x.js", args.FileID)
+	require.Len(t, args.POIs, 2, "the whole batch is kept")
+	require.Contains(t, string(history), "relationships unwritable")
+	require.Contains(t, sig, "relationships unwritable")
+	require.Equal(t, 1, testdb.Count(t, db.Pool, `SELECT count(*) FROM dead_letter_events WHERE action = 'item_added'`))
+
+	// Sweeping again captures nothing twice.
+	require.NoError(t, worker.RunUntilIdle(ctx, client, db.Pool, testdb.Logger(t), nil))
+	require.Equal(t, 1, testdb.Count(t, db.Pool, `SELECT count(*) FROM dead_lettered_items`))
+}
