@@ -158,11 +158,13 @@ func (w *ResolveFileWorker) resolvePOI(ctx context.Context, jobID int64, fileID 
 
 	poi, err := resolver.DecodePOI(raw)
 	if err != nil {
+		msg := err.Error()
 		var verr *resolver.ValidationError
 		if errors.As(err, &verr) {
 			res.poi.ID = verr.POIID
+			msg = validationMessage(verr, fileID, index)
 		}
-		return failed(deadletter.ClassValidation, err.Error(), "")
+		return failed(deadletter.ClassValidation, msg, "")
 	}
 	res.poi = poi
 
@@ -286,4 +288,18 @@ func (w *ResolveFileWorker) commit(ctx context.Context, job *river.Job[outbox.Re
 		return nil, fmt.Errorf("error committing batch: %w", err)
 	}
 	return sum, nil
+}
+
+// validationMessage names the POI, its position and file, the field and
+// what was wrong: `poi "m1" (#3 of file "src/a.js"): lineNumber must be ...`.
+func validationMessage(e *resolver.ValidationError, fileID string, index int) string {
+	who := fmt.Sprintf("poi #%d of file %q (no usable id)", index, fileID)
+	if e.POIID != "" {
+		who = fmt.Sprintf("poi %q (#%d of file %q)", e.POIID, index, fileID)
+	}
+	field := e.Field
+	if field == "" {
+		field = "the POI"
+	}
+	return fmt.Sprintf("%s: %s %s", who, field, e.Reason)
 }
