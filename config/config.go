@@ -35,6 +35,9 @@ const (
 	MapReduceParallelDefault        = 4
 	MapReduceTimeoutDefault         = 10 * time.Minute
 	DLQMaxItemsDefault              = 1000
+	HealthMaxNewFailedPOIsDefault   = 1000
+	HealthMaxDeadLetteredDefault    = 100
+	MetricsRefreshDefault           = 15 * time.Second
 )
 
 // Config is relay's whole configuration. Each field's mapstructure tag is its
@@ -110,31 +113,48 @@ type Config struct {
 	// DLQMaxItems caps dead_lettered_items rows per MapReduce job; when full
 	// the oldest 10% are evicted (and the eviction recorded).
 	DLQMaxItems int `mapstructure:"dlq_max_items"`
+
+	// HTTPAddr is where `relay worker` serves /healthz, /readyz and
+	// /metrics; empty turns the server off. Use a loopback address such as
+	// 127.0.0.1:9090 unless a scraper must reach it from elsewhere.
+	HTTPAddr string `mapstructure:"http_addr"`
+	// HealthMaxNewFailedPOIs: above this many failed_pois rows in status
+	// new, /readyz reports "degraded".
+	HealthMaxNewFailedPOIs int `mapstructure:"health_max_new_failed_pois"`
+	// HealthMaxDeadLetteredItems: above this many dead_lettered_items not
+	// yet reprocessed, /readyz reports "degraded".
+	HealthMaxDeadLetteredItems int `mapstructure:"health_max_dead_lettered_items"`
+	// MetricsRefresh is how often the dead-letter and queue gauges are read
+	// from the database (at most once per interval, however often scraped).
+	MetricsRefresh time.Duration `mapstructure:"metrics_refresh"`
 }
 
 // Default returns a Config holding every default.
 func Default() *Config {
 	return &Config{
-		DatabaseURL:              DatabaseURLDefault,
-		StatementTimeout:         StatementTimeoutDefault,
-		IdleInTransactionTimeout: IdleInTransactionTimeoutDefault,
-		LogLevel:                 LogLevelDefault,
-		LogFormat:                LogFormatDefault,
-		WorkerConcurrency:        WorkerConcurrencyDefault,
-		POITimeout:               POITimeoutDefault,
-		JobTimeout:               JobTimeoutDefault,
-		MaxAttempts:              MaxAttemptsDefault,
-		RescueStuckJobsAfter:     RescueStuckJobsAfterDefault,
-		DiscardedJobRetention:    DiscardedJobRetentionDefault,
-		SweepInterval:            SweepIntervalDefault,
-		ShutdownTimeout:          ShutdownTimeoutDefault,
-		MaxJobBytes:              MaxJobBytesDefault,
-		MaxPOIBytes:              MaxPOIBytesDefault,
-		ReprocessMaxAttempts:     ReprocessMaxAttemptsDefault,
-		MapReduceMaxRetries:      MapReduceMaxRetriesDefault,
-		MapReduceParallel:        MapReduceParallelDefault,
-		MapReduceTimeout:         MapReduceTimeoutDefault,
-		DLQMaxItems:              DLQMaxItemsDefault,
+		DatabaseURL:                DatabaseURLDefault,
+		StatementTimeout:           StatementTimeoutDefault,
+		IdleInTransactionTimeout:   IdleInTransactionTimeoutDefault,
+		LogLevel:                   LogLevelDefault,
+		LogFormat:                  LogFormatDefault,
+		WorkerConcurrency:          WorkerConcurrencyDefault,
+		POITimeout:                 POITimeoutDefault,
+		JobTimeout:                 JobTimeoutDefault,
+		MaxAttempts:                MaxAttemptsDefault,
+		RescueStuckJobsAfter:       RescueStuckJobsAfterDefault,
+		DiscardedJobRetention:      DiscardedJobRetentionDefault,
+		SweepInterval:              SweepIntervalDefault,
+		ShutdownTimeout:            ShutdownTimeoutDefault,
+		MaxJobBytes:                MaxJobBytesDefault,
+		MaxPOIBytes:                MaxPOIBytesDefault,
+		ReprocessMaxAttempts:       ReprocessMaxAttemptsDefault,
+		MapReduceMaxRetries:        MapReduceMaxRetriesDefault,
+		MapReduceParallel:          MapReduceParallelDefault,
+		MapReduceTimeout:           MapReduceTimeoutDefault,
+		DLQMaxItems:                DLQMaxItemsDefault,
+		HealthMaxNewFailedPOIs:     HealthMaxNewFailedPOIsDefault,
+		HealthMaxDeadLetteredItems: HealthMaxDeadLetteredDefault,
+		MetricsRefresh:             MetricsRefreshDefault,
 	}
 }
 
@@ -165,7 +185,7 @@ func (c *Config) Validate() error {
 		"poi_timeout": c.POITimeout, "job_timeout": c.JobTimeout, "rescue_stuck_jobs_after": c.RescueStuckJobsAfter,
 		"discarded_job_retention": c.DiscardedJobRetention, "sweep_interval": c.SweepInterval, "shutdown_timeout": c.ShutdownTimeout,
 		"statement_timeout": c.StatementTimeout, "idle_in_transaction_timeout": c.IdleInTransactionTimeout,
-		"mapreduce_timeout": c.MapReduceTimeout,
+		"mapreduce_timeout": c.MapReduceTimeout, "metrics_refresh": c.MetricsRefresh,
 	} {
 		if d <= 0 {
 			bad(key, "%s must be positive", d)
@@ -194,6 +214,12 @@ func (c *Config) Validate() error {
 	}
 	if c.MapReduceParallel < 1 || c.MapReduceParallel > 1000 {
 		bad("mapreduce_parallel", "%d must be between 1 and 1000", c.MapReduceParallel)
+	}
+	if c.HealthMaxNewFailedPOIs < 0 {
+		bad("health_max_new_failed_pois", "%d must not be negative", c.HealthMaxNewFailedPOIs)
+	}
+	if c.HealthMaxDeadLetteredItems < 0 {
+		bad("health_max_dead_lettered_items", "%d must not be negative", c.HealthMaxDeadLetteredItems)
 	}
 	if c.DLQMaxItems < 10 {
 		bad("dlq_max_items", "%d must be at least 10", c.DLQMaxItems)

@@ -118,7 +118,12 @@ func (w *ResolveFileWorker) Work(ctx context.Context, job *river.Job[outbox.Reso
 
 	sum, err := w.commit(ctx, job, results)
 	if err != nil {
-		log.ErrorContext(ctx, "batch failed; River will retry it", slog.String("error", err.Error()))
+		w.metrics.BatchFailed(time.Since(start))
+		if ctx.Err() != nil {
+			log.WarnContext(ctx, "batch interrupted; River will retry it", slog.String("error", err.Error()))
+		} else {
+			log.ErrorContext(ctx, "batch failed; River will retry it", slog.String("error", err.Error()))
+		}
 		return err
 	}
 	sum.Duration = time.Since(start)

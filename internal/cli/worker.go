@@ -8,6 +8,8 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/relay-dev/relay/internal/ops"
+	"github.com/relay-dev/relay/migrations"
 	"github.com/relay-dev/relay/worker"
 )
 
@@ -22,7 +24,11 @@ On SIGINT or SIGTERM it stops fetching, lets in-flight batches finish for up
 to --shutdown-timeout, cancels (and so rolls back) any still running, and
 exits 0; cancelled batches are retried by the next worker. With --until-idle
 it exits 0 once no batch is available or running and none is due for a retry
-within ` + worker.IdleGrace.String() + ` (batch mode for scripts and tests).`,
+within ` + worker.IdleGrace.String() + ` (batch mode for scripts and tests).
+
+With --http-addr (e.g. 127.0.0.1:9090) it serves /healthz (process alive),
+/readyz (database, migrations, River; "degraded" past the dead-letter
+thresholds) and /metrics (Prometheus). See docs/operations.md.`,
 		Args: exactArgs(0),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx := cmd.Context()
@@ -31,9 +37,49 @@ within ` + worker.IdleGrace.String() + ` (batch mode for scripts and tests).`,
 				return err
 			}
 			defer pool.Close()
-			client, err := worker.NewClient(pool, a.cfg, a.logger, nil)
+			opts := &worker.Options{}
+			var metrics *ops.Metrics
+			if a.cfg.HTTPAddr != "" {
+				metrics = ops.NewMetrics(pool, a.cfg.MetricsRefresh, a.logger)
+				opts.Observer = metrics
+			}
+			client, err := worker.NewClient(pool, a.cfg, a.logger, opts)
 			if err != nil {
 				return err
+			}
+			if a.cfg.HTTPAddr != "" {
+				health := ops.NewHealth(ops.HealthConfig{
+					Pool: pool,
+					MigrationsPending: func(ctx context.Context) (bool, error) {
+						m, err := migrations.New(pool, a.cfg.DatabaseSchema, a.logger)
+						if err != nil {
+							return false, err
+						}
+						defer m.Close()
+						return m.Pending(ctx)
+					},
+					RiverRunning: func() bool {
+						stopped := client.Stopped()
+						if stopped == nil {
+							return false
+						}
+						select {
+						case <-stopped:
+							return false
+						default:
+							return true
+						}
+					},
+					MaxNewFailedPOIs:     int64(a.cfg.HealthMaxNewFailedPOIs),
+					MaxDeadLetteredItems: int64(a.cfg.HealthMaxDeadLetteredItems),
+					Metrics:              metrics,
+					Logger:               a.logger,
+				})
+				addr, _, err := ops.Serve(ctx, a.cfg.HTTPAddr, health.Handler(), a.logger)
+				if err != nil {
+					return err
+				}
+				fmt.Fprintf(a.env.Stderr, "relay worker: serving /healthz /readyz /metrics on http://%s\n", addr)
 			}
 			start := time.Now()
 			if untilIdle {

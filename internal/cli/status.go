@@ -1,0 +1,123 @@
+package cli
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/relay-dev/relay/internal/ops"
+)
+
+func newStatusCmd(a *app) *cobra.Command {
+	var (
+		asJSON  bool
+		minutes int
+	)
+	cmd := &cobra.Command{
+		Use:   "status",
+		Short: "One screen: queue depth, recent throughput, dead-letter depth, top error signatures",
+		Args:  exactArgs(0),
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if minutes < 1 || minutes > 1440 {
+				return usageError{fmt.Errorf("--minutes %d must be between 1 and 1440", minutes)}
+			}
+			ctx := cmd.Context()
+			pool, err := a.open(ctx, "status")
+			if err != nil {
+				return err
+			}
+			defer pool.Close()
+			st, err := ops.Snapshot(ctx, pool)
+			if err != nil {
+				return err
+			}
+			act, err := ops.RecentActivity(ctx, pool, minutes, 5)
+			if err != nil {
+				return err
+			}
+			if asJSON {
+				enc := json.NewEncoder(a.out())
+				enc.SetIndent("", "  ")
+				return enc.Encode(struct {
+					State    *ops.State    `json:"state"`
+					Activity *ops.Activity `json:"activity"`
+				}{st, act})
+			}
+			printStatus(a.out(), st, act)
+			return nil
+		},
+	}
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
+	cmd.Flags().IntVar(&minutes, "minutes", 10, "throughput window in minutes")
+	return cmd
+}
+
+func printStatus(w io.Writer, st *ops.State, act *ops.Activity) {
+	fmt.Fprintf(w, "relay status at %s\n\n", st.At.UTC().Format(time.RFC3339))
+
+	fmt.Fprintln(w, "QUEUES")
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "  QUEUE\tSTATE\tJOBS")
+	if len(st.Jobs) == 0 {
+		fmt.Fprintln(tw, "  (no jobs)\t\t")
+	}
+	for _, j := range st.Jobs {
+		fmt.Fprintf(tw, "  %s\t%s\t%d\n", j.Queue, j.State, j.Count)
+	}
+	_ = tw.Flush()
+
+	var done, discarded, failed int64
+	for _, m := range act.PerMinute {
+		done += m.JobsCompleted
+		discarded += m.JobsDiscarded
+		failed += m.POIsFailed
+	}
+	mins := len(act.PerMinute)
+	fmt.Fprintf(w, "\nTHROUGHPUT (last %d min)\n  %d jobs completed (%.1f/min), %d discarded, %d POIs dead-lettered\n",
+		mins, done, float64(done)/float64(max(mins, 1)), discarded, failed)
+
+	fmt.Fprintln(w, "\nDEAD LETTERS")
+	fmt.Fprintf(w, "  failed_pois:          new %d, reprocessing %d, reprocessed %d, ignored %d\n",
+		st.FailedPOIs["new"], st.FailedPOIs["reprocessing"], st.FailedPOIs["reprocessed"], st.FailedPOIs["ignored"])
+	if st.OldestNewFailedPOI != nil {
+		fmt.Fprintf(w, "  oldest new failed POI: %s ago\n", st.At.Sub(*st.OldestNewFailedPOI).Round(time.Second))
+	}
+	fmt.Fprintf(w, "  dead_lettered_items:  dead_lettered %d, reprocessing %d, reprocessed %d, ignored %d\n",
+		st.DeadLetteredItems["dead_lettered"], st.DeadLetteredItems["reprocessing"], st.DeadLetteredItems["reprocessed"], st.DeadLetteredItems["ignored"])
+
+	fmt.Fprintln(w, "\nTOP ERROR SIGNATURES (new failed POIs)")
+	if len(act.TopSignatures) == 0 {
+		fmt.Fprintln(w, "  (none)")
+	}
+	tw = tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	for _, s := range act.TopSignatures {
+		fmt.Fprintf(tw, "  %d\t%s\t%s\n", s.Count, s.ErrorClass, truncateRunes(s.Signature, 90))
+	}
+	_ = tw.Flush()
+
+	fmt.Fprintln(w, "\nFAILED POIS PER HOUR (last 24h, UTC)")
+	var peak int64
+	for _, h := range act.FailuresPerHour {
+		peak = max(peak, h.Count)
+	}
+	for _, h := range act.FailuresPerHour {
+		bar := ""
+		if peak > 0 {
+			bar = strings.Repeat("#", int((h.Count*40+peak-1)/peak))
+		}
+		fmt.Fprintf(w, "  %s  %-40s %d\n", h.Hour.UTC().Format("01-02 15:00"), bar, h.Count)
+	}
+}
+
+func truncateRunes(s string, n int) string {
+	r := []rune(s)
+	if len(r) <= n {
+		return s
+	}
+	return string(r[:n-1]) + "…"
+}

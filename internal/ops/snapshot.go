@@ -1,0 +1,237 @@
+// Package ops is what an on-call engineer sees of relay without opening psql:
+// the state of the queues and dead-letter tables (Snapshot, Activity),
+// Prometheus metrics, and the worker's health endpoints.
+package ops
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+)
+
+// State is a point-in-time view of relay's queues and dead-letter tables.
+type State struct {
+	At time.Time `json:"at"`
+	// FailedPOIs counts failed_pois rows by status (every status present).
+	FailedPOIs map[string]int64 `json:"failed_pois"`
+	// OldestNewFailedPOI is the failed_at of the oldest row in status new.
+	OldestNewFailedPOI *time.Time `json:"oldest_new_failed_poi,omitempty"`
+	// DeadLetteredItems counts dead_lettered_items rows by status.
+	DeadLetteredItems map[string]int64 `json:"dead_lettered_items"`
+	// Jobs counts River jobs by queue and state.
+	Jobs []JobCount `json:"jobs"`
+}
+
+// JobCount is the number of River jobs in one queue and state.
+type JobCount struct {
+	Queue string `json:"queue"`
+	State string `json:"state"`
+	Count int64  `json:"count"`
+}
+
+// NewFailedPOIs is the number of failed POIs waiting for attention.
+func (s *State) NewFailedPOIs() int64 { return s.FailedPOIs["new"] }
+
+// DeadLettered is the number of dead-lettered items not yet reprocessed.
+func (s *State) DeadLettered() int64 {
+	return s.DeadLetteredItems["dead_lettered"]
+}
+
+// QueueDepth is the number of jobs waiting or running in queue ("" for all).
+func (s *State) QueueDepth(queue string) int64 {
+	var n int64
+	for _, j := range s.Jobs {
+		if (queue == "" || j.Queue == queue) && (j.State == "available" || j.State == "running" || j.State == "retryable" || j.State == "scheduled" || j.State == "pending") {
+			n += j.Count
+		}
+	}
+	return n
+}
+
+// statuses lists the values each status CHECK allows, so absent ones show
+// as zero rather than disappearing.
+var (
+	failedPOIStatuses    = []string{"new", "reprocessing", "reprocessed", "ignored"}
+	deadLetteredStatuses = []string{"dead_lettered", "reprocessing", "reprocessed", "ignored"}
+)
+
+// Snapshot reads State in one round trip of cheap aggregate queries (each
+// uses an index on status or River's state index).
+func Snapshot(ctx context.Context, pool *pgxpool.Pool) (*State, error) {
+	st := &State{FailedPOIs: map[string]int64{}, DeadLetteredItems: map[string]int64{}}
+	for _, s := range failedPOIStatuses {
+		st.FailedPOIs[s] = 0
+	}
+	for _, s := range deadLetteredStatuses {
+		st.DeadLetteredItems[s] = 0
+	}
+	if err := pool.QueryRow(ctx, `SELECT now()`).Scan(&st.At); err != nil {
+		return nil, fmt.Errorf("error reading relay state: %w", err)
+	}
+	rows, err := pool.Query(ctx, `
+		SELECT 'failed_pois', status, count(*) FROM failed_pois GROUP BY status
+		UNION ALL
+		SELECT 'dead_lettered_items', status, count(*) FROM dead_lettered_items GROUP BY status`)
+	if err != nil {
+		return nil, fmt.Errorf("error counting dead letters: %w", err)
+	}
+	for rows.Next() {
+		var table, status string
+		var n int64
+		if err := rows.Scan(&table, &status, &n); err != nil {
+			rows.Close()
+			return nil, fmt.Errorf("error counting dead letters: %w", err)
+		}
+		if table == "failed_pois" {
+			st.FailedPOIs[status] = n
+		} else {
+			st.DeadLetteredItems[status] = n
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("error counting dead letters: %w", err)
+	}
+	if err := pool.QueryRow(ctx, `SELECT min(failed_at) FROM failed_pois WHERE status = 'new'`).Scan(&st.OldestNewFailedPOI); err != nil {
+		return nil, fmt.Errorf("error reading the oldest new failed POI: %w", err)
+	}
+	rows, err = pool.Query(ctx, `SELECT queue, state::text, count(*) FROM river_job GROUP BY 1, 2 ORDER BY 1, 2`)
+	if err != nil {
+		return nil, fmt.Errorf("error counting River jobs: %w", err)
+	}
+	for rows.Next() {
+		var j JobCount
+		if err := rows.Scan(&j.Queue, &j.State, &j.Count); err != nil {
+			rows.Close()
+			return nil, fmt.Errorf("error counting River jobs: %w", err)
+		}
+		st.Jobs = append(st.Jobs, j)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("error counting River jobs: %w", err)
+	}
+	return st, nil
+}
+
+// Activity is what happened recently: throughput and why things failed.
+type Activity struct {
+	// PerMinute is, for each of the last minutes (oldest first), River jobs
+	// completed and discarded, and POIs dead-lettered.
+	PerMinute []MinuteCount `json:"per_minute"`
+	// TopSignatures are the most frequent error signatures of new failed POIs.
+	TopSignatures []SignatureCount `json:"top_signatures"`
+	// FailuresPerHour counts failed POIs per hour over the last 24 hours
+	// (oldest first).
+	FailuresPerHour []HourCount `json:"failures_per_hour"`
+}
+
+// MinuteCount is one minute's throughput.
+type MinuteCount struct {
+	Minute        time.Time `json:"minute"`
+	JobsCompleted int64     `json:"jobs_completed"`
+	JobsDiscarded int64     `json:"jobs_discarded"`
+	POIsFailed    int64     `json:"pois_failed"`
+}
+
+// SignatureCount is how often one error signature occurs.
+type SignatureCount struct {
+	Signature  string `json:"signature"`
+	ErrorClass string `json:"error_class"`
+	Count      int64  `json:"count"`
+}
+
+// HourCount is one hour's failures.
+type HourCount struct {
+	Hour  time.Time `json:"hour"`
+	Count int64     `json:"count"`
+}
+
+// RecentActivity reads Activity for the last minutes minutes (throughput)
+// and the last 24 hours (failures per hour), with the top n signatures.
+func RecentActivity(ctx context.Context, pool *pgxpool.Pool, minutes, n int) (*Activity, error) {
+	act := &Activity{}
+	// One pass over each table's recent rows (indexed by time), bucketed per
+	// minute; minutes without activity are filled in below.
+	since := time.Now().Truncate(time.Minute).Add(-time.Duration(minutes-1) * time.Minute)
+	byMinute := map[int64]*MinuteCount{}
+	for i := range minutes {
+		m := since.Add(time.Duration(i) * time.Minute)
+		act.PerMinute = append(act.PerMinute, MinuteCount{Minute: m})
+	}
+	for i := range act.PerMinute {
+		byMinute[act.PerMinute[i].Minute.Unix()] = &act.PerMinute[i]
+	}
+	rows, err := pool.Query(ctx, `
+		SELECT date_trunc('minute', finalized_at), count(*) FILTER (WHERE state = 'completed'), count(*) FILTER (WHERE state = 'discarded')
+		FROM river_job WHERE finalized_at >= $1 GROUP BY 1
+		UNION ALL
+		SELECT date_trunc('minute', failed_at), 0, -count(*) FROM failed_pois WHERE failed_at >= $1 GROUP BY 1`, since)
+	if err != nil {
+		return nil, fmt.Errorf("error reading throughput: %w", err)
+	}
+	for rows.Next() {
+		var minute time.Time
+		var completed, other int64
+		if err := rows.Scan(&minute, &completed, &other); err != nil {
+			rows.Close()
+			return nil, fmt.Errorf("error reading throughput: %w", err)
+		}
+		c := byMinute[minute.Unix()]
+		if c == nil {
+			continue
+		}
+		c.JobsCompleted += completed
+		if other < 0 {
+			c.POIsFailed += -other
+		} else {
+			c.JobsDiscarded += other
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("error reading throughput: %w", err)
+	}
+
+	rows, err = pool.Query(ctx, `
+		SELECT error_signature, min(error_class), count(*) FROM failed_pois WHERE status = 'new'
+		GROUP BY error_signature ORDER BY count(*) DESC, error_signature LIMIT $1`, n)
+	if err != nil {
+		return nil, fmt.Errorf("error reading top signatures: %w", err)
+	}
+	for rows.Next() {
+		var s SignatureCount
+		if err := rows.Scan(&s.Signature, &s.ErrorClass, &s.Count); err != nil {
+			rows.Close()
+			return nil, fmt.Errorf("error reading top signatures: %w", err)
+		}
+		act.TopSignatures = append(act.TopSignatures, s)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("error reading top signatures: %w", err)
+	}
+
+	firstHour := time.Now().Truncate(time.Hour).Add(-23 * time.Hour)
+	for i := range 24 {
+		act.FailuresPerHour = append(act.FailuresPerHour, HourCount{Hour: firstHour.Add(time.Duration(i) * time.Hour)})
+	}
+	rows, err = pool.Query(ctx, `
+		SELECT date_trunc('hour', failed_at), count(*) FROM failed_pois WHERE failed_at >= $1 GROUP BY 1`, firstHour)
+	if err != nil {
+		return nil, fmt.Errorf("error reading failures per hour: %w", err)
+	}
+	for rows.Next() {
+		var hour time.Time
+		var n int64
+		if err := rows.Scan(&hour, &n); err != nil {
+			rows.Close()
+			return nil, fmt.Errorf("error reading failures per hour: %w", err)
+		}
+		if i := int(hour.Sub(firstHour) / time.Hour); i >= 0 && i < len(act.FailuresPerHour) {
+			act.FailuresPerHour[i].Count += n
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("error reading failures per hour: %w", err)
+	}
+	return act, nil
+}
