@@ -41,6 +41,10 @@ type ResolveFileConfig struct {
 	JobTimeout time.Duration
 	// Extract defaults to resolver.Extract.
 	Extract ExtractFunc
+	// ReprocessMaxAttempts is how many failed reprocesses a failed_pois row
+	// may have before it needs manual review (deadletter's default, 5, when
+	// zero).
+	ReprocessMaxAttempts int
 }
 
 // ResolveFileWorker is the River worker for resolve_file jobs.
@@ -275,6 +279,37 @@ func (w *ResolveFileWorker) commit(ctx context.Context, job *river.Job[outbox.Re
 	}
 	sum.Relationships, sum.Unknown, sum.Ambiguous = link.written, link.unknown, link.ambiguous
 
+	if len(args.FailedPOIIDs) > 0 {
+		// A reprocess job: each POI's outcome goes to the failed_pois row it
+		// came from (reprocessed, or back to new with its error history).
+		// Only a POI without a row (a malformed job) gets a row of its own.
+		outcomes := make([]deadletter.ReprocessOutcome, 0, len(results))
+		var rowless []deadletter.FailedPOI
+		for _, r := range results {
+			if r.index >= len(args.FailedPOIIDs) {
+				if r.fail != nil {
+					rowless = append(rowless, *r.fail)
+				}
+				continue
+			}
+			outcomes = append(outcomes, deadletter.ReprocessOutcome{FailedPOIID: args.FailedPOIIDs[r.index], Failure: r.fail})
+		}
+		rec, err := deadletter.RecordReprocessOutcomesTx(ctx, tx, job.ID, args.FileID, outcomes, w.cfg.ReprocessMaxAttempts)
+		if err != nil {
+			w.logger.ErrorContext(ctx, "could not record reprocess outcomes; batch will be retried",
+				slog.Int64("job_id", job.ID), slog.String("file_id", args.FileID), slog.String("error", err.Error()))
+			return nil, err
+		}
+		if rec.Skipped > 0 {
+			w.logger.WarnContext(ctx, "reprocess outcomes skipped: rows no longer waiting for this job",
+				slog.Int64("job_id", job.ID), slog.String("file_id", args.FileID), slog.Int("skipped", rec.Skipped))
+		}
+		if rec.ManualReview > 0 {
+			w.logger.WarnContext(ctx, "failed POIs reached the reprocess cap and need manual review",
+				slog.Int64("job_id", job.ID), slog.String("file_id", args.FileID), slog.Int("manual_review", rec.ManualReview))
+		}
+		failures = rowless
+	}
 	if _, err := deadletter.InsertFailedPOIsTx(ctx, tx, failures); err != nil {
 		// The safety net itself failed: say which POIs, and let River retry
 		// the whole batch rather than drop them.

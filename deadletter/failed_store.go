@@ -1,0 +1,651 @@
+package deadletter
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+)
+
+// Store reads and manages failed_pois for operators: the queries behind
+// `relay failed ...`. Every write records an audit event in
+// dead_letter_events in the same transaction.
+type Store struct {
+	pool *pgxpool.Pool
+}
+
+// NewStore returns a Store over pool.
+func NewStore(pool *pgxpool.Pool) *Store { return &Store{pool: pool} }
+
+// HistoryEntry is one recorded failure of a row (an element of
+// failed_pois.error_history).
+type HistoryEntry struct {
+	JobID     int64      `json:"job_id"`
+	FailedAt  time.Time  `json:"failed_at"`
+	Class     ErrorClass `json:"error_class"`
+	Message   string     `json:"error_message"`
+	Signature string     `json:"error_signature"`
+}
+
+// Record is one failed_pois row. List leaves ErrorContext, POIData and
+// History empty; Get fills everything.
+type Record struct {
+	ID                   int64           `json:"id"`
+	OriginalJobID        int64           `json:"original_job_id"`
+	FileID               string          `json:"file_id"`
+	POIID                string          `json:"poi_id"` // "" when NULL
+	POIIndex             int             `json:"poi_index"`
+	FailedAt             time.Time       `json:"failed_at"`
+	Status               Status          `json:"status"`
+	Attempts             int             `json:"attempts"`
+	ErrorClass           ErrorClass      `json:"error_class"`
+	ErrorSignature       string          `json:"error_signature"`
+	ErrorMessage         string          `json:"error_message"`
+	ErrorContext         string          `json:"error_context,omitempty"`
+	ManualReviewRequired bool            `json:"manual_review_required"`
+	ReprocessJobID       int64           `json:"reprocess_job_id,omitempty"`
+	ReprocessRequestedAt time.Time       `json:"reprocess_requested_at,omitzero"`
+	ReprocessedAt        time.Time       `json:"reprocessed_at,omitzero"`
+	IgnoredReason        string          `json:"ignored_reason,omitempty"`
+	UpdatedAt            time.Time       `json:"updated_at"`
+	POIData              json.RawMessage `json:"original_poi_data,omitempty"`
+	History              []HistoryEntry  `json:"error_history,omitempty"`
+}
+
+const (
+	summaryColumns = `id, original_job_id, file_id, poi_id, poi_index, failed_at, status, attempts, error_class,
+		error_signature, error_message, manual_review_required, reprocess_job_id, reprocess_requested_at,
+		reprocessed_at, ignored_reason, updated_at`
+	fullColumns = summaryColumns + `, error_context, original_poi_data, error_history`
+)
+
+// scanRecord reads summaryColumns, plus the full columns when full.
+func scanRecord(row pgx.Row, full bool) (*Record, error) {
+	var (
+		id, originalJob       int64
+		poiIndex, attempts    int32
+		fileID, sig, message  string
+		status, class         string
+		failedAt, updatedAt   time.Time
+		manual                bool
+		poiID, reason         *string
+		reprocessJob          *int64
+		requestedAt, reprocAt *time.Time
+		errContext            string
+		data, history         []byte
+	)
+	dest := []any{&id, &originalJob, &fileID, &poiID, &poiIndex, &failedAt, &status, &attempts, &class,
+		&sig, &message, &manual, &reprocessJob, &requestedAt, &reprocAt, &reason, &updatedAt}
+	if full {
+		dest = append(dest, &errContext, &data, &history)
+	}
+	if err := row.Scan(dest...); err != nil {
+		return nil, err
+	}
+	r := Record{ID: id, OriginalJobID: originalJob, FileID: fileID, POIIndex: int(poiIndex), FailedAt: failedAt.UTC(),
+		Status: Status(status), Attempts: int(attempts), ErrorClass: ErrorClass(class), ErrorSignature: sig,
+		ErrorMessage: message, ManualReviewRequired: manual, UpdatedAt: updatedAt.UTC()}
+	if poiID != nil {
+		r.POIID = *poiID
+	}
+	if reason != nil {
+		r.IgnoredReason = *reason
+	}
+	if reprocessJob != nil {
+		r.ReprocessJobID = *reprocessJob
+	}
+	if requestedAt != nil {
+		r.ReprocessRequestedAt = requestedAt.UTC()
+	}
+	if reprocAt != nil {
+		r.ReprocessedAt = reprocAt.UTC()
+	}
+	if full {
+		r.ErrorContext = errContext
+		r.POIData = json.RawMessage(data)
+		if err := json.Unmarshal(history, &r.History); err != nil {
+			return nil, fmt.Errorf("error decoding error_history of failed_pois row %d: %w", id, err)
+		}
+	}
+	return &r, nil
+}
+
+// List returns rows matching f, newest failure first.
+func (s *Store) List(ctx context.Context, f Filter, limit int) ([]Record, error) {
+	if err := f.Validate(); err != nil {
+		return nil, err
+	}
+	if limit <= 0 {
+		limit = 50
+	}
+	a := &queryArgs{}
+	q := `SELECT ` + summaryColumns + ` FROM failed_pois WHERE ` + f.where(a, "") +
+		` ORDER BY failed_at DESC, id DESC LIMIT ` + a.add(limit)
+	rows, err := s.pool.Query(ctx, q, a.vals...)
+	if err != nil {
+		return nil, fmt.Errorf("error listing failed_pois: %w", err)
+	}
+	defer rows.Close()
+	out := []Record{}
+	for rows.Next() {
+		r, err := scanRecord(rows, false)
+		if err != nil {
+			return nil, fmt.Errorf("error reading failed_pois: %w", err)
+		}
+		out = append(out, *r)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("error listing failed_pois: %w", err)
+	}
+	return out, nil
+}
+
+// JobRef is one River job involved with a row.
+type JobRef struct {
+	ID int64 `json:"id"`
+	// Role is "original" (the publish's batch), "failed attempt" (a
+	// reprocess job in which the POI failed again) or "reprocess" (the
+	// latest reprocess job).
+	Role string `json:"role"`
+	// State is the job's River state, or "" when River no longer has it
+	// (its cleaner deletes finished jobs after a retention period).
+	State string `json:"state"`
+}
+
+// Inspection is one row with everything known about it.
+type Inspection struct {
+	Record
+	Jobs []JobRef `json:"jobs"`
+}
+
+// Get returns row id with its full POI data, error history and the River
+// jobs involved, or an error wrapping ErrNotFound.
+func (s *Store) Get(ctx context.Context, id int64) (*Inspection, error) {
+	r, err := scanRecord(s.pool.QueryRow(ctx, `SELECT `+fullColumns+` FROM failed_pois WHERE id = $1`, id), true)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil, fmt.Errorf("error inspecting failed_pois row %d: %w", id, ErrNotFound)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("error inspecting failed_pois row %d: %w", id, err)
+	}
+	in := &Inspection{Record: *r, Jobs: []JobRef{{ID: r.OriginalJobID, Role: "original"}}}
+	seen := map[int64]bool{r.OriginalJobID: true}
+	for _, h := range r.History {
+		if !seen[h.JobID] {
+			seen[h.JobID] = true
+			in.Jobs = append(in.Jobs, JobRef{ID: h.JobID, Role: "failed attempt"})
+		}
+	}
+	if r.ReprocessJobID != 0 {
+		if i := slices.IndexFunc(in.Jobs, func(j JobRef) bool { return j.ID == r.ReprocessJobID }); i >= 0 {
+			in.Jobs[i].Role = "reprocess"
+		} else {
+			in.Jobs = append(in.Jobs, JobRef{ID: r.ReprocessJobID, Role: "reprocess"})
+		}
+	}
+	ids := make([]int64, len(in.Jobs))
+	for i, j := range in.Jobs {
+		ids[i] = j.ID
+	}
+	rows, err := s.pool.Query(ctx, `SELECT id, state::text FROM river_job WHERE id = ANY($1)`, ids)
+	if err != nil {
+		return nil, fmt.Errorf("error reading jobs of failed_pois row %d: %w", id, err)
+	}
+	states := map[int64]string{}
+	for rows.Next() {
+		var jid int64
+		var st string
+		if err := rows.Scan(&jid, &st); err != nil {
+			rows.Close()
+			return nil, fmt.Errorf("error reading jobs of failed_pois row %d: %w", id, err)
+		}
+		states[jid] = st
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("error reading jobs of failed_pois row %d: %w", id, err)
+	}
+	for i := range in.Jobs {
+		in.Jobs[i].State = states[in.Jobs[i].ID]
+	}
+	return in, nil
+}
+
+// Stats summarizes failed_pois.
+type Stats struct {
+	Total  int64                `json:"total"`
+	Status map[Status]int64     `json:"by_status"`
+	Class  map[ErrorClass]int64 `json:"by_error_class"`
+	Oldest time.Time            `json:"oldest_failed_at,omitzero"`
+	Newest time.Time            `json:"newest_failed_at,omitzero"`
+	OldNew time.Time            `json:"oldest_new_failed_at,omitzero"`
+	Manual int64                `json:"manual_review_required"`
+	Stuck  int64                `json:"stuck_reprocessing"`
+}
+
+// liveJobStates are the River states of a job that will still run.
+const liveJobStates = `('available', 'pending', 'running', 'retryable', 'scheduled')`
+
+// Stats counts rows by status and by error class, finds the oldest and
+// newest failures, the rows needing manual review (status new) and the rows
+// stuck in reprocessing (their job will never report back). It sends its
+// queries in one round trip; each is answered from an index.
+func (s *Store) Stats(ctx context.Context) (*Stats, error) {
+	st := &Stats{Status: map[Status]int64{}, Class: map[ErrorClass]int64{}}
+	for _, x := range Statuses() {
+		st.Status[x] = 0
+	}
+	for _, c := range Classes() {
+		st.Class[c] = 0
+	}
+	b := &pgx.Batch{}
+	b.Queue(`SELECT status, error_class, count(*) FROM failed_pois GROUP BY status, error_class`).Query(func(rows pgx.Rows) error {
+		for rows.Next() {
+			var status, class string
+			var n int64
+			if err := rows.Scan(&status, &class, &n); err != nil {
+				return err
+			}
+			st.Total += n
+			st.Status[Status(status)] += n
+			st.Class[ErrorClass(class)] += n
+		}
+		return rows.Err()
+	})
+	var oldest, newest, oldNew *time.Time
+	b.Queue(`SELECT min(failed_at), max(failed_at) FROM failed_pois`).QueryRow(func(row pgx.Row) error {
+		return row.Scan(&oldest, &newest)
+	})
+	b.Queue(`SELECT min(failed_at) FROM failed_pois WHERE status = 'new'`).QueryRow(func(row pgx.Row) error {
+		return row.Scan(&oldNew)
+	})
+	b.Queue(`SELECT count(*) FROM failed_pois WHERE manual_review_required AND status = 'new'`).QueryRow(func(row pgx.Row) error {
+		return row.Scan(&st.Manual)
+	})
+	b.Queue(`SELECT count(*) FROM failed_pois f WHERE f.status = 'reprocessing' AND NOT EXISTS (
+		SELECT 1 FROM river_job j WHERE j.id = f.reprocess_job_id AND j.state IN ` + liveJobStates + `)`).QueryRow(func(row pgx.Row) error {
+		return row.Scan(&st.Stuck)
+	})
+	if err := s.pool.SendBatch(ctx, b).Close(); err != nil {
+		return nil, fmt.Errorf("error reading failed_pois stats: %w", err)
+	}
+	for _, p := range []struct {
+		dst *time.Time
+		src *time.Time
+	}{{&st.Oldest, oldest}, {&st.Newest, newest}, {&st.OldNew, oldNew}} {
+		if p.src != nil {
+			*p.dst = p.src.UTC()
+		}
+	}
+	return st, nil
+}
+
+// SignatureGroup is one error signature (and class) in Analyze.
+type SignatureGroup struct {
+	Signature  string     `json:"error_signature"`
+	ErrorClass ErrorClass `json:"error_class"`
+	Count      int64      `json:"count"`
+	// Share is Count over all rows analyzed (0..1).
+	Share     float64   `json:"share"`
+	FirstSeen time.Time `json:"first_seen"`
+	LastSeen  time.Time `json:"last_seen"`
+	// SamplePOIIDs are up to three POI ids of the group's latest failures
+	// ("" for a POI without a usable id); SampleRowIDs are their rows.
+	SamplePOIIDs []string `json:"sample_poi_ids"`
+	SampleRowIDs []int64  `json:"sample_row_ids"`
+}
+
+// HourCount is the number of failures in one hour (UTC).
+type HourCount struct {
+	Hour  time.Time `json:"hour"`
+	Count int64     `json:"count"`
+}
+
+// Analysis groups failures by cause.
+type Analysis struct {
+	Filter map[string]any   `json:"filter"`
+	Total  int64            `json:"total"`
+	Groups []SignatureGroup `json:"groups"`
+	// OtherGroups counts the groups beyond the top ones returned.
+	OtherGroups int64 `json:"other_groups"`
+	// Hourly is failures per hour over the last HourlyWindow (or since
+	// Filter.Since if later), oldest first, hours without failures left out.
+	Hourly []HourCount `json:"hourly"`
+}
+
+// HourlyWindow is how far back Analyze's per-hour distribution reaches.
+const HourlyWindow = 7 * 24 * time.Hour
+
+// Analyze groups the rows matching f by error signature and class: the top
+// groups by count with their share, first and last failure and up to three
+// sample POI ids, and the number of failures per hour.
+func (s *Store) Analyze(ctx context.Context, f Filter, top int) (*Analysis, error) {
+	if err := f.Validate(); err != nil {
+		return nil, err
+	}
+	if top <= 0 {
+		top = 20
+	}
+	an := &Analysis{Filter: f.Describe(), Groups: []SignatureGroup{}, Hourly: []HourCount{}}
+	a := &queryArgs{}
+	where := f.where(a, "")
+	fWhere := f.where(&queryArgs{}, "f.") // same parameters in the same order
+	q := `
+		WITH g AS (
+			SELECT error_signature, error_class, count(*) AS n, min(failed_at) AS first_seen, max(failed_at) AS last_seen
+			FROM failed_pois WHERE ` + where + `
+			GROUP BY error_signature, error_class
+		), t AS (SELECT coalesce(sum(n), 0)::bigint AS total, count(*) AS groups FROM g)
+		SELECT g.error_signature, g.error_class, g.n, g.n::float8 / t.total, g.first_seen, g.last_seen,
+		       s.ids, s.poi_ids, t.total, t.groups
+		FROM (SELECT * FROM g ORDER BY n DESC, error_signature, error_class LIMIT ` + a.add(top) + `) g
+		CROSS JOIN t
+		CROSS JOIN LATERAL (
+			SELECT array_agg(x.id ORDER BY x.failed_at DESC, x.id DESC) AS ids,
+			       array_agg(coalesce(x.poi_id, '') ORDER BY x.failed_at DESC, x.id DESC) AS poi_ids
+			FROM (SELECT f.id, f.poi_id, f.failed_at FROM failed_pois f
+			      WHERE f.error_signature = g.error_signature AND f.error_class = g.error_class AND ` + fWhere + `
+			      ORDER BY f.failed_at DESC LIMIT 3) x
+		) s
+		ORDER BY g.n DESC, g.error_signature, g.error_class`
+	rows, err := s.pool.Query(ctx, q, a.vals...)
+	if err != nil {
+		return nil, fmt.Errorf("error analyzing failed_pois: %w", err)
+	}
+	var groups int64
+	for rows.Next() {
+		var g SignatureGroup
+		var class string
+		if err := rows.Scan(&g.Signature, &class, &g.Count, &g.Share, &g.FirstSeen, &g.LastSeen,
+			&g.SampleRowIDs, &g.SamplePOIIDs, &an.Total, &groups); err != nil {
+			rows.Close()
+			return nil, fmt.Errorf("error reading failed_pois analysis: %w", err)
+		}
+		g.ErrorClass, g.FirstSeen, g.LastSeen = ErrorClass(class), g.FirstSeen.UTC(), g.LastSeen.UTC()
+		an.Groups = append(an.Groups, g)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("error analyzing failed_pois: %w", err)
+	}
+	an.OtherGroups = max(0, groups-int64(len(an.Groups)))
+
+	hf := f
+	var now time.Time
+	if err := s.pool.QueryRow(ctx, `SELECT now()`).Scan(&now); err != nil {
+		return nil, fmt.Errorf("error reading the time: %w", err)
+	}
+	if from := now.Add(-HourlyWindow).Truncate(time.Hour); hf.Since.Before(from) {
+		hf.Since = from
+	}
+	ha := &queryArgs{}
+	rows, err = s.pool.Query(ctx, `
+		SELECT date_trunc('hour', failed_at, 'UTC'), count(*) FROM failed_pois WHERE `+hf.where(ha, "")+`
+		GROUP BY 1 ORDER BY 1`, ha.vals...)
+	if err != nil {
+		return nil, fmt.Errorf("error counting failures per hour: %w", err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var h HourCount
+		if err := rows.Scan(&h.Hour, &h.Count); err != nil {
+			return nil, fmt.Errorf("error counting failures per hour: %w", err)
+		}
+		h.Hour = h.Hour.UTC()
+		an.Hourly = append(an.Hourly, h)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("error counting failures per hour: %w", err)
+	}
+	return an, nil
+}
+
+// exportPage is how many rows Export reads per query.
+const exportPage = 2000
+
+// Export calls fn for every row matching f, in id order, with every column,
+// reading the table in pages by id (each page its own short query) so that a
+// million rows are never in memory and no statement runs for long. limit
+// caps the rows (0: all). It returns how many rows fn accepted.
+func (s *Store) Export(ctx context.Context, f Filter, limit int64, fn func(*Record) error) (int64, error) {
+	if err := f.Validate(); err != nil {
+		return 0, err
+	}
+	var n, after int64
+	for {
+		page := int64(exportPage)
+		if limit > 0 {
+			page = min(page, limit-n)
+		}
+		if page <= 0 {
+			return n, nil
+		}
+		a := &queryArgs{}
+		q := `SELECT ` + fullColumns + ` FROM failed_pois WHERE ` + f.where(a, "") +
+			` AND id > ` + a.add(after) + ` ORDER BY id LIMIT ` + a.add(page)
+		rows, err := s.pool.Query(ctx, q, a.vals...)
+		if err != nil {
+			return n, fmt.Errorf("error exporting failed_pois after id %d: %w", after, err)
+		}
+		got := 0
+		for rows.Next() {
+			r, err := scanRecord(rows, true)
+			if err == nil {
+				err = fn(r)
+			}
+			if err != nil {
+				rows.Close()
+				return n, fmt.Errorf("error exporting failed_pois row: %w", err)
+			}
+			n, after = n+1, r.ID
+			got++
+		}
+		if err := rows.Err(); err != nil {
+			return n, fmt.Errorf("error exporting failed_pois after id %d: %w", after, err)
+		}
+		if int64(got) < page {
+			return n, nil
+		}
+	}
+}
+
+// IgnoreResult says what Ignore did with each id.
+type IgnoreResult struct {
+	Ignored  []int64 `json:"ignored"`
+	NotFound []int64 `json:"not_found"`
+	// Refused maps ids whose status cannot be ignored (reprocessing: its job
+	// owns the row until it reports back; reprocessed: already resolved) to
+	// that status.
+	Refused map[int64]Status `json:"refused"`
+}
+
+// Ignore sets rows aside: status ignored with reason, so `relay reprocess
+// --status new` no longer picks them (`--status ignored` brings them back).
+// Rows in new or already ignored are ignored (an ignored row gets the new
+// reason); others are refused. One audit event records the ids.
+func (s *Store) Ignore(ctx context.Context, ids []int64, reason, actor string) (*IgnoreResult, error) {
+	reason = strings.TrimSpace(reason)
+	if reason == "" {
+		return nil, errors.New("a reason is required to ignore failed_pois rows")
+	}
+	res := &IgnoreResult{Ignored: []int64{}, NotFound: []int64{}, Refused: map[int64]Status{}}
+	ids = slices.Compact(slices.Sorted(slices.Values(ids)))
+	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		rows, err := tx.Query(ctx, `SELECT id, status FROM failed_pois WHERE id = ANY($1) ORDER BY id FOR UPDATE`, ids)
+		if err != nil {
+			return err
+		}
+		found := map[int64]Status{}
+		for rows.Next() {
+			var id int64
+			var st string
+			if err := rows.Scan(&id, &st); err != nil {
+				rows.Close()
+				return err
+			}
+			found[id] = Status(st)
+		}
+		if err := rows.Err(); err != nil {
+			return err
+		}
+		for _, id := range ids {
+			st, ok := found[id]
+			switch {
+			case !ok:
+				res.NotFound = append(res.NotFound, id)
+			case st == StatusNew || st == StatusIgnored:
+				res.Ignored = append(res.Ignored, id)
+			default:
+				res.Refused[id] = st
+			}
+		}
+		if len(res.Ignored) == 0 {
+			return nil
+		}
+		if _, err := tx.Exec(ctx, `
+			UPDATE failed_pois SET status = 'ignored', ignored_reason = $2, updated_at = now()
+			WHERE id = ANY($1)`, res.Ignored, storableText(reason)); err != nil {
+			return err
+		}
+		_, err = insertEventTx(ctx, tx, actor, ActionIgnore, int64(len(res.Ignored)),
+			map[string]any{"ids": res.Ignored, "reason": storableText(reason)})
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("error ignoring failed_pois rows: %w", err)
+	}
+	return res, nil
+}
+
+// PurgeFilter selects rows to purge.
+type PurgeFilter struct {
+	// OlderThan: rows not updated for this long (updated_at).
+	OlderThan time.Duration
+	// Status limits the purge to one status; "" purges every status but
+	// reprocessing. Rows in reprocessing are never purged: their job would
+	// report back about a row that no longer exists.
+	Status Status
+}
+
+// ErrPurgeReprocessing is returned for a purge of status reprocessing.
+var ErrPurgeReprocessing = errors.New("rows in status reprocessing cannot be purged: their jobs have not reported back (see `relay reprocess --status reprocessing` for stuck ones)")
+
+// where renders p for rows last updated before cutoff.
+func (p PurgeFilter) where(a *queryArgs, cutoff time.Time) string {
+	w := `status <> 'reprocessing' AND updated_at < ` + a.add(cutoff)
+	if p.Status != "" {
+		w += ` AND status = ` + a.add(string(p.Status))
+	}
+	return w
+}
+
+// cutoff validates p and returns the database's now() minus p.OlderThan.
+func (s *Store) cutoff(ctx context.Context, p PurgeFilter) (time.Time, error) {
+	if p.OlderThan <= 0 {
+		return time.Time{}, fmt.Errorf("purge age %s must be positive", p.OlderThan)
+	}
+	if p.Status == StatusReprocessing {
+		return time.Time{}, ErrPurgeReprocessing
+	}
+	if p.Status != "" {
+		if _, err := ParseStatus(string(p.Status)); err != nil {
+			return time.Time{}, err
+		}
+	}
+	var t time.Time
+	if err := s.pool.QueryRow(ctx, `SELECT now() - $1::interval`, p.OlderThan).Scan(&t); err != nil {
+		return time.Time{}, fmt.Errorf("error reading the purge cutoff: %w", err)
+	}
+	return t, nil
+}
+
+// PurgePreview counts, by status, the rows Purge would delete now.
+func (s *Store) PurgePreview(ctx context.Context, p PurgeFilter) (map[Status]int64, error) {
+	cutoff, err := s.cutoff(ctx, p)
+	if err != nil {
+		return nil, err
+	}
+	a := &queryArgs{}
+	rows, err := s.pool.Query(ctx, `SELECT status, count(*) FROM failed_pois WHERE `+p.where(a, cutoff)+` GROUP BY status`, a.vals...)
+	if err != nil {
+		return nil, fmt.Errorf("error counting failed_pois rows to purge: %w", err)
+	}
+	defer rows.Close()
+	out := map[Status]int64{}
+	for rows.Next() {
+		var st string
+		var n int64
+		if err := rows.Scan(&st, &n); err != nil {
+			return nil, fmt.Errorf("error counting failed_pois rows to purge: %w", err)
+		}
+		out[Status(st)] = n
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("error counting failed_pois rows to purge: %w", err)
+	}
+	return out, nil
+}
+
+// purgeBatch is how many rows Purge deletes per transaction.
+const purgeBatch = 5000
+
+// Purge deletes the rows p selects, in batches of purgeBatch rows per
+// transaction (so it never holds many locks for long). One audit event
+// records the run; its count grows with each batch, in the batch's
+// transaction. It returns how many rows were deleted; after an error, the
+// batches already committed stay deleted and are counted in the event.
+func (s *Store) Purge(ctx context.Context, p PurgeFilter, actor string) (int64, error) {
+	cutoff, err := s.cutoff(ctx, p)
+	if err != nil {
+		return 0, err
+	}
+	details := map[string]any{"older_than": p.OlderThan.String(), "updated_before": cutoff.UTC()}
+	if p.Status != "" {
+		details["status"] = p.Status
+	}
+	var event int64
+	err = pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		event, err = insertEventTx(ctx, tx, actor, ActionPurge, 0, details)
+		return err
+	})
+	if err != nil {
+		return 0, err
+	}
+	// The cutoff is fixed for the whole run: rows aging past it while the
+	// run goes on are left for the next one.
+	a := &queryArgs{}
+	w := p.where(a, cutoff)
+	limit := a.add(purgeBatch)
+	var total int64
+	for {
+		if err := ctx.Err(); err != nil {
+			return total, err
+		}
+		var n int64
+		err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+			tag, err := tx.Exec(ctx, `
+				DELETE FROM failed_pois WHERE id IN (
+					SELECT id FROM failed_pois WHERE `+w+` LIMIT `+limit+` FOR UPDATE SKIP LOCKED)`,
+				a.vals...)
+			if err != nil {
+				return err
+			}
+			n = tag.RowsAffected()
+			if n == 0 {
+				return nil
+			}
+			return addToEventTx(ctx, tx, event, n, nil)
+		})
+		if err != nil {
+			return total, fmt.Errorf("error purging failed_pois (%d rows deleted before): %w", total, err)
+		}
+		total += n
+		if n == 0 {
+			return total, nil
+		}
+	}
+}

@@ -1,0 +1,133 @@
+package deadletter
+
+import (
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Statuses lists every status, in life-cycle order. It returns a new slice
+// on each call.
+func Statuses() []Status {
+	return []Status{StatusNew, StatusReprocessing, StatusReprocessed, StatusIgnored}
+}
+
+// ParseStatus returns the status named s, ignoring case and surrounding
+// space, or an error that names s and lists the valid statuses (the
+// failed_pois CHECK constraint's list).
+func ParseStatus(s string) (Status, error) {
+	want := strings.ToLower(strings.TrimSpace(s))
+	names := make([]string, 0, 4)
+	for _, st := range Statuses() {
+		if string(st) == want {
+			return st, nil
+		}
+		names = append(names, string(st))
+	}
+	return "", fmt.Errorf("unknown status %q (valid statuses: %s)", s, strings.Join(names, ", "))
+}
+
+// Filter selects failed_pois rows. Zero fields do not filter. Every value
+// reaches PostgreSQL as a query parameter, never as SQL text.
+type Filter struct {
+	Status Status
+	FileID string
+	// Signature matches error_signature. It is normalized with Signature
+	// first, so a raw error message selects its signature's rows too.
+	Signature  string
+	ErrorClass ErrorClass
+	// Since and Until bound failed_at (the latest failure): Since <=
+	// failed_at < Until.
+	Since, Until time.Time
+	// ManualReview, when true, keeps only rows needing manual review.
+	ManualReview bool
+}
+
+// Validate checks the filter's values.
+func (f Filter) Validate() error {
+	if f.Status != "" {
+		if _, err := ParseStatus(string(f.Status)); err != nil {
+			return err
+		}
+	}
+	if f.ErrorClass != "" {
+		if _, err := ParseErrorClass(string(f.ErrorClass)); err != nil {
+			return err
+		}
+	}
+	if !f.Since.IsZero() && !f.Until.IsZero() && !f.Since.Before(f.Until) {
+		return fmt.Errorf("since %s is not before until %s", f.Since.Format(time.RFC3339), f.Until.Format(time.RFC3339))
+	}
+	return nil
+}
+
+// Describe returns the filter as a JSON-friendly map for audit events and
+// reports.
+func (f Filter) Describe() map[string]any {
+	m := map[string]any{}
+	if f.Status != "" {
+		m["status"] = f.Status
+	}
+	if f.FileID != "" {
+		m["file_id"] = f.FileID
+	}
+	if f.Signature != "" {
+		m["signature"] = Signature(f.Signature)
+	}
+	if f.ErrorClass != "" {
+		m["error_class"] = f.ErrorClass
+	}
+	if !f.Since.IsZero() {
+		m["since"] = f.Since.UTC()
+	}
+	if !f.Until.IsZero() {
+		m["until"] = f.Until.UTC()
+	}
+	if f.ManualReview {
+		m["manual_review"] = true
+	}
+	return m
+}
+
+// queryArgs collects positional parameters while a statement is built.
+type queryArgs struct{ vals []any }
+
+// add appends v and returns its placeholder ($n).
+func (a *queryArgs) add(v any) string {
+	a.vals = append(a.vals, v)
+	return "$" + strconv.Itoa(len(a.vals))
+}
+
+// where renders f as a boolean SQL expression over the columns of alias
+// (e.g. "f."), adding its values to a. Only fixed SQL text and placeholders
+// are produced.
+func (f Filter) where(a *queryArgs, alias string) string {
+	conds := []string{"true"}
+	if f.Status != "" {
+		conds = append(conds, alias+"status = "+a.add(string(f.Status)))
+	}
+	if f.FileID != "" {
+		conds = append(conds, alias+"file_id = "+a.add(f.FileID))
+	}
+	if f.Signature != "" {
+		conds = append(conds, alias+"error_signature = "+a.add(Signature(f.Signature)))
+	}
+	if f.ErrorClass != "" {
+		conds = append(conds, alias+"error_class = "+a.add(string(f.ErrorClass)))
+	}
+	if !f.Since.IsZero() {
+		conds = append(conds, alias+"failed_at >= "+a.add(f.Since))
+	}
+	if !f.Until.IsZero() {
+		conds = append(conds, alias+"failed_at < "+a.add(f.Until))
+	}
+	if f.ManualReview {
+		conds = append(conds, alias+"manual_review_required")
+	}
+	return strings.Join(conds, " AND ")
+}
+
+// ErrNotFound is returned for a failed_pois id that does not exist.
+var ErrNotFound = errors.New("failed_pois row not found")

@@ -1,0 +1,494 @@
+package deadletter
+
+import (
+	"cmp"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/riverqueue/river"
+	"github.com/riverqueue/river/rivertype"
+
+	"github.com/relay-dev/relay/outbox"
+)
+
+// JobInserter inserts River jobs in a transaction; *river.Client[pgx.Tx]
+// is one (an insert-only client needs no workers).
+type JobInserter interface {
+	InsertManyTx(ctx context.Context, tx pgx.Tx, params []river.InsertManyParams) ([]*rivertype.JobInsertResult, error)
+}
+
+// Defaults for ReprocessConfig.
+const (
+	ReprocessChunkSizeDefault = 1000
+	ReprocessParallelDefault  = 2
+	// ReprocessJobTag tags every job `relay reprocess` inserts.
+	ReprocessJobTag = "reprocess"
+)
+
+// ReprocessConfig tunes a Reprocessor. Zero values take the defaults.
+type ReprocessConfig struct {
+	// ChunkSize is how many rows one transaction moves to reprocessing
+	// (ReprocessChunkSizeDefault).
+	ChunkSize int
+	// RowsPerSecond limits the rate (0: as fast as possible).
+	RowsPerSecond float64
+	// MaxAttempts is River's attempt limit for the jobs inserted
+	// (outbox.MaxAttemptsDefault).
+	MaxAttempts int
+	// MaxJobBytes splits one file's POIs across jobs above this much POI
+	// JSON (outbox.MaxJobBytesDefault), as publish does.
+	MaxJobBytes int
+	// Parallel is how many chunks are in flight at once
+	// (ReprocessParallelDefault); 1 when RowsPerSecond is set.
+	Parallel int
+}
+
+// Selection is what `relay reprocess` takes: rows of one status, filtered.
+type Selection struct {
+	// Filter selects the rows; its Status is required.
+	Filter
+	// Limit caps the rows (0: all).
+	Limit int64
+	// IncludeManualReview also takes rows needing manual review, which the
+	// automatic path leaves alone.
+	IncludeManualReview bool
+}
+
+// Validate checks the selection.
+func (s Selection) Validate() error {
+	if s.Status == "" {
+		return errors.New("a status is required to select rows to reprocess")
+	}
+	if s.Limit < 0 {
+		return fmt.Errorf("limit %d must not be negative", s.Limit)
+	}
+	return s.Filter.Validate()
+}
+
+// where renders the selection. Rows needing manual review are left out
+// unless asked for; in status reprocessing only stuck rows qualify: those
+// whose job will never report back (River discarded or cancelled it, or it
+// is gone). A row whose job is still queued or running is never taken, so
+// it cannot be enqueued twice.
+func (s Selection) where(a *queryArgs, alias string) string {
+	w := s.Filter.where(a, alias)
+	if !s.IncludeManualReview && !s.ManualReview {
+		w += " AND NOT " + alias + "manual_review_required"
+	}
+	if s.Status == StatusReprocessing {
+		w += " AND NOT EXISTS (SELECT 1 FROM river_job j WHERE j.id = " + alias + "reprocess_job_id AND j.state IN " + liveJobStates + ")"
+	}
+	return w
+}
+
+// Reprocessor puts failed POIs back through the pipeline.
+type Reprocessor struct {
+	pool   *pgxpool.Pool
+	jobs   JobInserter
+	cfg    ReprocessConfig
+	logger *slog.Logger
+}
+
+// NewReprocessor returns a Reprocessor that inserts jobs through jobs.
+func NewReprocessor(pool *pgxpool.Pool, jobs JobInserter, cfg *ReprocessConfig, logger *slog.Logger) *Reprocessor {
+	c := ReprocessConfig{}
+	if cfg != nil {
+		c = *cfg
+	}
+	c.ChunkSize = cmp.Or(c.ChunkSize, ReprocessChunkSizeDefault)
+	c.Parallel = cmp.Or(c.Parallel, ReprocessParallelDefault)
+	c.MaxAttempts = cmp.Or(c.MaxAttempts, outbox.MaxAttemptsDefault)
+	c.MaxJobBytes = cmp.Or(c.MaxJobBytes, outbox.MaxJobBytesDefault)
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
+	return &Reprocessor{pool: pool, jobs: jobs, cfg: c, logger: logger}
+}
+
+// GroupCount is a count of rows for one key (file or signature).
+type GroupCount struct {
+	Key   string `json:"key"`
+	Count int64  `json:"count"`
+}
+
+// ReprocessPlan is what a reprocess would enqueue (`--dry-run`).
+type ReprocessPlan struct {
+	Filter map[string]any `json:"filter"`
+	Rows   int64          `json:"rows"`
+	// Files is the number of files, so about the number of jobs (one per
+	// file; more for a file whose rows span chunks or exceed MaxJobBytes).
+	Files      int64 `json:"files"`
+	Signatures int64 `json:"signatures"`
+	// ByFile and BySignature are the largest groups, most rows first.
+	ByFile      []GroupCount `json:"by_file"`
+	BySignature []GroupCount `json:"by_signature"`
+}
+
+// Plan counts, without changing anything, the rows Run would take now: in
+// total, per file and per signature (the top groups of each).
+func (r *Reprocessor) Plan(ctx context.Context, sel Selection, top int) (*ReprocessPlan, error) {
+	if err := sel.Validate(); err != nil {
+		return nil, err
+	}
+	if top <= 0 {
+		top = 20
+	}
+	a := &queryArgs{}
+	inner := `SELECT file_id, error_signature FROM failed_pois WHERE ` + sel.where(a, "") + ` ORDER BY file_id, id`
+	if sel.Limit > 0 {
+		inner += ` LIMIT ` + a.add(sel.Limit)
+	}
+	topP := a.add(top)
+	q := `
+		WITH s AS MATERIALIZED (` + inner + `),
+		f AS (SELECT file_id AS k, count(*) AS n FROM s GROUP BY 1),
+		g AS (SELECT error_signature AS k, count(*) AS n FROM s GROUP BY 1)
+		(SELECT 'file' AS kind, k, n, (SELECT count(*) FROM f), (SELECT count(*) FROM s) FROM f ORDER BY n DESC, k LIMIT ` + topP + `)
+		UNION ALL
+		(SELECT 'signature', k, n, (SELECT count(*) FROM g), (SELECT count(*) FROM s) FROM g ORDER BY n DESC, k LIMIT ` + topP + `)`
+	rows, err := r.pool.Query(ctx, q, a.vals...)
+	if err != nil {
+		return nil, fmt.Errorf("error planning reprocess: %w", err)
+	}
+	defer rows.Close()
+	p := &ReprocessPlan{Filter: sel.describe(), ByFile: []GroupCount{}, BySignature: []GroupCount{}}
+	for rows.Next() {
+		var kind string
+		var g GroupCount
+		var groups int64
+		if err := rows.Scan(&kind, &g.Key, &g.Count, &groups, &p.Rows); err != nil {
+			return nil, fmt.Errorf("error planning reprocess: %w", err)
+		}
+		if kind == "file" {
+			p.Files, p.ByFile = groups, append(p.ByFile, g)
+		} else {
+			p.Signatures, p.BySignature = groups, append(p.BySignature, g)
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("error planning reprocess: %w", err)
+	}
+	return p, nil
+}
+
+func (s Selection) describe() map[string]any {
+	m := s.Filter.Describe()
+	if s.Limit > 0 {
+		m["limit"] = s.Limit
+	}
+	if s.IncludeManualReview {
+		m["include_manual_review"] = true
+	}
+	return m
+}
+
+// ReprocessProgress is reported after each committed chunk.
+type ReprocessProgress struct {
+	Rows    int64         `json:"rows"`
+	Jobs    int64         `json:"jobs"`
+	Total   int64         `json:"total"` // rows selected when the run started
+	Elapsed time.Duration `json:"elapsed"`
+}
+
+// ReprocessResult is what Run did.
+type ReprocessResult struct {
+	// EventID is the run's audit event in dead_letter_events.
+	EventID  int64         `json:"event_id"`
+	Rows     int64         `json:"rows"`
+	Jobs     int64         `json:"jobs"`
+	Chunks   int           `json:"chunks"`
+	Duration time.Duration `json:"duration_ns"`
+}
+
+// Run moves the selected rows to reprocessing and enqueues their POIs, one
+// resolve_file job per file (the rows' original_poi_data as it is now, with
+// FailedPOIIDs naming the rows and FileVersion the file's current version).
+//
+// It works in chunks of ChunkSize rows. Each chunk is one transaction that
+// locks its rows (FOR UPDATE SKIP LOCKED: concurrent runs take different
+// rows), inserts the jobs, marks the rows and adds to the run's audit event,
+// so a crash leaves no row marked but not enqueued, nor enqueued twice. A
+// marked row no longer matches its status, so an interrupted run is simply
+// run again, and a second run of a finished one enqueues nothing. progress
+// (may be nil) is called after each chunk. On error or cancellation the
+// result counts the chunks committed before it.
+func (r *Reprocessor) Run(ctx context.Context, sel Selection, actor string, progress func(ReprocessProgress)) (*ReprocessResult, error) {
+	if err := sel.Validate(); err != nil {
+		return nil, err
+	}
+	start := time.Now()
+	res := &ReprocessResult{}
+
+	var total int64
+	ca := &queryArgs{}
+	cq := `SELECT count(*) FROM failed_pois WHERE ` + sel.where(ca, "")
+	if sel.Limit > 0 {
+		cq = `SELECT count(*) FROM (SELECT 1 FROM failed_pois WHERE ` + sel.where(&queryArgs{}, "") +
+			` LIMIT ` + ca.add(sel.Limit) + `) s`
+	}
+	if err := r.pool.QueryRow(ctx, cq, ca.vals...).Scan(&total); err != nil {
+		return nil, fmt.Errorf("error counting rows to reprocess: %w", err)
+	}
+	details := sel.describe()
+	details["jobs"] = 0
+	if r.cfg.RowsPerSecond > 0 {
+		details["rows_per_second"] = r.cfg.RowsPerSecond
+	}
+	err := pgx.BeginFunc(ctx, r.pool, func(tx pgx.Tx) error {
+		var err error
+		res.EventID, err = insertEventTx(ctx, tx, actor, ActionReprocess, 0, details)
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+
+	// Parallel takers each page through the selection from the start;
+	// SKIP LOCKED makes each take rows the others have not locked, and rows
+	// they committed no longer match. The limit, the rate and the result
+	// are shared.
+	takers := r.cfg.Parallel
+	if r.cfg.RowsPerSecond > 0 {
+		takers = 1
+	}
+	var (
+		mu       sync.Mutex
+		reserved int64 // rows taken or being taken, for the limit
+		firstErr error
+		wg       sync.WaitGroup
+	)
+	reserve := func() int64 {
+		mu.Lock()
+		defer mu.Unlock()
+		n := int64(r.cfg.ChunkSize)
+		if r.cfg.RowsPerSecond > 0 {
+			n = min(n, max(1, int64(r.cfg.RowsPerSecond)))
+		}
+		if sel.Limit > 0 {
+			n = min(n, sel.Limit-reserved)
+		}
+		if firstErr != nil || n <= 0 {
+			return 0
+		}
+		reserved += n
+		return n
+	}
+	for range takers {
+		wg.Go(func() {
+			var after *chunkKey
+			for {
+				n := reserve()
+				if n == 0 {
+					return
+				}
+				var c chunkResult
+				err := ctx.Err()
+				if err == nil {
+					c, err = r.chunk(ctx, sel, after, n, res.EventID)
+				}
+				mu.Lock()
+				reserved -= n - c.rows
+				if err != nil {
+					firstErr = cmp.Or(firstErr, err)
+					mu.Unlock()
+					return
+				}
+				if c.rows > 0 {
+					res.Rows, res.Jobs, res.Chunks, after = res.Rows+c.rows, res.Jobs+c.jobs, res.Chunks+1, &c.last
+					if progress != nil {
+						progress(ReprocessProgress{Rows: res.Rows, Jobs: res.Jobs, Total: total, Elapsed: time.Since(start)})
+					}
+				}
+				done := res.Rows
+				mu.Unlock()
+				if c.rows < n {
+					return
+				}
+				if r.cfg.RowsPerSecond > 0 {
+					due := start.Add(time.Duration(float64(done) / r.cfg.RowsPerSecond * float64(time.Second)))
+					if err := sleepUntil(ctx, due); err != nil {
+						mu.Lock()
+						firstErr = cmp.Or(firstErr, err)
+						mu.Unlock()
+						return
+					}
+				}
+			}
+		})
+	}
+	wg.Wait()
+	if firstErr != nil {
+		res.Duration = time.Since(start)
+		return res, firstErr
+	}
+	res.Duration = time.Since(start)
+	r.logger.InfoContext(ctx, "reprocess enqueued", slog.Int64("rows", res.Rows), slog.Int64("jobs", res.Jobs),
+		slog.Int("chunks", res.Chunks), slog.Int64("event_id", res.EventID), slog.Duration("duration", res.Duration))
+	return res, nil
+}
+
+func sleepUntil(ctx context.Context, t time.Time) error {
+	d := time.Until(t)
+	if d <= 0 {
+		return nil
+	}
+	timer := time.NewTimer(d)
+	defer timer.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-timer.C:
+		return nil
+	}
+}
+
+// chunkKey is the position of the last row a chunk took.
+type chunkKey struct {
+	fileID string
+	id     int64
+}
+
+type chunkResult struct {
+	rows, jobs int64
+	last       chunkKey
+}
+
+// chunk reprocesses up to n rows after key in one transaction.
+func (r *Reprocessor) chunk(ctx context.Context, sel Selection, after *chunkKey, n int64, eventID int64) (chunkResult, error) {
+	var c chunkResult
+	err := pgx.BeginFunc(ctx, r.pool, func(tx pgx.Tx) error {
+		c = chunkResult{}
+		a := &queryArgs{}
+		q := `SELECT id, file_id, original_poi_data FROM failed_pois WHERE ` + sel.where(a, "")
+		if after != nil {
+			q += ` AND (file_id, id) > (` + a.add(after.fileID) + `, ` + a.add(after.id) + `)`
+		}
+		q += ` ORDER BY file_id, id LIMIT ` + a.add(n) + ` FOR UPDATE SKIP LOCKED`
+		rows, err := tx.Query(ctx, q, a.vals...)
+		if err != nil {
+			return fmt.Errorf("error selecting rows to reprocess: %w", err)
+		}
+		type file struct {
+			id   string
+			rows []int64
+			pois []json.RawMessage
+		}
+		var files []*file
+		for rows.Next() {
+			var id int64
+			var fileID string
+			var data []byte
+			if err := rows.Scan(&id, &fileID, &data); err != nil {
+				rows.Close()
+				return fmt.Errorf("error reading rows to reprocess: %w", err)
+			}
+			if len(files) == 0 || files[len(files)-1].id != fileID {
+				files = append(files, &file{id: fileID})
+			}
+			f := files[len(files)-1]
+			f.rows, f.pois = append(f.rows, id), append(f.pois, json.RawMessage(data))
+			c.rows++
+			c.last = chunkKey{fileID: fileID, id: id}
+		}
+		if err := rows.Err(); err != nil {
+			return fmt.Errorf("error reading rows to reprocess: %w", err)
+		}
+		if c.rows == 0 {
+			return nil
+		}
+
+		fileIDs := make([]string, len(files))
+		for i, f := range files {
+			fileIDs[i] = f.id
+		}
+		versions := make(map[string]int64, len(files))
+		vrows, err := tx.Query(ctx, `SELECT file_id, version FROM files WHERE file_id = ANY($1)`, fileIDs)
+		if err != nil {
+			return fmt.Errorf("error reading file versions: %w", err)
+		}
+		for vrows.Next() {
+			var id string
+			var v int64
+			if err := vrows.Scan(&id, &v); err != nil {
+				vrows.Close()
+				return fmt.Errorf("error reading file versions: %w", err)
+			}
+			versions[id] = v
+		}
+		if err := vrows.Err(); err != nil {
+			return fmt.Errorf("error reading file versions: %w", err)
+		}
+
+		opts := &river.InsertOpts{MaxAttempts: r.cfg.MaxAttempts, Tags: []string{ReprocessJobTag}}
+		var params []river.InsertManyParams
+		var jobRows [][]int64 // rows of each job, parallel to params
+		for _, f := range files {
+			start, size := 0, 0
+			for i := range f.pois {
+				if i > start && size+len(f.pois[i]) > r.cfg.MaxJobBytes {
+					params = append(params, r.jobParams(f.id, versions[f.id], f.pois[start:i], f.rows[start:i], opts))
+					jobRows = append(jobRows, f.rows[start:i])
+					start, size = i, 0
+				}
+				size += len(f.pois[i]) + 1
+			}
+			params = append(params, r.jobParams(f.id, versions[f.id], f.pois[start:], f.rows[start:], opts))
+			jobRows = append(jobRows, f.rows[start:])
+		}
+		inserted, err := r.jobs.InsertManyTx(ctx, tx, params)
+		if err != nil {
+			return fmt.Errorf("error enqueuing %d reprocess jobs: %w", len(params), err)
+		}
+		if len(inserted) != len(params) {
+			return fmt.Errorf("error enqueuing reprocess jobs: %d inserted for %d asked", len(inserted), len(params))
+		}
+		ids := make([]int64, 0, c.rows)
+		jobIDs := make([]int64, 0, c.rows)
+		for i, res := range inserted {
+			for _, id := range jobRows[i] {
+				ids, jobIDs = append(ids, id), append(jobIDs, res.Job.ID)
+			}
+		}
+		if _, err := tx.Exec(ctx, `
+			UPDATE failed_pois f
+			SET status = 'reprocessing', reprocess_job_id = u.job_id, reprocess_requested_at = now(), updated_at = now()
+			FROM unnest($1::bigint[], $2::bigint[]) AS u(id, job_id)
+			WHERE f.id = u.id`, ids, jobIDs); err != nil {
+			return fmt.Errorf("error marking %d rows reprocessing: %w", len(ids), err)
+		}
+		c.jobs = int64(len(params))
+		return addToEventTx(ctx, tx, eventID, c.rows, map[string]int64{"jobs": c.jobs})
+	})
+	if err != nil {
+		return chunkResult{}, err
+	}
+	return c, nil
+}
+
+// jobParams builds one reprocess job. Its ChangedNames are the POIs' names:
+// a POI that resolves now may enter the symbol table for the first time,
+// so references to its name from other files are resolved again.
+func (r *Reprocessor) jobParams(fileID string, version int64, pois []json.RawMessage, rows []int64, opts *river.InsertOpts) river.InsertManyParams {
+	var names []string
+	seen := map[string]bool{}
+	for _, raw := range pois {
+		var p struct {
+			Name string `json:"name"`
+		}
+		if json.Unmarshal(raw, &p) == nil && p.Name != "" && !seen[p.Name] {
+			seen[p.Name] = true
+			names = append(names, p.Name)
+		}
+	}
+	return river.InsertManyParams{
+		Args:       outbox.ResolveFileArgs{FileID: fileID, FileVersion: version, POIs: pois, FailedPOIIDs: rows, ChangedNames: names},
+		InsertOpts: opts,
+	}
+}

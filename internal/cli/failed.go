@@ -1,0 +1,634 @@
+package cli
+
+import (
+	"bufio"
+	"bytes"
+	"cmp"
+	"context"
+	"encoding/csv"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"maps"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+	"time"
+	"unicode/utf8"
+
+	"github.com/spf13/cobra"
+
+	"github.com/relay-dev/relay/deadletter"
+)
+
+func newFailedCmd(a *app) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "failed",
+		Short: "Read and manage failed_pois: list, inspect, stats, analyze, export, ignore, purge",
+		Long: `Failed reads and manages failed_pois, the POIs that failed in a resolve_file
+batch. Every listing takes --json. Writes (ignore, purge) record who, what and
+how many in dead_letter_events. docs/failed_pois.md describes the table.
+
+` + timeFlagHelp,
+		Args: exactArgs(0),
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return usageError{errors.New("failed needs a subcommand; see relay failed --help")}
+		},
+	}
+	cmd.AddCommand(newFailedListCmd(a), newFailedInspectCmd(a), newFailedStatsCmd(a), newFailedAnalyzeCmd(a),
+		newFailedExportCmd(a), newFailedIgnoreCmd(a), newFailedPurgeCmd(a))
+	return cmd
+}
+
+// withStore opens a pool for one command and runs fn with a Store over it.
+func (a *app) withStore(ctx context.Context, role string, fn func(*deadletter.Store) error) error {
+	pool, err := a.open(ctx, role)
+	if err != nil {
+		return err
+	}
+	defer pool.Close()
+	return fn(deadletter.NewStore(pool))
+}
+
+func (a *app) writeJSON(v any) error {
+	enc := json.NewEncoder(a.out())
+	enc.SetIndent("", "  ")
+	enc.SetEscapeHTML(false) // signatures hold <n>, <str>
+	return enc.Encode(v)
+}
+
+func newFailedListCmd(a *app) *cobra.Command {
+	var (
+		ff     filterFlags
+		limit  int
+		asJSON bool
+	)
+	cmd := &cobra.Command{
+		Use:   "list",
+		Short: "List failed POIs, newest failure first",
+		Long:  "List shows failed_pois rows, newest failure first, one line each.\n\n" + timeFlagHelp,
+		Args:  exactArgs(0),
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			f, err := ff.filter(time.Now())
+			if err != nil {
+				return err
+			}
+			if limit < 1 || limit > 10000 {
+				return usageError{fmt.Errorf("--limit %d must be between 1 and 10000 (use relay failed export for more)", limit)}
+			}
+			return a.withStore(cmd.Context(), "failed", func(s *deadletter.Store) error {
+				rows, err := s.List(cmd.Context(), f, limit)
+				if err != nil {
+					return err
+				}
+				if asJSON {
+					return a.writeJSON(rows)
+				}
+				printFailedList(a.out(), rows, limit)
+				return nil
+			})
+		},
+	}
+	ff.register(cmd, "only rows in this status: new, reprocessing, reprocessed or ignored")
+	cmd.Flags().IntVar(&limit, "limit", 50, "rows to show")
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
+	return cmd
+}
+
+func printFailedList(w io.Writer, rows []deadletter.Record, limit int) {
+	if len(rows) == 0 {
+		fmt.Fprintln(w, "no failed POIs match")
+		return
+	}
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "ID\tFAILED_AT\tSTATUS\tATTEMPTS\tCLASS\tFILE\tPOI\tERROR")
+	for _, r := range rows {
+		status := string(r.Status)
+		if r.ManualReviewRequired && r.Status == deadletter.StatusNew {
+			status += " (review)"
+		}
+		fmt.Fprintf(tw, "%d\t%s\t%s\t%d\t%s\t%s\t%s\t%s\n", r.ID, r.FailedAt.Format(time.RFC3339), status, r.Attempts,
+			r.ErrorClass, oneLine(r.FileID, 40), orDash(oneLine(r.POIID, 24)), oneLine(r.ErrorMessage, 100))
+	}
+	_ = tw.Flush()
+	if len(rows) == limit {
+		fmt.Fprintf(w, "(first %d rows; --limit for more, relay failed export for all)\n", limit)
+	}
+}
+
+func newFailedInspectCmd(a *app) *cobra.Command {
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use:   "inspect ID",
+		Short: "Show one failed POI: its data, every recorded error, the jobs involved",
+		Args:  exactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			id, err := strconv.ParseInt(args[0], 10, 64)
+			if err != nil || id < 1 {
+				return usageError{fmt.Errorf("ID %q must be a failed_pois id (a positive integer)", args[0])}
+			}
+			return a.withStore(cmd.Context(), "failed", func(s *deadletter.Store) error {
+				in, err := s.Get(cmd.Context(), id)
+				if err != nil {
+					return err
+				}
+				if asJSON {
+					return a.writeJSON(in)
+				}
+				printInspection(a.out(), in)
+				return nil
+			})
+		},
+	}
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
+	return cmd
+}
+
+func printInspection(w io.Writer, in *deadletter.Inspection) {
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	line := func(k, v string) { fmt.Fprintf(tw, "%s\t%s\n", k, v) }
+	line("id", strconv.FormatInt(in.ID, 10))
+	line("status", string(in.Status))
+	if in.ManualReviewRequired {
+		line("manual review", "required (failed too many reprocesses; relay reprocess skips it without --include-manual-review)")
+	}
+	if in.IgnoredReason != "" {
+		line("ignored reason", in.IgnoredReason)
+	}
+	line("file", in.FileID)
+	line("poi", orDash(in.POIID)+fmt.Sprintf(" (#%d in its original job)", in.POIIndex))
+	line("attempts", strconv.Itoa(in.Attempts))
+	line("failed at", in.FailedAt.Format(time.RFC3339Nano))
+	line("error class", string(in.ErrorClass))
+	line("error signature", in.ErrorSignature)
+	line("error", oneLine(in.ErrorMessage, 0))
+	if !in.ReprocessRequestedAt.IsZero() {
+		line("reprocess requested", in.ReprocessRequestedAt.Format(time.RFC3339Nano))
+	}
+	if !in.ReprocessedAt.IsZero() {
+		line("reprocessed at", in.ReprocessedAt.Format(time.RFC3339Nano))
+	}
+	line("updated at", in.UpdatedAt.Format(time.RFC3339Nano))
+	_ = tw.Flush()
+
+	if in.ErrorContext != "" {
+		fmt.Fprintf(w, "\nerror context:\n%s\n", indent(in.ErrorContext))
+	}
+	fmt.Fprintln(w, "\nerror history (oldest first):")
+	for i, h := range in.History {
+		fmt.Fprintf(w, "  %d. %s  job %d  %s: %s\n", i+1, h.FailedAt.Format(time.RFC3339), h.JobID, h.Class, oneLine(h.Message, 0))
+	}
+	fmt.Fprintln(w, "\njobs:")
+	for _, j := range in.Jobs {
+		fmt.Fprintf(w, "  %d  %s  %s\n", j.ID, j.Role, cmp.Or(j.State, "(no longer in river_job)"))
+	}
+	var pretty strings.Builder
+	data, err := json.MarshalIndent(in.POIData, "", "  ")
+	if err != nil {
+		data = in.POIData
+	}
+	pretty.Write(data)
+	fmt.Fprintf(w, "\noriginal POI data:\n%s\n", indent(pretty.String()))
+}
+
+func newFailedStatsCmd(a *app) *cobra.Command {
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use:   "stats",
+		Short: "Count failed POIs by status and error class; oldest, newest, manual review, stuck",
+		Args:  exactArgs(0),
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return a.withStore(cmd.Context(), "failed", func(s *deadletter.Store) error {
+				st, err := s.Stats(cmd.Context())
+				if err != nil {
+					return err
+				}
+				if asJSON {
+					return a.writeJSON(st)
+				}
+				printStats(a.out(), st)
+				return nil
+			})
+		},
+	}
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
+	return cmd
+}
+
+func printStats(w io.Writer, st *deadletter.Stats) {
+	fmt.Fprintf(w, "failed_pois: %d rows\n", st.Total)
+	var parts []string
+	for _, s := range deadletter.Statuses() {
+		parts = append(parts, fmt.Sprintf("%s %d", s, st.Status[s]))
+	}
+	fmt.Fprintf(w, "  by status:          %s\n", strings.Join(parts, ", "))
+	parts = parts[:0]
+	for _, c := range deadletter.Classes() {
+		parts = append(parts, fmt.Sprintf("%s %d", c, st.Class[c]))
+	}
+	fmt.Fprintf(w, "  by error class:     %s\n", strings.Join(parts, ", "))
+	fmt.Fprintf(w, "  oldest failure:     %s\n", timeOrDash(st.Oldest))
+	fmt.Fprintf(w, "  newest failure:     %s\n", timeOrDash(st.Newest))
+	fmt.Fprintf(w, "  oldest new:         %s\n", timeOrDash(st.OldNew))
+	fmt.Fprintf(w, "  manual review:      %d", st.Manual)
+	if st.Manual > 0 {
+		fmt.Fprint(w, " (relay failed list --manual-review)")
+	}
+	fmt.Fprintf(w, "\n  stuck reprocessing: %d", st.Stuck)
+	if st.Stuck > 0 {
+		fmt.Fprint(w, " (their jobs are gone: relay reprocess --status reprocessing)")
+	}
+	fmt.Fprintln(w)
+}
+
+func newFailedAnalyzeCmd(a *app) *cobra.Command {
+	var (
+		ff     filterFlags
+		top    int
+		asJSON bool
+	)
+	cmd := &cobra.Command{
+		Use:   "analyze",
+		Short: "Group failed POIs by error signature, with shares, samples and failures per hour",
+		Long: `Analyze groups failed_pois rows by error signature and class: how many, their
+share, first and last failure, up to three sample POI ids; then failures per
+hour (UTC) over the last 7 days (or since --since, if later).
+
+` + timeFlagHelp,
+		Args: exactArgs(0),
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			f, err := ff.filter(time.Now())
+			if err != nil {
+				return err
+			}
+			if top < 1 || top > 1000 {
+				return usageError{fmt.Errorf("--top %d must be between 1 and 1000", top)}
+			}
+			return a.withStore(cmd.Context(), "failed", func(s *deadletter.Store) error {
+				an, err := s.Analyze(cmd.Context(), f, top)
+				if err != nil {
+					return err
+				}
+				if asJSON {
+					return a.writeJSON(an)
+				}
+				printAnalysis(a.out(), an)
+				return nil
+			})
+		},
+	}
+	ff.register(cmd, "only rows in this status (default: all)")
+	cmd.Flags().IntVar(&top, "top", 20, "signature groups to show")
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
+	return cmd
+}
+
+func printAnalysis(w io.Writer, an *deadletter.Analysis) {
+	if an.Total == 0 {
+		fmt.Fprintln(w, "no failed POIs match")
+		return
+	}
+	fmt.Fprintf(w, "%d failed POIs in %d signature groups\n\n", an.Total, int64(len(an.Groups))+an.OtherGroups)
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "COUNT\tSHARE\tCLASS\tFIRST_SEEN\tLAST_SEEN\tSAMPLE_POIS\tSIGNATURE")
+	for _, g := range an.Groups {
+		samples := make([]string, len(g.SamplePOIIDs))
+		for i, p := range g.SamplePOIIDs {
+			samples[i] = cmp.Or(p, "#"+strconv.FormatInt(g.SampleRowIDs[i], 10))
+		}
+		fmt.Fprintf(tw, "%d\t%.1f%%\t%s\t%s\t%s\t%s\t%s\n", g.Count, 100*g.Share, g.ErrorClass,
+			g.FirstSeen.Format(time.RFC3339), g.LastSeen.Format(time.RFC3339), strings.Join(samples, ","), oneLine(g.Signature, 120))
+	}
+	_ = tw.Flush()
+	if an.OtherGroups > 0 {
+		fmt.Fprintf(w, "(%d smaller groups not shown; --top for more)\n", an.OtherGroups)
+	}
+	if len(an.Hourly) == 0 {
+		return
+	}
+	fmt.Fprintln(w, "\nfailures per hour (UTC):")
+	var peak int64
+	for _, h := range an.Hourly {
+		peak = max(peak, h.Count)
+	}
+	for _, h := range an.Hourly {
+		bar := int(h.Count * 40 / peak)
+		fmt.Fprintf(w, "  %s  %8d  %s\n", h.Hour.Format("2006-01-02 15:04"), h.Count, strings.Repeat("#", max(bar, 1)))
+	}
+}
+
+func newFailedExportCmd(a *app) *cobra.Command {
+	var (
+		ff     filterFlags
+		format string
+		limit  int64
+	)
+	cmd := &cobra.Command{
+		Use:   "export FILE",
+		Short: "Stream failed POIs to a CSV or JSON-lines file (FILE '-' is stdout)",
+		Long: `Export writes every matching failed_pois row, with every column, to FILE in id
+order, reading the table in pages so a million rows never sit in memory.
+--format csv (the default) writes a header line and one record per row, quoted
+as RFC 4180 requires; original_poi_data and error_history are JSON text.
+--format json writes one JSON object per line (JSON Lines). The file is
+created with mode 0600 (it holds source code) and appears only once complete.
+
+` + timeFlagHelp,
+		Args: exactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			f, err := ff.filter(time.Now())
+			if err != nil {
+				return err
+			}
+			if format != "csv" && format != "json" {
+				return usageError{fmt.Errorf("--format %q must be csv or json", format)}
+			}
+			if limit < 0 {
+				return usageError{fmt.Errorf("--limit %d must not be negative", limit)}
+			}
+			return a.withStore(cmd.Context(), "failed", func(s *deadletter.Store) error {
+				n, err := exportTo(cmd.Context(), s, args[0], a.out(), format, f, limit)
+				if err != nil {
+					return err
+				}
+				if args[0] != "-" {
+					fmt.Fprintf(a.env.Stderr, "exported %d rows to %s\n", n, args[0])
+				}
+				return nil
+			})
+		},
+	}
+	ff.register(cmd, "only rows in this status")
+	cmd.Flags().StringVar(&format, "format", "csv", "csv or json (JSON Lines)")
+	cmd.Flags().Int64Var(&limit, "limit", 0, "stop after this many rows (0: all)")
+	return cmd
+}
+
+// exportColumns is the CSV header.
+var exportColumns = []string{"id", "original_job_id", "file_id", "poi_id", "poi_index", "failed_at", "status", "attempts",
+	"error_class", "error_signature", "error_message", "error_context", "manual_review_required", "reprocess_job_id",
+	"reprocess_requested_at", "reprocessed_at", "ignored_reason", "updated_at", "original_poi_data", "error_history"}
+
+// exportTo streams rows to path (a temporary file renamed into place when
+// complete) or, for "-", to stdout.
+func exportTo(ctx context.Context, s *deadletter.Store, path string, stdout io.Writer, format string, f deadletter.Filter, limit int64) (int64, error) {
+	var w io.Writer = stdout
+	var tmp *os.File
+	if path != "-" {
+		var err error
+		tmp, err = os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*.tmp") // mode 0600
+		if err != nil {
+			return 0, fmt.Errorf("error creating export file: %w", err)
+		}
+		defer func() {
+			if tmp != nil {
+				_ = tmp.Close()
+				_ = os.Remove(tmp.Name())
+			}
+		}()
+		w = tmp
+	}
+	bw := bufio.NewWriterSize(w, 1<<16)
+	var write func(*deadletter.Record) error
+	var flush func() error
+	if format == "csv" {
+		cw := csv.NewWriter(bw)
+		if err := cw.Write(exportColumns); err != nil {
+			return 0, err
+		}
+		rec := make([]string, len(exportColumns))
+		var hist bytes.Buffer
+		histEnc := json.NewEncoder(&hist)
+		histEnc.SetEscapeHTML(false)
+		write = func(r *deadletter.Record) error {
+			hist.Reset()
+			if err := histEnc.Encode(r.History); err != nil {
+				return err
+			}
+			rec = append(rec[:0], strconv.FormatInt(r.ID, 10), strconv.FormatInt(r.OriginalJobID, 10), r.FileID, r.POIID,
+				strconv.Itoa(r.POIIndex), csvTime(r.FailedAt), string(r.Status), strconv.Itoa(r.Attempts), string(r.ErrorClass),
+				r.ErrorSignature, r.ErrorMessage, r.ErrorContext, strconv.FormatBool(r.ManualReviewRequired),
+				csvInt(r.ReprocessJobID), csvTime(r.ReprocessRequestedAt), csvTime(r.ReprocessedAt), r.IgnoredReason,
+				csvTime(r.UpdatedAt), string(r.POIData), strings.TrimSuffix(hist.String(), "\n"))
+			return cw.Write(rec)
+		}
+		flush = func() error { cw.Flush(); return cw.Error() }
+	} else {
+		enc := json.NewEncoder(bw)
+		enc.SetEscapeHTML(false)
+		write = func(r *deadletter.Record) error {
+			if r.History == nil {
+				r.History = []deadletter.HistoryEntry{}
+			}
+			return enc.Encode(r)
+		}
+		flush = func() error { return nil }
+	}
+	n, err := s.Export(ctx, f, limit, write)
+	if err != nil {
+		return n, err
+	}
+	if err := flush(); err != nil {
+		return n, fmt.Errorf("error writing export: %w", err)
+	}
+	if err := bw.Flush(); err != nil {
+		return n, fmt.Errorf("error writing export: %w", err)
+	}
+	if tmp == nil {
+		return n, nil
+	}
+	if err := tmp.Sync(); err != nil {
+		return n, fmt.Errorf("error writing export: %w", err)
+	}
+	if err := tmp.Close(); err != nil {
+		return n, fmt.Errorf("error writing export: %w", err)
+	}
+	if err := os.Rename(tmp.Name(), path); err != nil {
+		return n, fmt.Errorf("error writing export: %w", err)
+	}
+	tmp = nil
+	return n, nil
+}
+
+func csvTime(t time.Time) string {
+	if t.IsZero() {
+		return ""
+	}
+	return t.UTC().Format(time.RFC3339Nano)
+}
+
+func csvInt(v int64) string {
+	if v == 0 {
+		return ""
+	}
+	return strconv.FormatInt(v, 10)
+}
+
+func newFailedIgnoreCmd(a *app) *cobra.Command {
+	var reason, actor string
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use:   "ignore ID... --reason TEXT",
+		Short: "Set failed POIs aside (status ignored) with a reason",
+		Long: `Ignore sets rows aside: status ignored, with --reason, so relay reprocess
+--status new no longer takes them (relay reprocess --status ignored brings them
+back). Rows in new or already ignored are ignored; rows in reprocessing (their
+job owns them) or reprocessed are refused. The exit code is 1 when any id was
+not found or refused.`,
+		Args: func(cmd *cobra.Command, args []string) error {
+			if len(args) == 0 {
+				return usageError{errors.New("ignore needs at least one failed_pois id")}
+			}
+			return nil
+		},
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if strings.TrimSpace(reason) == "" {
+				return usageError{errors.New("--reason is required: say why these rows are set aside")}
+			}
+			ids := make([]int64, len(args))
+			for i, s := range args {
+				id, err := strconv.ParseInt(s, 10, 64)
+				if err != nil || id < 1 {
+					return usageError{fmt.Errorf("ID %q must be a failed_pois id (a positive integer)", s)}
+				}
+				ids[i] = id
+			}
+			return a.withStore(cmd.Context(), "failed", func(s *deadletter.Store) error {
+				res, err := s.Ignore(cmd.Context(), ids, reason, actorOr(actor))
+				if err != nil {
+					return err
+				}
+				if asJSON {
+					if err := a.writeJSON(res); err != nil {
+						return err
+					}
+				} else {
+					fmt.Fprintf(a.out(), "ignored %d rows\n", len(res.Ignored))
+				}
+				for _, id := range res.NotFound {
+					fmt.Fprintf(a.env.Stderr, "row %d: not found\n", id)
+				}
+				refused := slices.Sorted(maps.Keys(res.Refused))
+				for _, id := range refused {
+					fmt.Fprintf(a.env.Stderr, "row %d: refused: status is %s\n", id, res.Refused[id])
+				}
+				if bad := len(res.NotFound) + len(refused); bad > 0 {
+					return exitError{code: ExitRuntime, msg: fmt.Sprintf("%d of %d ids not ignored", bad, len(ids))}
+				}
+				return nil
+			})
+		},
+	}
+	cmd.Flags().StringVar(&reason, "reason", "", "why the rows are set aside (required; stored in ignored_reason)")
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
+	actorFlag(cmd, &actor)
+	return cmd
+}
+
+func newFailedPurgeCmd(a *app) *cobra.Command {
+	var (
+		days   int
+		status string
+		actor  string
+		yes    bool
+		asJSON bool
+	)
+	cmd := &cobra.Command{
+		Use:   "purge --older-than-days N [--status S] [--yes]",
+		Short: "Delete failed POIs not updated for N days (asks first unless --yes)",
+		Long: `Purge deletes failed_pois rows whose updated_at (last change) is more than
+--older-than-days days ago, of one --status or, by default, of every status but
+reprocessing. Rows in reprocessing are never purged: their job has not reported
+back. It shows what it would delete and asks for confirmation on standard input
+unless --yes. It deletes in batches; one audit event records the run.`,
+		Args: exactArgs(0),
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if days < 1 {
+				return usageError{fmt.Errorf("--older-than-days %d must be at least 1", days)}
+			}
+			p := deadletter.PurgeFilter{OlderThan: time.Duration(days) * 24 * time.Hour}
+			if status != "" {
+				st, err := deadletter.ParseStatus(status)
+				if err != nil {
+					return usageError{fmt.Errorf("--status: %w", err)}
+				}
+				if st == deadletter.StatusReprocessing {
+					return usageError{deadletter.ErrPurgeReprocessing}
+				}
+				p.Status = st
+			}
+			return a.withStore(cmd.Context(), "failed", func(s *deadletter.Store) error {
+				ctx := cmd.Context()
+				preview, err := s.PurgePreview(ctx, p)
+				if err != nil {
+					return err
+				}
+				var total int64
+				var parts []string
+				for _, st := range deadletter.Statuses() {
+					if n := preview[st]; n > 0 {
+						total += n
+						parts = append(parts, fmt.Sprintf("%s %d", st, n))
+					}
+				}
+				if total == 0 {
+					if asJSON {
+						return a.writeJSON(map[string]int64{"purged": 0})
+					}
+					fmt.Fprintln(a.out(), "nothing to purge")
+					return nil
+				}
+				if !yes {
+					q := fmt.Sprintf("Delete %d failed_pois rows not updated for %d days (%s)? This cannot be undone.",
+						total, days, strings.Join(parts, ", "))
+					if !confirm(a.env.Stdin, a.env.Stderr, q) {
+						return exitError{code: ExitRuntime, msg: "purge cancelled: nothing deleted"}
+					}
+				}
+				n, err := s.Purge(ctx, p, actorOr(actor))
+				if err != nil {
+					return err
+				}
+				if asJSON {
+					return a.writeJSON(map[string]int64{"purged": n})
+				}
+				fmt.Fprintf(a.out(), "purged %d rows\n", n)
+				return nil
+			})
+		},
+	}
+	cmd.Flags().IntVar(&days, "older-than-days", 0, "purge rows not updated for this many days (required, at least 1)")
+	cmd.Flags().StringVar(&status, "status", "", "only rows in this status: new, reprocessed or ignored (default: all but reprocessing)")
+	cmd.Flags().BoolVar(&yes, "yes", false, "do not ask for confirmation")
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
+	actorFlag(cmd, &actor)
+	_ = cmd.MarkFlagRequired("older-than-days")
+	return cmd
+}
+
+// oneLine flattens s to one line and, when max > 0, cuts it to max runes.
+func oneLine(s string, max int) string {
+	s = strings.Join(strings.Fields(s), " ")
+	if max > 0 && utf8.RuneCountInString(s) > max {
+		r := []rune(s)
+		return string(r[:max-1]) + "…"
+	}
+	return s
+}
+
+func orDash(s string) string { return cmp.Or(s, "-") }
+
+func timeOrDash(t time.Time) string {
+	if t.IsZero() {
+		return "-"
+	}
+	return t.Format(time.RFC3339)
+}
+
+func indent(s string) string {
+	return "  " + strings.ReplaceAll(strings.TrimRight(s, "\n"), "\n", "\n  ")
+}
