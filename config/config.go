@@ -26,6 +26,7 @@ const (
 	DiscardedJobRetentionDefault    = 30 * 24 * time.Hour
 	SweepIntervalDefault            = time.Minute
 	ShutdownTimeoutDefault          = 30 * time.Second
+	FetchCooldownDefault            = 10 * time.Millisecond
 	MaxJobBytesDefault              = 4 << 20
 	MaxPOIBytesDefault              = 16 << 20
 	StatementTimeoutDefault         = 60 * time.Second
@@ -33,7 +34,7 @@ const (
 	ReprocessMaxAttemptsDefault     = 5
 	MapReduceMaxRetriesDefault      = 3
 	MapReduceParallelDefault        = 4
-	MapReduceTimeoutDefault         = 10 * time.Minute
+	MapReduceTimeoutDefault         = 5 * time.Minute
 	DLQMaxItemsDefault              = 1000
 	HealthMaxNewFailedPOIsDefault   = 1000
 	HealthMaxDeadLetteredDefault    = 100
@@ -89,6 +90,11 @@ type Config struct {
 	// lets in-flight batches finish before cancelling them; a cancelled
 	// batch rolls back and is retried later, so nothing is lost.
 	ShutdownTimeout time.Duration `mapstructure:"shutdown_timeout"`
+	// FetchCooldown is the least time between two fetches of jobs by one
+	// worker. River's default (100ms) caps a worker at a few dozen jobs a
+	// second whatever their size; relay's batches are short, so it fetches
+	// more eagerly.
+	FetchCooldown time.Duration `mapstructure:"fetch_cooldown"`
 
 	// MaxJobBytes is the size, in bytes of POI JSON, above which a file's
 	// POIs are split across several resolve_file jobs.
@@ -145,6 +151,7 @@ func Default() *Config {
 		DiscardedJobRetention:      DiscardedJobRetentionDefault,
 		SweepInterval:              SweepIntervalDefault,
 		ShutdownTimeout:            ShutdownTimeoutDefault,
+		FetchCooldown:              FetchCooldownDefault,
 		MaxJobBytes:                MaxJobBytesDefault,
 		MaxPOIBytes:                MaxPOIBytesDefault,
 		ReprocessMaxAttempts:       ReprocessMaxAttemptsDefault,
@@ -183,7 +190,7 @@ func (c *Config) Validate() error {
 	}
 	for key, d := range map[string]time.Duration{
 		"poi_timeout": c.POITimeout, "job_timeout": c.JobTimeout, "rescue_stuck_jobs_after": c.RescueStuckJobsAfter,
-		"discarded_job_retention": c.DiscardedJobRetention, "sweep_interval": c.SweepInterval, "shutdown_timeout": c.ShutdownTimeout,
+		"discarded_job_retention": c.DiscardedJobRetention, "sweep_interval": c.SweepInterval, "shutdown_timeout": c.ShutdownTimeout, "fetch_cooldown": c.FetchCooldown,
 		"statement_timeout": c.StatementTimeout, "idle_in_transaction_timeout": c.IdleInTransactionTimeout,
 		"mapreduce_timeout": c.MapReduceTimeout, "metrics_refresh": c.MetricsRefresh,
 	} {
@@ -193,6 +200,9 @@ func (c *Config) Validate() error {
 	}
 	if c.RescueStuckJobsAfter <= c.JobTimeout {
 		bad("rescue_stuck_jobs_after", "%s must be longer than job_timeout (%s), or River would rescue jobs that are still being worked", c.RescueStuckJobsAfter, c.JobTimeout)
+	}
+	if c.RescueStuckJobsAfter <= c.MapReduceTimeout {
+		bad("rescue_stuck_jobs_after", "%s must be longer than mapreduce_timeout (%s), or River would rescue agents that are still running", c.RescueStuckJobsAfter, c.MapReduceTimeout)
 	}
 	if c.DiscardedJobRetention <= c.SweepInterval {
 		bad("discarded_job_retention", "%s must be longer than sweep_interval (%s)", c.DiscardedJobRetention, c.SweepInterval)

@@ -18,16 +18,6 @@ type riverAttemptError struct {
 	Trace   string    `json:"trace"`
 }
 
-// failureEntry is one element of dead_lettered_items.failure_history.
-type failureEntry struct {
-	AttemptNumber int       `json:"attempt_number"`
-	Timestamp     time.Time `json:"timestamp"`
-	ErrorType     string    `json:"error_type"`
-	ErrorMessage  string    `json:"error_message"`
-	StackTrace    string    `json:"stack_trace,omitempty"`
-	StepFailed    string    `json:"step_failed,omitempty"`
-}
-
 // CaptureDiscarded copies River jobs of the given kind that River discarded
 // (attempts exhausted, or discarded by River itself, e.g. by its rescuer)
 // into dead_lettered_items, with job_id set to the kind and item_id to the
@@ -79,9 +69,9 @@ func captureDiscardedPage(ctx context.Context, pool *pgxpool.Pool, kind string, 
 				errs = []riverAttemptError{{At: c.last, Attempt: c.count, Error: "unreadable River errors: " + err.Error()}}
 			}
 		}
-		hist := make([]failureEntry, 0, len(errs))
+		hist := make([]FailureDetail, 0, len(errs))
 		for _, e := range errs {
-			hist = append(hist, failureEntry{AttemptNumber: e.Attempt, Timestamp: e.At, ErrorType: "Unknown",
+			hist = append(hist, FailureDetail{AttemptNumber: e.Attempt, Timestamp: e.At, ErrorType: ErrorTypeUnknown,
 				ErrorMessage: storableText(e.Error), StackTrace: tail(storableText(e.Trace), 4096), StepFailed: kind})
 		}
 		last := "discarded by River without a recorded error (rescued or unknown kind)"

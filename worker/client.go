@@ -12,6 +12,7 @@ import (
 	"github.com/riverqueue/river/riverdriver/riverpgxv5"
 
 	"github.com/relay-dev/relay/config"
+	"github.com/relay-dev/relay/internal/mapreduce"
 	"github.com/relay-dev/relay/outbox"
 )
 
@@ -24,6 +25,12 @@ type Options struct {
 	Extract ExtractFunc
 	// Observer is told about each batch (metrics); may be nil.
 	Observer Observer
+	// Queues lists the queues to work: outbox.QueueResolve,
+	// mapreduce.Queue and QueueMaintenance. Empty means all three. The
+	// periodic dead-letter sweep is scheduled only with QueueMaintenance.
+	Queues []string
+	// MapReduce tunes the MapReduce worker; nil takes cfg's workdir.
+	MapReduce *MapReduceConfig
 }
 
 // NewClient builds the River client that works relay's queues with relay's
@@ -38,22 +45,50 @@ func NewClient(pool *pgxpool.Pool, cfg *config.Config, logger *slog.Logger, opts
 	workers := river.NewWorkers()
 	river.AddWorker(workers, NewResolveFileWorker(pool, ResolveFileConfig{
 		POITimeout: cfg.POITimeout, JobTimeout: cfg.JobTimeout, Extract: opts.Extract,
+		ReprocessMaxAttempts: cfg.ReprocessMaxAttempts,
 	}, logger, opts.Observer))
+	mrCfg := MapReduceConfig{Workdir: cfg.MapReduceWorkdir}
+	if opts.MapReduce != nil {
+		mrCfg = *opts.MapReduce
+	}
+	river.AddWorker(workers, NewMapReduceItemWorker(pool, mrCfg, logger))
 	river.AddWorker(workers, &SweepDiscardedWorker{pool: pool, logger: logger})
+
+	all := map[string]river.QueueConfig{
+		outbox.QueueResolve: {MaxWorkers: cfg.WorkerConcurrency},
+		mapreduce.Queue:     {MaxWorkers: cfg.MapReduceParallel},
+		QueueMaintenance:    {MaxWorkers: 1},
+	}
+	queues := all
+	if len(opts.Queues) > 0 {
+		queues = map[string]river.QueueConfig{}
+		for _, q := range opts.Queues {
+			qc, ok := all[q]
+			if !ok {
+				return nil, fmt.Errorf("error creating River client: unknown queue %q", q)
+			}
+			queues[q] = qc
+		}
+	}
+	var periodic []*river.PeriodicJob
+	if _, ok := queues[QueueMaintenance]; ok {
+		periodic = []*river.PeriodicJob{river.NewPeriodicJob(river.PeriodicInterval(cfg.SweepInterval),
+			func() (river.JobArgs, *river.InsertOpts) { return SweepDiscardedArgs{}, nil },
+			&river.PeriodicJobOpts{RunOnStart: true, ID: "sweep_discarded"})}
+	}
 
 	client, err := river.NewClient(riverpgxv5.New(pool), &river.Config{
 		Logger:                      riverLogger(logger),
 		Schema:                      cfg.DatabaseSchema,
 		Workers:                     workers,
-		Queues:                      map[string]river.QueueConfig{outbox.QueueResolve: {MaxWorkers: cfg.WorkerConcurrency}, QueueMaintenance: {MaxWorkers: 1}},
+		Queues:                      queues,
 		JobTimeout:                  cfg.JobTimeout,
 		MaxAttempts:                 cfg.MaxAttempts,
 		RescueStuckJobsAfter:        cfg.RescueStuckJobsAfter,
 		DiscardedJobRetentionPeriod: cfg.DiscardedJobRetention,
 		SoftStopTimeout:             cfg.ShutdownTimeout,
-		PeriodicJobs: []*river.PeriodicJob{river.NewPeriodicJob(river.PeriodicInterval(cfg.SweepInterval),
-			func() (river.JobArgs, *river.InsertOpts) { return SweepDiscardedArgs{}, nil },
-			&river.PeriodicJobOpts{RunOnStart: true, ID: "sweep_discarded"})},
+		FetchCooldown:               cfg.FetchCooldown,
+		PeriodicJobs:                periodic,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("error creating River client: %w", err)
@@ -75,9 +110,9 @@ func NewInsertClient(pool *pgxpool.Pool, cfg *config.Config, logger *slog.Logger
 // retried within it still counts as work.
 const IdleGrace = 10 * time.Second
 
-// RunUntilIdle starts client and stops it once the resolve queue has no job
-// available or running and none due within IdleGrace; then it captures any
-// discarded batches. It returns early, with ctx's error, if ctx ends first.
+// RunUntilIdle starts client and stops it once the resolve and MapReduce
+// queues have no job available or running and none due within IdleGrace;
+// then it captures any discarded batches and MapReduce items. It returns early, with ctx's error, if ctx ends first.
 func RunUntilIdle(ctx context.Context, client *river.Client[pgx.Tx], pool *pgxpool.Pool, logger *slog.Logger, progress func(Progress)) error {
 	events, cancelSub := client.Subscribe(river.EventKindJobCompleted, river.EventKindJobFailed)
 	defer cancelSub()
@@ -106,7 +141,7 @@ func RunUntilIdle(ctx context.Context, client *river.Client[pgx.Tx], pool *pgxpo
 		if progress != nil {
 			progress(p)
 		}
-		if p.Pending == 0 {
+		if p.Pending == 0 && p.MapReduce.Pending == 0 {
 			if err := stop(); err != nil {
 				return fmt.Errorf("error stopping River client: %w", err)
 			}
@@ -115,24 +150,43 @@ func RunUntilIdle(ctx context.Context, client *river.Client[pgx.Tx], pool *pgxpo
 	}
 }
 
-// Progress is the state of the resolve queue.
+// Progress is the state of the resolve queue, and of the MapReduce queue
+// in MapReduce.
 type Progress struct {
 	// Pending counts jobs available, running, or due within IdleGrace.
 	Pending int64
 	// Completed and Discarded count finished jobs still in River's table.
 	Completed int64
 	Discarded int64
+	// MapReduce is the same for the MapReduce queue.
+	MapReduce MapReduceQueueProgress
 }
 
-// QueueProgress reads the resolve queue's state.
+// MapReduceQueueProgress is the state of the MapReduce queue. Dead-lettered
+// items end cancelled; discarded ones wait for the sweep.
+type MapReduceQueueProgress struct {
+	Pending   int64
+	Completed int64
+	Cancelled int64
+	Discarded int64
+}
+
+// QueueProgress reads the resolve and MapReduce queues' state.
 func QueueProgress(ctx context.Context, pool *pgxpool.Pool) (Progress, error) {
 	var p Progress
 	err := pool.QueryRow(ctx, `
-		SELECT count(*) FILTER (WHERE state IN ('available', 'running')
-		                          OR (state IN ('retryable', 'scheduled') AND scheduled_at < now() + make_interval(secs => $2))),
-		       count(*) FILTER (WHERE state = 'completed'),
-		       count(*) FILTER (WHERE state = 'discarded')
-		FROM river_job WHERE queue = $1`, outbox.QueueResolve, IdleGrace.Seconds()).Scan(&p.Pending, &p.Completed, &p.Discarded)
+		SELECT count(*) FILTER (WHERE queue = $1 AND (state IN ('available', 'running')
+		                          OR (state IN ('retryable', 'scheduled') AND scheduled_at < now() + make_interval(secs => $2)))),
+		       count(*) FILTER (WHERE queue = $1 AND state = 'completed'),
+		       count(*) FILTER (WHERE queue = $1 AND state = 'discarded'),
+		       count(*) FILTER (WHERE queue = $3 AND (state IN ('available', 'running')
+		                          OR (state IN ('retryable', 'scheduled') AND scheduled_at < now() + make_interval(secs => $2)))),
+		       count(*) FILTER (WHERE queue = $3 AND state = 'completed'),
+		       count(*) FILTER (WHERE queue = $3 AND state = 'cancelled'),
+		       count(*) FILTER (WHERE queue = $3 AND state = 'discarded')
+		FROM river_job WHERE queue IN ($1, $3)`, outbox.QueueResolve, IdleGrace.Seconds(), mapreduce.Queue).Scan(
+		&p.Pending, &p.Completed, &p.Discarded,
+		&p.MapReduce.Pending, &p.MapReduce.Completed, &p.MapReduce.Cancelled, &p.MapReduce.Discarded)
 	if err != nil {
 		return p, fmt.Errorf("error reading queue progress: %w", err)
 	}

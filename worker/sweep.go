@@ -2,6 +2,7 @@ package worker
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 
@@ -9,12 +10,13 @@ import (
 	"github.com/riverqueue/river"
 
 	"github.com/relay-dev/relay/deadletter"
+	"github.com/relay-dev/relay/internal/mapreduce"
 	"github.com/relay-dev/relay/outbox"
 )
 
 // SweepDiscardedArgs is the periodic job that captures discarded
-// resolve_file batches into dead_lettered_items before River's cleaner
-// deletes them.
+// resolve_file batches and MapReduce items into dead_lettered_items before
+// River's cleaner deletes them.
 type SweepDiscardedArgs struct{}
 
 // Kind is the River job kind.
@@ -32,7 +34,8 @@ type SweepDiscardedWorker struct {
 	logger *slog.Logger
 }
 
-// Work captures every discarded resolve_file job not captured yet.
+// Work captures every discarded resolve_file job and MapReduce item not
+// captured yet.
 func (w *SweepDiscardedWorker) Work(ctx context.Context, _ *river.Job[SweepDiscardedArgs]) error {
 	return sweepDiscarded(ctx, w.pool, w.logger)
 }
@@ -40,11 +43,25 @@ func (w *SweepDiscardedWorker) Work(ctx context.Context, _ *river.Job[SweepDisca
 func sweepDiscarded(ctx context.Context, pool *pgxpool.Pool, logger *slog.Logger) error {
 	n, err := deadletter.CaptureDiscarded(ctx, pool, outbox.KindResolveFile)
 	if err != nil {
-		return fmt.Errorf("error sweeping discarded batches: %w", err)
+		err = fmt.Errorf("error sweeping discarded batches: %w", err)
 	}
 	if n > 0 {
 		logger.WarnContext(ctx, "captured discarded resolve_file batches into dead_lettered_items",
 			slog.Int("count", n), slog.String("inspect", "relay dlq list --job-id resolve_file"))
+	}
+	return errors.Join(err, SweepMapReduce(ctx, pool, logger))
+}
+
+// SweepMapReduce captures into dead_lettered_items the MapReduce items whose
+// River job ended discarded or cancelled without the item reaching the DLQ
+// (its DLQ write failed, or River discarded the job itself).
+func SweepMapReduce(ctx context.Context, pool *pgxpool.Pool, logger *slog.Logger) error {
+	n, err := mapreduce.CaptureDiscarded(ctx, pool, deadletter.NewItemStore(pool, logger), deadletter.WorkerActor)
+	if n > 0 {
+		logger.WarnContext(ctx, "captured discarded MapReduce items into dead_lettered_items", slog.Int("count", n))
+	}
+	if err != nil {
+		return fmt.Errorf("error sweeping discarded MapReduce items: %w", err)
 	}
 	return nil
 }

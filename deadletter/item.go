@@ -1,0 +1,235 @@
+package deadletter
+
+import (
+	"encoding/json"
+	"fmt"
+	"strings"
+	"time"
+)
+
+// ErrorType classifies why one attempt at a MapReduce work item failed. It is
+// stored in dead_lettered_items.error_type and in every failure_history
+// entry, and decided from what happened (a deadline, an exit status, a
+// signal, an errno), not guessed from error text.
+type ErrorType string
+
+// The error types of a failed attempt.
+const (
+	// ErrorTypeTimeout: the attempt's deadline expired and relay killed the
+	// agent's process group.
+	ErrorTypeTimeout ErrorType = "Timeout"
+	// ErrorTypeCommandFailed: the agent exited non-zero (exit_code holds the
+	// status; 128+N when a signal other than those below ended it, 127 when
+	// the command was not found, 126 when it could not be executed).
+	ErrorTypeCommandFailed ErrorType = "CommandFailed"
+	// ErrorTypeResourceExhausted: the agent was killed by SIGKILL that relay
+	// did not send (the kernel's out-of-memory killer), by SIGXCPU or
+	// SIGXFSZ, or the disk was full (ENOSPC, EDQUOT) for its directory or log.
+	ErrorTypeResourceExhausted ErrorType = "ResourceExhausted"
+	// ErrorTypeValidationFailed: the item is not valid JSON, or the agent
+	// rejected it by exiting with ExitCodeValidationFailed.
+	ErrorTypeValidationFailed ErrorType = "ValidationFailed"
+	// ErrorTypeWorktreeError: the attempt's working directory or log file
+	// could not be prepared.
+	ErrorTypeWorktreeError ErrorType = "WorktreeError"
+	// ErrorTypeUnknown: anything else (e.g. an error from the operating
+	// system that is none of the above, or a River-discarded job relay has
+	// no attempt record for).
+	ErrorTypeUnknown ErrorType = "Unknown"
+	// ErrorTypeStorage: relay's own database failed while recording an
+	// attempt. It is the item's fault in no way, so the default policy never
+	// dead-letters it; it never appears in dead_lettered_items.
+	ErrorTypeStorage ErrorType = "StorageError"
+)
+
+// ExitCodeValidationFailed is the exit status with which an agent says "this
+// item's data is invalid; retrying will not help" (EX_DATAERR from
+// sysexits.h). relay records it as ValidationFailed and, by default,
+// dead-letters the item at once.
+const ExitCodeValidationFailed = 65
+
+// ErrorTypes lists the error types an item can be dead-lettered with.
+func ErrorTypes() []ErrorType {
+	return []ErrorType{ErrorTypeTimeout, ErrorTypeCommandFailed, ErrorTypeResourceExhausted,
+		ErrorTypeValidationFailed, ErrorTypeWorktreeError, ErrorTypeUnknown}
+}
+
+// ParseErrorType returns the error type named s (case-insensitive), or an
+// error listing the valid names. StorageError is accepted too, for policies.
+func ParseErrorType(s string) (ErrorType, error) {
+	want := strings.TrimSpace(s)
+	all := append(ErrorTypes(), ErrorTypeStorage)
+	names := make([]string, len(all))
+	for i, t := range all {
+		if strings.EqualFold(string(t), want) {
+			return t, nil
+		}
+		names[i] = string(t)
+	}
+	return "", fmt.Errorf("unknown error type %q (valid types: %s)", s, strings.Join(names, ", "))
+}
+
+// ParseErrorTypeList parses a comma-separated list of error types; "" and
+// "none" are the empty list.
+func ParseErrorTypeList(s string) ([]ErrorType, error) {
+	if strings.TrimSpace(s) == "" || strings.EqualFold(strings.TrimSpace(s), "none") {
+		return []ErrorType{}, nil
+	}
+	var out []ErrorType
+	for _, part := range strings.Split(s, ",") {
+		t, err := ParseErrorType(part)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, t)
+	}
+	return out, nil
+}
+
+// FailureDetail is one failed attempt: one element of
+// dead_lettered_items.failure_history (and mapreduce_items.failure_history).
+type FailureDetail struct {
+	// AttemptNumber counts the item's attempts from 1, across `relay dlq
+	// retry` and `relay mapreduce resume` runs.
+	AttemptNumber int       `json:"attempt_number"`
+	Timestamp     time.Time `json:"timestamp"` // when the attempt started
+	ErrorType     ErrorType `json:"error_type"`
+	ErrorMessage  string    `json:"error_message"`
+	// ExitCode is the agent's exit status; null when it did not run or was
+	// killed by relay's deadline.
+	ExitCode *int `json:"exit_code"`
+	// Signal names the signal that ended the agent, if one did.
+	Signal string `json:"signal,omitempty"`
+	// StackTrace holds the last 4 KiB of the agent's stderr (or a Go
+	// trace for River-discarded jobs).
+	StackTrace string `json:"stack_trace,omitempty"`
+	// AgentID names the execution: worker host and River job.
+	AgentID string `json:"agent_id,omitempty"`
+	// StepFailed is validate_item, prepare_worktree or run_agent (or the
+	// River job kind for captured River jobs).
+	StepFailed  string `json:"step_failed,omitempty"`
+	DurationMS  int64  `json:"duration_ms"`
+	LogLocation string `json:"log_location,omitempty"` // the attempt's stdout+stderr
+	// WorktreePath is the attempt's working directory (kept after a failure).
+	WorktreePath string `json:"worktree_path,omitempty"`
+	RiverJobID   int64  `json:"river_job_id,omitempty"`
+}
+
+// WorktreeArtifacts points at what a dead-lettered item's attempts left on
+// disk: dead_lettered_items.worktree_artifacts.
+type WorktreeArtifacts struct {
+	// WorktreePath is the last failed attempt's working directory.
+	WorktreePath string `json:"worktree_path"`
+	// Kept says whether relay left it in place (failed attempts' directories
+	// are kept; successful ones are removed).
+	Kept bool `json:"kept"`
+	// LogFiles are every attempt's log, oldest first.
+	LogFiles []string `json:"log_files"`
+}
+
+// ItemStatus is a dead_lettered_items row's place in its life cycle.
+type ItemStatus string
+
+// The statuses of a dead_lettered_items row.
+const (
+	// ItemDeadLettered: failed beyond its retries; waiting for an operator.
+	ItemDeadLettered ItemStatus = "dead_lettered"
+	// ItemReprocessing: re-enqueued by `relay dlq retry` or `relay mapreduce
+	// resume --include-dlq-items`; its new run has not ended.
+	ItemReprocessing ItemStatus = "reprocessing"
+	// ItemReprocessed: a later run succeeded. The item has left the DLQ
+	// (list, stats totals, analyze and export skip it) and `relay dlq clear`
+	// deletes the row.
+	ItemReprocessed ItemStatus = "reprocessed"
+	// ItemIgnored: set aside by an operator with SQL; kept for the record.
+	ItemIgnored ItemStatus = "ignored"
+)
+
+// DeadLetteredItem is one row of dead_lettered_items.
+type DeadLetteredItem struct {
+	ID                   int64              `json:"id"`
+	JobID                string             `json:"job_id"`
+	ItemID               string             `json:"item_id"`
+	ItemData             json.RawMessage    `json:"item_data"`
+	FirstAttempt         time.Time          `json:"first_attempt"`
+	LastAttempt          time.Time          `json:"last_attempt"`
+	FailureCount         int                `json:"failure_count"`
+	FailureHistory       []FailureDetail    `json:"failure_history"`
+	ErrorSignature       string             `json:"error_signature"`
+	ErrorType            ErrorType          `json:"error_type"`
+	ExitCode             *int               `json:"exit_code"`
+	WorktreeArtifacts    *WorktreeArtifacts `json:"worktree_artifacts"`
+	ReprocessEligible    bool               `json:"reprocess_eligible"`
+	ManualReviewRequired bool               `json:"manual_review_required"`
+	Status               ItemStatus         `json:"status"`
+	DeadLetterCount      int                `json:"dead_letter_count"`
+	DeadLetteredAt       time.Time          `json:"dead_lettered_at"`
+}
+
+// LastFailure returns the most recent attempt, or nil when there is none.
+func (it *DeadLetteredItem) LastFailure() *FailureDetail {
+	if len(it.FailureHistory) == 0 {
+		return nil
+	}
+	return &it.FailureHistory[len(it.FailureHistory)-1]
+}
+
+// NewDeadLetteredItem builds the row for an item that failed with history,
+// its attempts oldest first. It is pure: the signature, error type and exit
+// code come from the last attempt, the time span from the first and last,
+// the artifacts from the attempts' directories and logs, and eligibility
+// from Eligibility. An empty history gives an Unknown item.
+func NewDeadLetteredItem(jobID, itemID string, data json.RawMessage, history []FailureDetail) DeadLetteredItem {
+	it := DeadLetteredItem{
+		JobID: jobID, ItemID: itemID, ItemData: data,
+		FailureCount: len(history), FailureHistory: history,
+		ErrorType: ErrorTypeUnknown, Status: ItemDeadLettered, DeadLetterCount: 1,
+	}
+	if len(data) == 0 {
+		it.ItemData = json.RawMessage("null")
+	}
+	if it.FailureHistory == nil {
+		it.FailureHistory = []FailureDetail{}
+	}
+	if last := it.LastFailure(); last != nil {
+		it.FirstAttempt = history[0].Timestamp
+		it.LastAttempt = last.Timestamp.Add(time.Duration(last.DurationMS) * time.Millisecond)
+		it.ErrorSignature = Signature(storableText(last.ErrorMessage))
+		if last.ErrorType != "" {
+			it.ErrorType = last.ErrorType
+		}
+		it.ExitCode = last.ExitCode
+		art := &WorktreeArtifacts{WorktreePath: last.WorktreePath, Kept: last.WorktreePath != "", LogFiles: []string{}}
+		for _, h := range history {
+			if h.LogLocation != "" {
+				art.LogFiles = append(art.LogFiles, h.LogLocation)
+			}
+		}
+		if art.WorktreePath != "" || len(art.LogFiles) > 0 {
+			it.WorktreeArtifacts = art
+		}
+	}
+	it.ReprocessEligible, it.ManualReviewRequired = Eligibility(it.ErrorType, it.DeadLetterCount)
+	return it
+}
+
+// Eligibility decides whether an item dead-lettered with error type t for
+// the deadLetterCount-th time may be retried automatically (`relay dlq
+// retry` without --force) and whether a person should look at it:
+//
+//   - ValidationFailed: not eligible (the same data fails the same way) and
+//     needs review.
+//   - Unknown: eligible, but needs review (relay could not say what
+//     happened).
+//   - anything else: eligible; needs review once the item has been
+//     dead-lettered twice (a retry from the DLQ failed again).
+func Eligibility(t ErrorType, deadLetterCount int) (eligible, manualReview bool) {
+	switch t {
+	case ErrorTypeValidationFailed:
+		return false, true
+	case ErrorTypeUnknown:
+		return true, true
+	default:
+		return true, deadLetterCount >= 2
+	}
+}

@@ -1,0 +1,120 @@
+package deadletter_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/stretchr/testify/require"
+
+	"github.com/relay-dev/relay/deadletter"
+	"github.com/relay-dev/relay/internal/testdb"
+)
+
+func failedItem(job, id string, first time.Time, attempts int) *deadletter.DeadLetteredItem {
+	var hist []deadletter.FailureDetail
+	for n := 1; n <= attempts; n++ {
+		code := 3
+		hist = append(hist, deadletter.FailureDetail{AttemptNumber: n, Timestamp: first.Add(time.Duration(n) * time.Second),
+			ErrorType: deadletter.ErrorTypeCommandFailed, ExitCode: &code,
+			ErrorMessage: fmt.Sprintf("agent exited with code 3: item %s failed", id)})
+	}
+	it := deadletter.NewDeadLetteredItem(job, id, json.RawMessage(`{"id":"`+id+`"}`), hist)
+	return &it
+}
+
+func addItem(t testing.TB, store *deadletter.ItemStore, db *testdb.DB, it *deadletter.DeadLetteredItem, maxItems int) *deadletter.AddResult {
+	t.Helper()
+	var res *deadletter.AddResult
+	require.NoError(t, pgx.BeginFunc(context.Background(), db.Pool, func(tx pgx.Tx) error {
+		var err error
+		res, err = store.AddTx(context.Background(), tx, it, maxItems, "test")
+		return err
+	}))
+	return res
+}
+
+// A job over max_items loses its oldest tenth by first_attempt, and the
+// eviction is recorded with the count and the oldest timestamp.
+func TestItemStore_EvictsOldestTenthWhenOverCapacity(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	db := testdb.New(t)
+	store := deadletter.NewItemStore(db.Pool, testdb.Logger(t))
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	for i := range 20 {
+		res := addItem(t, store, db, failedItem("job-a", fmt.Sprintf("i%02d", i), t0.Add(time.Duration(i)*time.Minute), 1), 20)
+		require.Zero(t, res.Evicted)
+	}
+	addItem(t, store, db, failedItem("job-b", "other", t0.Add(-time.Hour), 1), 20) // another job is not counted
+
+	res := addItem(t, store, db, failedItem("job-a", "i20", t0.Add(-2*time.Hour), 1), 20) // oldest of all, but just added
+	require.Equal(t, 2, res.Evicted, "10% of 20")
+	require.Equal(t, t0.Add(time.Second), res.OldestEvicted.UTC())
+	require.Equal(t, 19, testdb.Count(t, db.Pool, `SELECT count(*) FROM dead_lettered_items WHERE job_id = 'job-a'`))
+	require.Equal(t, 0, testdb.Count(t, db.Pool, `SELECT count(*) FROM dead_lettered_items WHERE item_id IN ('i00', 'i01')`))
+	require.Equal(t, 1, testdb.Count(t, db.Pool, `SELECT count(*) FROM dead_lettered_items WHERE item_id = 'i20'`))
+	require.Equal(t, 1, testdb.Count(t, db.Pool, `SELECT count(*) FROM dead_lettered_items WHERE job_id = 'job-b'`))
+
+	var details []byte
+	require.NoError(t, db.Pool.QueryRow(ctx, `SELECT details FROM dead_letter_events WHERE action = 'items_evicted'`).Scan(&details))
+	var ev struct {
+		Count  int       `json:"count"`
+		Oldest time.Time `json:"oldest_timestamp"`
+		IDs    []string  `json:"item_ids"`
+	}
+	require.NoError(t, json.Unmarshal(details, &ev))
+	require.Equal(t, 2, ev.Count)
+	require.Equal(t, t0.Add(time.Second), ev.Oldest.UTC())
+	require.ElementsMatch(t, []string{"i00", "i01"}, ev.IDs)
+	require.Equal(t, 22, testdb.Count(t, db.Pool, `SELECT count(*) FROM dead_letter_events WHERE action = 'item_added'`))
+}
+
+// Dead-lettering an item again appends only the new attempts and flags it
+// for review; success takes it out of the DLQ and clear deletes it.
+func TestItemStore_ReDeadLetterAppendsHistoryAndResolveLeavesDLQ(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	db := testdb.New(t)
+	store := deadletter.NewItemStore(db.Pool, testdb.Logger(t))
+	t0 := time.Now().Add(-time.Hour).UTC()
+	first := addItem(t, store, db, failedItem("j", "x", t0, 2), 100)
+	require.True(t, first.Inserted)
+	again := addItem(t, store, db, failedItem("j", "x", t0, 4), 100) // whole history passed again
+	require.False(t, again.Inserted)
+	require.Equal(t, 2, again.DeadLetterCount)
+
+	it, err := store.Get(ctx, "", "x")
+	require.NoError(t, err)
+	require.Equal(t, 4, it.FailureCount)
+	require.Len(t, it.FailureHistory, 4)
+	for i, h := range it.FailureHistory {
+		require.Equal(t, i+1, h.AttemptNumber)
+	}
+	require.True(t, it.ManualReviewRequired, "a second dead-lettering needs a person")
+
+	require.NoError(t, pgx.BeginFunc(ctx, db.Pool, func(tx pgx.Tx) error {
+		found, err := store.ResolveTx(ctx, tx, "j", "x", "test")
+		require.True(t, found)
+		return err
+	}))
+	items, total, err := store.List(ctx, deadletter.ItemFilter{JobID: "j"}, 10)
+	require.NoError(t, err)
+	require.Zero(t, total)
+	require.Empty(t, items)
+	n, err := store.Clear(ctx, "j", "test")
+	require.NoError(t, err)
+	require.Equal(t, 1, n)
+	require.Equal(t, 1, testdb.Count(t, db.Pool, `SELECT count(*) FROM dead_letter_events WHERE action = 'item_removed' AND details->>'reason' = 'reprocessed successfully'`))
+
+	_, err = store.Get(ctx, "j", "x")
+	require.ErrorIs(t, err, deadletter.ErrItemNotFound)
+}
+
+func newBenchStore(tb testing.TB, db *testdb.DB) *deadletter.ItemStore {
+	return deadletter.NewItemStore(db.Pool, slog.New(slog.DiscardHandler))
+}

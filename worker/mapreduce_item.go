@@ -1,0 +1,223 @@
+package worker
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/riverqueue/river"
+	"github.com/riverqueue/river/riverdriver/riverpgxv5"
+
+	"github.com/relay-dev/relay/deadletter"
+	"github.com/relay-dev/relay/internal/agent"
+	"github.com/relay-dev/relay/internal/mapreduce"
+)
+
+// MapReduceConfig tunes MapReduceItemWorker.
+type MapReduceConfig struct {
+	// Workdir holds per-attempt working directories and logs (default: a
+	// relay-mapreduce directory in the OS temp dir).
+	Workdir string
+	// KillGrace is the time between SIGTERM and SIGKILL at an agent's
+	// deadline (default agent.KillGraceDefault).
+	KillGrace time.Duration
+	// Actor names the worker in dead_letter_events (default
+	// deadletter.WorkerActor).
+	Actor string
+}
+
+// mapReduceTimeoutGrace is added to an item's agent timeout to give River's
+// own deadline for the job: the agent's deadline always fires first.
+const mapReduceTimeoutGrace = 30 * time.Second
+
+// recordTimeout bounds writing an attempt's outcome, which is done even
+// when the worker is stopping (the agent's work is not thrown away).
+const recordTimeout = 15 * time.Second
+
+// MapReduceItemWorker is the River worker for mapreduce_item jobs: it runs
+// the job's agent on one item and records the outcome. A failed attempt is
+// retried after the job's backoff until the DLQ policy says to dead-letter
+// the item; then the item's row goes to dead_lettered_items in the same
+// transaction that ends it in mapreduce_items, and the River job is
+// cancelled. If that write fails the run goes on: the failure is logged,
+// the attempt is still recorded, and the River job ends discarded (or
+// cancelled) so the sweep captures it later.
+type MapReduceItemWorker struct {
+	river.WorkerDefaults[mapreduce.ItemArgs]
+
+	pool   *pgxpool.Pool
+	jobs   *mapreduce.Store
+	dlq    *deadletter.ItemStore
+	cfg    MapReduceConfig
+	logger *slog.Logger
+	host   string
+}
+
+// NewMapReduceItemWorker returns the mapreduce_item worker.
+func NewMapReduceItemWorker(pool *pgxpool.Pool, cfg MapReduceConfig, logger *slog.Logger) *MapReduceItemWorker {
+	if cfg.Workdir == "" {
+		cfg.Workdir = filepath.Join(os.TempDir(), "relay-mapreduce")
+	}
+	if cfg.Actor == "" {
+		cfg.Actor = deadletter.WorkerActor
+	}
+	host, _ := os.Hostname()
+	return &MapReduceItemWorker{pool: pool, jobs: mapreduce.NewStore(pool), dlq: deadletter.NewItemStore(pool, logger),
+		cfg: cfg, logger: logger, host: host}
+}
+
+// Timeout is the agent's timeout plus a grace period.
+func (w *MapReduceItemWorker) Timeout(job *river.Job[mapreduce.ItemArgs]) time.Duration {
+	if job.Args.TimeoutMS <= 0 {
+		return 0
+	}
+	return time.Duration(job.Args.TimeoutMS)*time.Millisecond + mapReduceTimeoutGrace + w.cfg.KillGrace
+}
+
+// NextRetry applies the job's exponential backoff.
+func (w *MapReduceItemWorker) NextRetry(job *river.Job[mapreduce.ItemArgs]) time.Time {
+	return time.Now().Add(mapreduce.Backoff(time.Duration(job.Args.RetryBackoffMS)*time.Millisecond, job.Attempt))
+}
+
+// Work runs one attempt.
+func (w *MapReduceItemWorker) Work(ctx context.Context, job *river.Job[mapreduce.ItemArgs]) error {
+	a := job.Args
+	log := w.logger.With(slog.String("job_id", a.JobID), slog.String("item_id", a.ItemID),
+		slog.Int64("river_job_id", job.ID), slog.Int("river_attempt", job.Attempt))
+	item, err := w.jobs.LoadItem(ctx, a.JobID, a.ItemID)
+	if errors.Is(err, mapreduce.ErrItemNotFound) {
+		log.WarnContext(ctx, "MapReduce item is not registered; cancelling its River job")
+		return river.JobCancel(err)
+	}
+	if err != nil {
+		return w.storageError(ctx, job, log, err)
+	}
+	if item.RiverJobID != job.ID || item.Status != mapreduce.ItemPending {
+		log.InfoContext(ctx, "River job superseded (the item finished or was re-enqueued); nothing to do",
+			slog.String("item_status", item.Status), slog.Int64("current_river_job_id", item.RiverJobID))
+		return nil
+	}
+	attempt := item.Attempts + 1
+	out := w.run(ctx, item, attempt)
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), recordTimeout)
+	defer cancel()
+	if out.Interrupted {
+		log.InfoContext(ctx, "agent interrupted: the worker is stopping; the item will run again")
+		return river.JobSnooze(0)
+	}
+	if out.Succeeded {
+		return w.succeed(rctx, job, attempt, out, log)
+	}
+
+	detail, _ := agent.FailureDetail(out, attempt, fmt.Sprintf("%s/river-job-%d", w.host, job.ID), job.ID)
+	log = log.With(slog.Int("attempt", attempt), slog.String("error_type", string(detail.ErrorType)),
+		slog.String("error", detail.ErrorMessage), slog.String("log", detail.LogLocation))
+	switch item.Job.Policy.Decide(detail.ErrorType, job.Attempt, job.MaxAttempts) {
+	case deadletter.DecisionDeadLetter:
+		return w.deadLetter(rctx, job, item, detail, log)
+	case deadletter.DecisionRetryForever:
+		if _, _, err := w.jobs.RecordFailure(rctx, nil, a.JobID, a.ItemID, detail, false); err != nil {
+			log.WarnContext(ctx, "error recording failed attempt", slog.String("record_error", err.Error()))
+		}
+		delay := mapreduce.Backoff(time.Duration(a.RetryBackoffMS)*time.Millisecond, job.Attempt)
+		log.WarnContext(ctx, "attempt failed with an error type the DLQ policy never dead-letters; retrying",
+			slog.Duration("after", delay))
+		return river.JobSnooze(delay)
+	default:
+		if _, _, err := w.jobs.RecordFailure(rctx, nil, a.JobID, a.ItemID, detail, false); err != nil {
+			return w.storageError(ctx, job, log, err)
+		}
+		log.WarnContext(ctx, "attempt failed; River will retry it", slog.Int("attempts_left", job.MaxAttempts-job.Attempt))
+		return fmt.Errorf("attempt %d of item %q failed: %s: %s", attempt, a.ItemID, detail.ErrorType, detail.ErrorMessage)
+	}
+}
+
+func (w *MapReduceItemWorker) run(ctx context.Context, item *mapreduce.WorkItem, attempt int) *agent.Outcome {
+	argv, err := agent.Split(item.Job.Agent)
+	if err != nil { // validated when the job was created; the row was edited since
+		return &agent.Outcome{ErrorType: deadletter.ErrorTypeCommandFailed, Step: agent.StepRunAgent,
+			Message: err.Error(), StartedAt: time.Now().UTC()}
+	}
+	r := &agent.Runner{Argv: argv, Timeout: item.Job.Timeout, BaseDir: w.cfg.Workdir, KillGrace: w.cfg.KillGrace}
+	return r.Run(ctx, agent.Task{JobID: item.Job.ID, ItemID: item.ItemID, Attempt: attempt, Data: item.Data})
+}
+
+// succeed records the result, takes the item out of the DLQ if it was there,
+// and completes the River job, in one transaction.
+func (w *MapReduceItemWorker) succeed(ctx context.Context, job *river.Job[mapreduce.ItemArgs], attempt int, out *agent.Outcome, log *slog.Logger) error {
+	var wasDeadLettered bool
+	err := pgx.BeginFunc(ctx, w.pool, func(tx pgx.Tx) error {
+		if err := w.jobs.SucceedTx(ctx, tx, job.Args.JobID, job.Args.ItemID, attempt, out.Result); err != nil {
+			return err
+		}
+		var err error
+		if wasDeadLettered, err = w.dlq.ResolveTx(ctx, tx, job.Args.JobID, job.Args.ItemID, w.cfg.Actor); err != nil {
+			return err
+		}
+		_, err = river.JobCompleteTx[*riverpgxv5.Driver](ctx, tx, job)
+		return err
+	})
+	if err != nil {
+		return w.storageError(ctx, job, log, err)
+	}
+	log.InfoContext(ctx, "item succeeded", slog.Int("attempt", attempt), slog.Duration("duration", out.Duration),
+		slog.Bool("left_dlq", wasDeadLettered))
+	return nil
+}
+
+// deadLetter ends the item in mapreduce_items and writes it to
+// dead_lettered_items in one transaction. A failed write is logged and the
+// run goes on; the River job still ends (discarded or cancelled) with the
+// item pending, which is what the sweep captures.
+func (w *MapReduceItemWorker) deadLetter(ctx context.Context, job *river.Job[mapreduce.ItemArgs], item *mapreduce.WorkItem,
+	detail deadletter.FailureDetail, log *slog.Logger) error {
+	a := job.Args
+	start := time.Now()
+	var res *deadletter.AddResult
+	err := pgx.BeginFunc(ctx, w.pool, func(tx pgx.Tx) error {
+		data, hist, err := w.jobs.RecordFailure(ctx, tx, a.JobID, a.ItemID, detail, true)
+		if err != nil {
+			return err
+		}
+		it := deadletter.NewDeadLetteredItem(a.JobID, a.ItemID, data, hist)
+		res, err = w.dlq.AddTx(ctx, tx, &it, item.Job.DLQMaxItems, w.cfg.Actor)
+		return err
+	})
+	reason := fmt.Errorf("item %q dead-lettered after attempt %d: %s: %s", a.ItemID, detail.AttemptNumber,
+		detail.ErrorType, detail.ErrorMessage)
+	if err != nil {
+		log.WarnContext(ctx, "error writing item to dead_lettered_items; the run goes on, River keeps the job "+
+			"and the dead-letter sweep will capture it", slog.String("dlq_error", err.Error()))
+		if _, _, rerr := w.jobs.RecordFailure(ctx, nil, a.JobID, a.ItemID, detail, false); rerr != nil {
+			log.WarnContext(ctx, "error recording failed attempt", slog.String("record_error", rerr.Error()))
+		}
+		if job.Attempt >= job.MaxAttempts {
+			return reason // River discards the job
+		}
+		return river.JobCancel(reason)
+	}
+	log.WarnContext(ctx, "item dead-lettered", slog.Int("river_attempts", job.Attempt),
+		slog.Int("dead_letter_count", res.DeadLetterCount), slog.Int("evicted", res.Evicted),
+		slog.Duration("dlq_write", time.Since(start)))
+	return river.JobCancel(reason)
+}
+
+// storageError handles relay's own database failing around an attempt: the
+// item is not at fault, so the job is snoozed (no attempt used up) and is
+// never dead-lettered for it.
+func (w *MapReduceItemWorker) storageError(ctx context.Context, job *river.Job[mapreduce.ItemArgs], log *slog.Logger, err error) error {
+	delay := max(time.Second, mapreduce.Backoff(time.Duration(job.Args.RetryBackoffMS)*time.Millisecond, job.Attempt))
+	if ctx.Err() != nil {
+		log.InfoContext(ctx, "stopping while recording the item; it will run again", slog.String("error", err.Error()))
+		return river.JobSnooze(0)
+	}
+	log.ErrorContext(ctx, "database error around a MapReduce item; retrying without using up an attempt",
+		slog.String("error", err.Error()), slog.Duration("after", delay))
+	return river.JobSnooze(delay)
+}
