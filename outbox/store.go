@@ -57,7 +57,9 @@ type symbolKey struct{ id, name, typ string }
 // replaceSymbols makes syms the file's whole symbol table entry and removes
 // the relationships and references that originate from the file (its job
 // recreates them). POIs that stay keep their incoming relationships. It
-// returns the names whose definitions changed.
+// returns the names whose definitions changed. Import POIs never count:
+// no relationship can target one (resolver.Accepts), so adding or removing
+// one changes no other file's resolution.
 func (s store) replaceSymbols(ctx context.Context, fileID string, syms []resolver.POI) ([]string, error) {
 	rows, err := s.tx.Query(ctx, `SELECT poi_id, name, type FROM pois WHERE file_id = $1`, fileID)
 	if err != nil {
@@ -84,12 +86,14 @@ func (s store) replaceSymbols(ctx context.Context, fileID string, syms []resolve
 		k := symbolKey{p.ID, p.Name, p.Type}
 		if old[k] {
 			delete(old, k)
-		} else {
+		} else if p.Type != resolver.TypeImport {
 			changedSet[p.Name] = true
 		}
 	}
 	for k := range old {
-		changedSet[k.name] = true
+		if k.typ != resolver.TypeImport {
+			changedSet[k.name] = true
+		}
 	}
 
 	b := &pgx.Batch{}

@@ -89,13 +89,17 @@ const globalLinkLock int64 = 0x72656c6179 // "relay"
 func (s store) link(ctx context.Context, jobID int64, fileID string, ok []poiResult, changed []string) (linkResult, error) {
 	var res linkResult
 	var srcIDs, refNames, refTypes []string
+	// nameSet maps each name to whether this batch changed it (exclusive
+	// lock) or only refers to it (shared lock).
 	nameSet := map[string]bool{}
 	for _, r := range ok {
 		for _, ref := range r.refs {
 			srcIDs = append(srcIDs, r.poi.ID)
 			refNames = append(refNames, ref.Name)
 			refTypes = append(refTypes, string(ref.Type))
-			nameSet[ref.Name] = true
+			if _, seen := nameSet[ref.Name]; !seen {
+				nameSet[ref.Name] = false
+			}
 		}
 	}
 	for _, n := range changed {
@@ -119,7 +123,7 @@ func (s store) link(ctx context.Context, jobID int64, fileID string, ok []poiRes
 		names = append(names, n)
 	}
 	slices.Sort(names)
-	if err := s.lockNames(ctx, names); err != nil {
+	if err := s.lockNames(ctx, nameSet); err != nil {
 		return res, err
 	}
 
@@ -157,36 +161,55 @@ func (s store) link(ctx context.Context, jobID int64, fileID string, ok []poiRes
 	return res, nil
 }
 
-// lockNames takes the link locks for names (sorted, so batches cannot
-// deadlock on each other).
-func (s store) lockNames(ctx context.Context, names []string) error {
+// lockNames takes the link locks for names: exclusive for the names the
+// batch changed (true), shared for those it only refers to (false). Only a
+// batch that changes a name must be serialized with the batches that refer
+// to it (see link); batches that merely refer to the same name, such as
+// every file calling Errorf, read the symbol table and write edges from
+// their own POIs only, so they proceed together. Locks are taken in key
+// order, whatever their mode, so batches cannot deadlock on each other.
+func (s store) lockNames(ctx context.Context, names map[string]bool) error {
 	if len(names) > maxNameLocks {
 		if _, err := s.tx.Exec(ctx, `SELECT pg_advisory_xact_lock($1)`, globalLinkLock); err != nil {
 			return fmt.Errorf("error taking the global link lock: %w", err)
 		}
 		return nil
 	}
-	keys := make([]int64, 0, len(names))
-	for _, n := range names {
+	exclusive := make(map[int64]bool, len(names))
+	for n, x := range names {
 		h := fnv.New64a()
 		_, _ = h.Write([]byte(n))
-		keys = append(keys, int64(h.Sum64()))
+		k := int64(h.Sum64())
+		exclusive[k] = exclusive[k] || x
+	}
+	keys := make([]int64, 0, len(exclusive))
+	for k := range exclusive {
+		keys = append(keys, k)
 	}
 	slices.Sort(keys)
-	keys = slices.Compact(keys)
+	modes := make([]bool, len(keys))
+	for i, k := range keys {
+		modes[i] = exclusive[k]
+	}
 	if _, err := s.tx.Exec(ctx, `SELECT pg_advisory_xact_lock_shared($1)`, globalLinkLock); err != nil {
 		return fmt.Errorf("error taking the shared link lock: %w", err)
 	}
 	// unnest yields the keys in array order, so locks are taken sorted.
-	if _, err := s.tx.Exec(ctx, `SELECT count(pg_advisory_xact_lock(k)) FROM unnest($1::bigint[]) AS k`, keys); err != nil {
+	if _, err := s.tx.Exec(ctx, `
+		SELECT count(CASE WHEN x THEN pg_advisory_xact_lock(k) ELSE pg_advisory_xact_lock_shared(k) END)
+		FROM unnest($1::bigint[], $2::bool[]) AS u(k, x)`, keys, modes); err != nil {
 		return fmt.Errorf("error taking %d name locks: %w", len(keys), err)
 	}
 	return nil
 }
 
-// candidates loads every symbol with one of names, by name.
+// candidates loads every symbol with one of names, by name. Import POIs
+// are left out: no relationship type accepts an import as its target
+// (resolver.Accepts), and in real code they are the most repeated names of
+// all (every file importing fmt has an import POI named fmt).
 func (s store) candidates(ctx context.Context, names []string) (map[string][]resolver.Candidate, error) {
-	rows, err := s.tx.Query(ctx, `SELECT poi_id, file_id, name, type FROM pois WHERE name = ANY($1)`, names)
+	rows, err := s.tx.Query(ctx, `SELECT poi_id, file_id, name, type FROM pois WHERE name = ANY($1) AND type <> $2`,
+		names, resolver.TypeImport)
 	if err != nil {
 		return nil, fmt.Errorf("error looking up %d names: %w", len(names), err)
 	}
@@ -251,6 +274,7 @@ func (s store) reresolve(ctx context.Context, jobID int64, fileID string, change
 	}
 	var e edges
 	var srcs, names, types []string
+	var targets []*string // each reference's target now, nil when it resolves to none
 	for rows.Next() {
 		var src, srcFile, name, typ string
 		if err := rows.Scan(&src, &srcFile, &name, &typ); err != nil {
@@ -261,6 +285,9 @@ func (s store) reresolve(ctx context.Context, jobID int64, fileID string, change
 		ref := resolver.Reference{Name: name, Type: resolver.RelType(typ)}
 		if target, outcome := resolver.Lookup(src, srcFile, ref, cands[name]); outcome == resolver.Resolved {
 			e.add(src, target, ref, srcFile, fileOf(cands[name], target))
+			targets = append(targets, &target)
+		} else {
+			targets = append(targets, nil)
 		}
 	}
 	if err := rows.Err(); err != nil {
@@ -268,14 +295,14 @@ func (s store) reresolve(ctx context.Context, jobID int64, fileID string, change
 	}
 	if len(srcs) > 0 {
 		// Remove what these references pointed at before, unless it is
-		// still right; then insert what is right now.
+		// still right (a reference resolves to at most one target); then
+		// insert what is right now.
 		if _, err := s.tx.Exec(ctx, `
 			DELETE FROM relationships r
-			USING unnest($1::text[], $2::text[], $3::text[]) AS u(src, name, type)
+			USING unnest($1::text[], $2::text[], $3::text[], $4::text[]) AS u(src, name, type, tgt)
 			WHERE r.source_poi_id = u.src AND r.name = u.name AND r.type = u.type
-			  AND NOT EXISTS (SELECT 1 FROM unnest($4::text[], $5::text[], $6::text[]) AS d(src, tgt, type)
-			                  WHERE d.src = r.source_poi_id AND d.tgt = r.target_poi_id AND d.type = r.type)`,
-			srcs, names, types, e.src, e.tgt, e.typ); err != nil {
+			  AND r.target_poi_id IS DISTINCT FROM u.tgt`,
+			srcs, names, types, targets); err != nil {
 			return 0, fmt.Errorf("error removing outdated relationships: %w", err)
 		}
 	}

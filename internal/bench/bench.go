@@ -1,0 +1,204 @@
+// Package bench is relay-bench: it measures relay against what this
+// PostgreSQL can physically write and against the one-job-per-POI design it
+// replaced, on a throwaway database, and reports every figure as a table or
+// one JSON object. The phases and the JSON fields are documented in
+// BENCHMARKS.md.
+package bench
+
+import (
+	"cmp"
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Phases, in the order they run.
+const (
+	PhaseCeiling    = "ceiling"
+	PhaseRelay      = "relay"
+	PhaseBaseline   = "baseline"
+	PhaseFailures   = "failures"
+	PhaseDeadLetter = "deadletter"
+	PhaseStdlib     = "stdlib"
+	PhaseMemory     = "memory"
+)
+
+// AllPhases lists every phase; phase n of --phases is AllPhases[n-1].
+var AllPhases = []string{PhaseCeiling, PhaseRelay, PhaseBaseline, PhaseFailures, PhaseDeadLetter, PhaseStdlib, PhaseMemory}
+
+// DefaultPhases are the phases a run without --phases does: all but the
+// 1M-POI memory run, which takes minutes on its own.
+var DefaultPhases = AllPhases[:6]
+
+// Defaults for Config.
+const (
+	DatabaseURLDefault   = "postgres://root@127.0.0.1:5432/postgres?sslmode=disable"
+	FilesDefault         = 2000
+	POIsPerFileDefault   = 50
+	MalformedDefault     = 0.01
+	WorkersDefault       = 4
+	FilesPerTxDefault    = 20
+	BaselineFilesDefault = 100
+	FailureRateDefault   = 0.20
+	FailedRowsDefault    = 1_000_000
+	ReprocessRowsDefault = 100_000
+	MemoryFilesDefault   = 20_000
+)
+
+// Config is one benchmark run.
+type Config struct {
+	// DatabaseURL names the server; the benchmark creates (and drops) its
+	// own database on it.
+	DatabaseURL string
+	// Files and POIsPerFile size the synthetic corpus; Malformed is the
+	// fraction of its POIs that are malformed.
+	Files       int
+	POIsPerFile int
+	Malformed   float64
+	// Phases to run (names or 1-based numbers); empty is DefaultPhases.
+	Phases []string
+	// GoSrc is the Go source tree the stdlib phase analyses.
+	GoSrc string
+	// Workers is the worker concurrency (River MaxWorkers of the resolve
+	// queue).
+	Workers int
+	// FilesPerTx is how many files the publisher puts in one transaction.
+	FilesPerTx int
+	// BaselineFiles sizes the one-job-per-POI run (it is ~10-50x slower, so
+	// a full-size run would take most of the time budget); its rate is
+	// compared with relay's.
+	BaselineFiles int
+	// FailuresFiles sizes the failure-overhead runs (default Files/4), and
+	// FailureRate is the failing run's malformed fraction.
+	FailuresFiles int
+	FailureRate   float64
+	// FailedRows is the failed_pois row count of the dead-letter phase, and
+	// ReprocessRows how many of them are reprocessed.
+	FailedRows    int
+	ReprocessRows int
+	// MemoryFiles sizes the large memory run (x POIsPerFile POIs).
+	MemoryFiles int
+	// FetchCooldown, when positive, works the jobs with a River client
+	// whose FetchCooldown (and FetchPollInterval) is this instead of
+	// worker.NewClient's River defaults (100 ms, 1 s).
+	FetchCooldown time.Duration
+	// Keep leaves the database in place.
+	Keep bool
+	// Logger receives relay's logs (discarded by default).
+	Logger *slog.Logger
+	// Progress receives one line per step (stderr in the command).
+	Progress io.Writer
+}
+
+func (c *Config) defaults() {
+	c.DatabaseURL = cmp.Or(c.DatabaseURL, DatabaseURLDefault)
+	c.Files = cmp.Or(c.Files, FilesDefault)
+	c.POIsPerFile = cmp.Or(c.POIsPerFile, POIsPerFileDefault)
+	c.Workers = cmp.Or(c.Workers, WorkersDefault)
+	c.FilesPerTx = cmp.Or(c.FilesPerTx, FilesPerTxDefault)
+	c.BaselineFiles = cmp.Or(c.BaselineFiles, min(BaselineFilesDefault, c.Files))
+	c.FailuresFiles = cmp.Or(c.FailuresFiles, max(1, c.Files/4))
+	c.FailureRate = cmp.Or(c.FailureRate, FailureRateDefault)
+	c.FailedRows = cmp.Or(c.FailedRows, FailedRowsDefault)
+	c.ReprocessRows = cmp.Or(c.ReprocessRows, min(ReprocessRowsDefault, c.FailedRows))
+	c.MemoryFiles = cmp.Or(c.MemoryFiles, MemoryFilesDefault)
+	if len(c.Phases) == 0 {
+		c.Phases = DefaultPhases
+	}
+	if c.Logger == nil {
+		c.Logger = slog.New(slog.DiscardHandler)
+	}
+	if c.Progress == nil {
+		c.Progress = io.Discard
+	}
+}
+
+// validate returns an error naming the first bad setting.
+func (c *Config) validate() error {
+	switch {
+	case c.Files < 1:
+		return fmt.Errorf("invalid files: %d must be at least 1", c.Files)
+	case c.POIsPerFile < 1 || c.POIsPerFile > 999:
+		return fmt.Errorf("invalid pois-per-file: %d must be between 1 and 999", c.POIsPerFile)
+	case c.Malformed < 0 || c.Malformed >= 1:
+		return fmt.Errorf("invalid malformed: %g must be in [0, 1)", c.Malformed)
+	case c.FailureRate <= 0 || c.FailureRate >= 1:
+		return fmt.Errorf("invalid failure-rate: %g must be in (0, 1)", c.FailureRate)
+	case c.Workers < 1:
+		return fmt.Errorf("invalid workers: %d must be at least 1", c.Workers)
+	case c.FilesPerTx < 1:
+		return fmt.Errorf("invalid files-per-tx: %d must be at least 1", c.FilesPerTx)
+	}
+	for i, p := range c.Phases {
+		name, err := phaseName(p)
+		if err != nil {
+			return err
+		}
+		c.Phases[i] = name
+	}
+	return nil
+}
+
+// phaseName accepts a phase's name or its 1-based number.
+func phaseName(p string) (string, error) {
+	p = strings.TrimSpace(p)
+	if n, err := strconv.Atoi(p); err == nil {
+		if n < 1 || n > len(AllPhases) {
+			return "", fmt.Errorf("invalid phases: %d is not a phase number (1-%d)", n, len(AllPhases))
+		}
+		return AllPhases[n-1], nil
+	}
+	if !slices.Contains(AllPhases, p) {
+		return "", fmt.Errorf("invalid phases: %q is not one of %s", p, strings.Join(AllPhases, ", "))
+	}
+	return p, nil
+}
+
+// Run runs the configured phases on a throwaway database and returns the
+// figures.
+func Run(ctx context.Context, cfg Config) (*Result, error) {
+	cfg.defaults()
+	if err := cfg.validate(); err != nil {
+		return nil, err
+	}
+	b, err := open(ctx, &cfg)
+	if err != nil {
+		return nil, err
+	}
+	defer b.close()
+	res := &Result{Started: time.Now().UTC(), Config: resultConfig(&cfg)}
+	if res.Machine, err = b.machine(ctx); err != nil {
+		return nil, err
+	}
+	has := func(p string) bool { return slices.Contains(cfg.Phases, p) }
+	steps := []struct {
+		name string
+		run  func(context.Context, *Result) error
+	}{
+		{PhaseCeiling, b.ceiling},
+		{PhaseRelay, b.relay},
+		{PhaseBaseline, b.baseline},
+		{PhaseFailures, b.failures},
+		{PhaseDeadLetter, b.deadLetter},
+		{PhaseStdlib, b.stdlib},
+		{PhaseMemory, b.memory},
+	}
+	for _, s := range steps {
+		if !has(s.name) {
+			continue
+		}
+		b.progress("phase %s", s.name)
+		if err := s.run(ctx, res); err != nil {
+			return res, fmt.Errorf("error in phase %s: %w", s.name, err)
+		}
+	}
+	res.PeakRSSBytes = peakRSS()
+	res.Seconds = time.Since(res.Started).Seconds()
+	res.evaluate()
+	return res, nil
+}

@@ -1,0 +1,68 @@
+package bench_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/relay-dev/relay/internal/bench"
+	"github.com/relay-dev/relay/internal/testdb"
+)
+
+// TestMain_SmokeRunOfPhasesOneToFour runs the benchmark end to end with a
+// tiny corpus: figures are not checked (speed targets live in the
+// benchmark's output), only that each phase measured what it claims to.
+func TestMain_SmokeRunOfPhasesOneToFour(t *testing.T) {
+	t.Parallel()
+	var out, errOut bytes.Buffer
+	code := bench.Main(context.Background(), []string{
+		"--database-url", testdb.ServerURL(t), "--files", "5", "--pois-per-file", "4", "--malformed", "0.1",
+		"--phases", "1,2,3,4", "--failure-rate", "0.2", "--failures-files", "5", "--json",
+	}, &out, &errOut)
+	require.Equal(t, 0, code, errOut.String())
+
+	var res bench.Result
+	require.NoError(t, json.Unmarshal(out.Bytes(), &res), out.String())
+	require.NotNil(t, res.Ceiling)
+	require.EqualValues(t, 18, res.Ceiling.POIRows) // 20 POIs, 2 malformed
+	require.Positive(t, res.Ceiling.RowsPerSec)
+
+	require.NotNil(t, res.Relay)
+	require.Equal(t, 20, res.Relay.POIs)
+	require.EqualValues(t, res.Relay.Files, res.Relay.Jobs, "one job per file")
+	require.InDelta(t, 1.0, res.Relay.JobsPerFile, 0)
+	require.Equal(t, 2, res.Relay.Malformed)
+	require.EqualValues(t, 2, res.Relay.FailedPOIs, "every malformed POI is in failed_pois")
+	require.Equal(t, res.Ceiling.RelationshipRows, res.Relay.Relationships, "relay writes the ceiling's relationships")
+
+	require.NotNil(t, res.Baseline)
+	require.EqualValues(t, res.Baseline.POIs, res.Baseline.Jobs, "the baseline has one job per POI")
+	require.Equal(t, res.Relay.Relationships, res.Baseline.Relationships, "the baseline writes the same rows")
+	require.Equal(t, res.Relay.FailedPOIs, res.Baseline.FailedPOIs)
+
+	require.NotNil(t, res.Failures)
+	require.Zero(t, res.Failures.Clean.FailedPOIs)
+	require.Equal(t, 5, res.Failures.Failing.Malformed) // 20 well-formed + 5 malformed = 20%
+	require.EqualValues(t, 5, res.Failures.Failing.FailedPOIs)
+	require.Equal(t, res.Failures.Clean.Relationships, res.Failures.Failing.Relationships)
+	require.NotEmpty(t, res.Targets)
+	require.Positive(t, res.PeakRSSBytes)
+}
+
+func TestMain_RejectsBadFlags(t *testing.T) {
+	t.Parallel()
+	for _, args := range [][]string{
+		{"--phases", "9"},
+		{"--phases", "nope"},
+		{"--files", "-1"},
+		{"--malformed", "1"},
+	} {
+		var out, errOut bytes.Buffer
+		code := bench.Main(context.Background(), append(args, "--database-url", "postgres://nobody@127.0.0.1:1/x"), &out, &errOut)
+		require.NotEqual(t, 0, code, args)
+		require.Contains(t, errOut.String(), "invalid", args)
+	}
+}

@@ -1,0 +1,103 @@
+package bench
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"runtime/pprof"
+	"strings"
+)
+
+// Main runs relay-bench with args (without the program name), writing the
+// report to stdout and progress to stderr, and returns the exit code.
+func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("relay-bench", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	var cfg Config
+	var phases, logLevel, cpuProfile string
+	var asJSON bool
+	fs.StringVar(&cfg.DatabaseURL, "database-url", DatabaseURLDefault, "PostgreSQL server to benchmark; a throwaway database relay_bench_<random> is created on it")
+	fs.IntVar(&cfg.Files, "files", FilesDefault, "files in the synthetic corpus")
+	fs.IntVar(&cfg.POIsPerFile, "pois-per-file", POIsPerFileDefault, "POIs per file")
+	fs.Float64Var(&cfg.Malformed, "malformed", MalformedDefault, "fraction of malformed POIs in the relay, baseline and memory runs")
+	fs.StringVar(&phases, "phases", strings.Join(DefaultPhases, ","), "comma-separated phases (names or numbers 1-7): "+strings.Join(AllPhases, ","))
+	fs.StringVar(&cfg.GoSrc, "go-src", defaultGoSrc(), "Go source tree for the stdlib phase")
+	fs.IntVar(&cfg.Workers, "workers", WorkersDefault, "worker concurrency (resolve_file jobs worked at once)")
+	fs.IntVar(&cfg.FilesPerTx, "files-per-tx", FilesPerTxDefault, "files published per transaction")
+	fs.IntVar(&cfg.BaselineFiles, "baseline-files", 0, fmt.Sprintf("files in the one-job-per-POI baseline run (default min(files, %d))", BaselineFilesDefault))
+	fs.IntVar(&cfg.FailuresFiles, "failures-files", 0, "files in each failure-overhead run (default files/4)")
+	fs.Float64Var(&cfg.FailureRate, "failure-rate", FailureRateDefault, "malformed fraction of the failing run")
+	fs.IntVar(&cfg.FailedRows, "failed-rows", FailedRowsDefault, "failed_pois rows for the dead-letter phase")
+	fs.IntVar(&cfg.ReprocessRows, "reprocess-rows", 0, fmt.Sprintf("rows reprocessed in the dead-letter phase (default min(failed-rows, %d))", ReprocessRowsDefault))
+	fs.IntVar(&cfg.MemoryFiles, "memory-files", MemoryFilesDefault, "files in the large memory run (x pois-per-file POIs)")
+	fs.DurationVar(&cfg.FetchCooldown, "fetch-cooldown", 0, "work with River's FetchCooldown set to this instead of relay's worker client (experiment; see BENCHMARKS.md)")
+	fs.BoolVar(&cfg.Keep, "keep", false, "keep the benchmark database instead of dropping it")
+	fs.BoolVar(&asJSON, "json", false, "print one JSON object with every figure instead of the table")
+	fs.StringVar(&logLevel, "log-level", "", "relay's log level (debug, info, warn, error) to stderr; off by default")
+	fs.StringVar(&cpuProfile, "cpuprofile", "", "write a CPU profile of the run to this file (go tool pprof)")
+	if err := fs.Parse(args); err != nil {
+		return 2
+	}
+	if fs.NArg() > 0 {
+		fmt.Fprintf(stderr, "relay-bench: unexpected arguments %q\n", fs.Args())
+		return 2
+	}
+	cfg.Phases = strings.Split(phases, ",")
+	cfg.Progress = stderr
+	if logLevel != "" {
+		var l slog.Level
+		if err := l.UnmarshalText([]byte(logLevel)); err != nil {
+			fmt.Fprintf(stderr, "relay-bench: invalid log-level %q\n", logLevel)
+			return 2
+		}
+		cfg.Logger = slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: l}))
+	}
+	if cpuProfile != "" {
+		f, err := os.Create(cpuProfile)
+		if err != nil {
+			fmt.Fprintf(stderr, "relay-bench: %v\n", err)
+			return 1
+		}
+		defer f.Close()
+		if err := pprof.StartCPUProfile(f); err != nil {
+			fmt.Fprintf(stderr, "relay-bench: %v\n", err)
+			return 1
+		}
+		defer pprof.StopCPUProfile()
+	}
+	res, err := Run(ctx, cfg)
+	if err != nil {
+		fmt.Fprintf(stderr, "relay-bench: %v\n", err)
+		return 1
+	}
+	if asJSON {
+		enc := json.NewEncoder(stdout)
+		enc.SetIndent("", "  ")
+		err = enc.Encode(res)
+	} else {
+		err = res.WriteTable(stdout)
+	}
+	if err != nil {
+		fmt.Fprintf(stderr, "relay-bench: %v\n", err)
+		return 1
+	}
+	return 0
+}
+
+// defaultGoSrc is $(go env GOROOT)/src, or runtime.GOROOT()'s when the go
+// command is not on PATH.
+func defaultGoSrc() string {
+	if out, err := exec.Command("go", "env", "GOROOT").Output(); err == nil {
+		if root := strings.TrimSpace(string(out)); root != "" {
+			return filepath.Join(root, "src")
+		}
+	}
+	return filepath.Join(runtime.GOROOT(), "src") //nolint:staticcheck // fallback only
+}

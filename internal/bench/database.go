@@ -1,0 +1,162 @@
+package bench
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"net/url"
+	"os"
+	"runtime"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/relay-dev/relay/config"
+	"github.com/relay-dev/relay/internal/database"
+	"github.com/relay-dev/relay/migrations"
+)
+
+// bench is one run's throwaway database and settings.
+type bench struct {
+	cfg      *Config
+	adminURL string
+	dbName   string
+	url      string
+	pool     *pgxpool.Pool
+}
+
+// open creates relay_bench_<random> on the server of cfg.DatabaseURL and
+// migrates it.
+func open(ctx context.Context, cfg *Config) (*bench, error) {
+	u, err := url.Parse(cfg.DatabaseURL)
+	if err != nil || (u.Scheme != "postgres" && u.Scheme != "postgresql") {
+		return nil, fmt.Errorf("invalid database-url %q: want postgres://user@host:port/db", config.Redact(cfg.DatabaseURL))
+	}
+	suffix := make([]byte, 4)
+	if _, err := rand.Read(suffix); err != nil {
+		return nil, fmt.Errorf("error reading random bytes: %w", err)
+	}
+	b := &bench{cfg: cfg, adminURL: cfg.DatabaseURL, dbName: "relay_bench_" + hex.EncodeToString(suffix)}
+	u.Path = "/" + b.dbName
+	b.url = u.String()
+
+	admin, err := pgx.Connect(ctx, b.adminURL)
+	if err != nil {
+		return nil, fmt.Errorf("error connecting to %s: %w", config.Redact(b.adminURL), err)
+	}
+	_, err = admin.Exec(ctx, "CREATE DATABASE "+pgx.Identifier{b.dbName}.Sanitize())
+	_ = admin.Close(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("error creating database %s: %w", b.dbName, err)
+	}
+	b.progress("created database %s", b.dbName)
+
+	b.pool, err = database.Open(ctx, b.url, database.Options{Role: "bench", MaxConns: int32(max(8, cfg.Workers+4)),
+		StatementTimeout: 10 * time.Minute, IdleInTransactionTimeout: 10 * time.Minute})
+	if err != nil {
+		b.close()
+		return nil, err
+	}
+	m, err := migrations.New(b.pool, "", cfg.Logger)
+	if err != nil {
+		b.close()
+		return nil, err
+	}
+	_, err = m.Up(ctx)
+	_ = m.Close()
+	if err != nil {
+		b.close()
+		return nil, err
+	}
+	return b, nil
+}
+
+// close drops the database unless Keep is set.
+func (b *bench) close() {
+	if b.pool != nil {
+		b.pool.Close()
+	}
+	if b.cfg.Keep {
+		b.progress("kept database %s", b.dbName)
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	admin, err := pgx.Connect(ctx, b.adminURL)
+	if err != nil {
+		b.progress("could not drop database %s: %v", b.dbName, err)
+		return
+	}
+	defer admin.Close(ctx)
+	if _, err := admin.Exec(ctx, "DROP DATABASE IF EXISTS "+pgx.Identifier{b.dbName}.Sanitize()+" WITH (FORCE)"); err != nil {
+		b.progress("could not drop database %s: %v", b.dbName, err)
+	}
+}
+
+// reset empties relay's and River's tables, so each phase starts alike.
+func (b *bench) reset(ctx context.Context) error {
+	_, err := b.pool.Exec(ctx, `TRUNCATE files, pois, poi_references, relationships, failed_pois, dead_lettered_items,
+		dead_letter_events, river_job RESTART IDENTITY CASCADE`)
+	if err != nil {
+		return fmt.Errorf("error emptying the tables: %w", err)
+	}
+	return nil
+}
+
+// analyze refreshes the planner's statistics (as autovacuum would shortly).
+func (b *bench) analyze(ctx context.Context) error {
+	if _, err := b.pool.Exec(ctx, `ANALYZE`); err != nil {
+		return fmt.Errorf("error analysing tables: %w", err)
+	}
+	return nil
+}
+
+func (b *bench) progress(format string, args ...any) {
+	fmt.Fprintf(b.cfg.Progress, "relay-bench: "+format+"\n", args...)
+}
+
+// Machine is what the figures were measured on.
+type Machine struct {
+	CPUs              int    `json:"cpus"`
+	MemoryBytes       int64  `json:"memory_bytes"`
+	GoVersion         string `json:"go_version"`
+	PostgresVersion   string `json:"postgres_version"`
+	SharedBuffers     string `json:"postgres_shared_buffers"`
+	SynchronousCommit string `json:"postgres_synchronous_commit"`
+}
+
+func (b *bench) machine(ctx context.Context) (Machine, error) {
+	m := Machine{CPUs: runtime.NumCPU(), GoVersion: runtime.Version(), MemoryBytes: memTotal()}
+	err := b.pool.QueryRow(ctx, `SELECT current_setting('server_version'), current_setting('shared_buffers'),
+		current_setting('synchronous_commit')`).Scan(&m.PostgresVersion, &m.SharedBuffers, &m.SynchronousCommit)
+	if err != nil {
+		return m, fmt.Errorf("error reading server settings: %w", err)
+	}
+	return m, nil
+}
+
+// memTotal reads MemTotal from /proc/meminfo (0 where there is none).
+func memTotal() int64 { return procField("/proc/meminfo", "MemTotal:") }
+
+// procField reads a "Key: N kB" line of a /proc file, in bytes.
+func procField(path, key string) int64 {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return 0
+	}
+	for line := range strings.SplitSeq(string(data), "\n") {
+		if rest, ok := strings.CutPrefix(line, key); ok {
+			f := strings.Fields(rest)
+			if len(f) == 0 {
+				return 0
+			}
+			n, _ := strconv.ParseInt(f[0], 10, 64)
+			return n * 1024
+		}
+	}
+	return 0
+}

@@ -1,0 +1,339 @@
+package bench
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/riverqueue/river"
+	"github.com/riverqueue/river/riverdriver/riverpgxv5"
+
+	"github.com/relay-dev/relay/config"
+	"github.com/relay-dev/relay/internal/goanalyze"
+	"github.com/relay-dev/relay/outbox"
+	"github.com/relay-dev/relay/worker"
+)
+
+// RunResult is one corpus published through the outbox and worked to
+// completion by relay's worker.
+type RunResult struct {
+	Files int `json:"files"`
+	POIs  int `json:"pois"`
+	// Malformed is how many POIs were malformed (expected in failed_pois).
+	Malformed int `json:"malformed"`
+	// Jobs is the resolve_file jobs enqueued; JobsPerFile Jobs / Files.
+	Jobs        int64   `json:"jobs"`
+	JobsPerFile float64 `json:"jobs_per_file"`
+	// Relationships and FailedPOIs are the rows in those tables afterwards.
+	Relationships int64 `json:"relationships"`
+	FailedPOIs    int64 `json:"failed_pois"`
+	// Symbols is the rows in pois.
+	Symbols int64 `json:"symbols"`
+	// Seconds of publishing (outbox), of working (first job fetched to queue
+	// idle), and of both.
+	PublishSeconds float64 `json:"publish_seconds"`
+	WorkSeconds    float64 `json:"work_seconds"`
+	TotalSeconds   float64 `json:"total_seconds"`
+	// POIs per second of each.
+	PublishPOIsPerSec float64 `json:"publish_pois_per_sec"`
+	WorkPOIsPerSec    float64 `json:"work_pois_per_sec"`
+	E2EPOIsPerSec     float64 `json:"e2e_pois_per_sec"`
+	// RowsWritten is Symbols + Relationships + FailedPOIs; RowsPerSec that
+	// over TotalSeconds.
+	RowsWritten int64   `json:"rows_written"`
+	RowsPerSec  float64 `json:"rows_per_sec"`
+	// PeakRSSBytes is the largest RSS of the process during the run.
+	PeakRSSBytes int64 `json:"peak_rss_bytes"`
+}
+
+// workerConfig is relay's default configuration for the bench database.
+func (b *bench) workerConfig() *config.Config {
+	cfg := config.Default()
+	cfg.DatabaseURL = b.url
+	cfg.WorkerConcurrency = b.cfg.Workers
+	return cfg
+}
+
+// source yields the analyses of a run, one file at a time.
+type source struct {
+	files int
+	next  func(k int) (outbox.Analysis, error)
+}
+
+// runCorpus publishes src through the outbox (FilesPerTx files per
+// transaction) and then works every job with relay's real worker. With
+// perPOI, the publisher splits every file into one job per POI: the same
+// symbols, the same worker and the same writes, only no batching.
+func (b *bench) runCorpus(ctx context.Context, src source, perPOI bool) (*RunResult, error) {
+	if err := b.reset(ctx); err != nil {
+		return nil, err
+	}
+	rss := sampleRSS()
+	defer rss.Stop()
+	wcfg := b.workerConfig()
+	inserter, err := worker.NewInsertClient(b.pool, wcfg, b.cfg.Logger)
+	if err != nil {
+		return nil, err
+	}
+	pcfg := &outbox.Config{}
+	if perPOI {
+		pcfg.MaxJobBytes = 1 // every POI is larger: one job each
+	}
+	pub := outbox.New(inserter, pcfg, b.cfg.Logger)
+
+	res := &RunResult{Files: src.files}
+	start := time.Now()
+	batch := make([]outbox.Analysis, 0, b.cfg.FilesPerTx)
+	flush := func() error {
+		if len(batch) == 0 {
+			return nil
+		}
+		err := pgx.BeginFunc(ctx, b.pool, func(tx pgx.Tx) error {
+			for _, a := range batch {
+				if _, err := pub.PublishTx(ctx, tx, a); err != nil {
+					return err
+				}
+			}
+			return nil
+		})
+		batch = batch[:0]
+		return err
+	}
+	lastLog := time.Now()
+	for k := range src.files {
+		a, err := src.next(k)
+		if err != nil {
+			return nil, err
+		}
+		res.POIs += len(a.POIs)
+		batch = append(batch, a)
+		if len(batch) == cap(batch) {
+			if err := flush(); err != nil {
+				return nil, err
+			}
+		}
+		if time.Since(lastLog) > 5*time.Second {
+			b.progress("  published %d of %d files", k+1, src.files)
+			lastLog = time.Now()
+		}
+	}
+	if err := flush(); err != nil {
+		return nil, err
+	}
+	res.PublishSeconds = time.Since(start).Seconds()
+	b.progress("  published %d POIs of %d files in %.1fs; working", res.POIs, res.Files, res.PublishSeconds)
+
+	if err := b.work(ctx, wcfg, res); err != nil {
+		return nil, err
+	}
+	res.PeakRSSBytes = rss.Stop()
+	return res, b.count(ctx, res)
+}
+
+// work runs relay's worker until the queue is idle.
+func (b *bench) work(ctx context.Context, wcfg *config.Config, res *RunResult) error {
+	client, err := b.client(wcfg)
+	if err != nil {
+		return err
+	}
+	start := time.Now()
+	lastLog := time.Now()
+	err = worker.RunUntilIdle(ctx, client, b.pool, b.cfg.Logger, func(p worker.Progress) {
+		if time.Since(lastLog) > 5*time.Second {
+			b.progress("  working: %d jobs pending, %d completed", p.Pending, p.Completed)
+			lastLog = time.Now()
+		}
+	})
+	if err != nil {
+		return err
+	}
+	res.WorkSeconds = time.Since(start).Seconds()
+	return nil
+}
+
+// client is relay's worker client (worker.NewClient), or, with
+// --fetch-cooldown, the same resolve_file worker in a River client whose
+// fetch cooldown and poll interval are set: the experiment behind the
+// change proposed for worker.NewClient in BENCHMARKS.md.
+func (b *bench) client(wcfg *config.Config) (*river.Client[pgx.Tx], error) {
+	if b.cfg.FetchCooldown <= 0 {
+		return worker.NewClient(b.pool, wcfg, b.cfg.Logger, nil)
+	}
+	workers := river.NewWorkers()
+	river.AddWorker(workers, worker.NewResolveFileWorker(b.pool, worker.ResolveFileConfig{
+		POITimeout: wcfg.POITimeout, JobTimeout: wcfg.JobTimeout}, b.cfg.Logger, nil))
+	client, err := river.NewClient(riverpgxv5.New(b.pool), &river.Config{
+		Logger:               b.cfg.Logger,
+		Workers:              workers,
+		Queues:               map[string]river.QueueConfig{outbox.QueueResolve: {MaxWorkers: wcfg.WorkerConcurrency}},
+		JobTimeout:           wcfg.JobTimeout,
+		MaxAttempts:          wcfg.MaxAttempts,
+		RescueStuckJobsAfter: wcfg.RescueStuckJobsAfter,
+		SoftStopTimeout:      wcfg.ShutdownTimeout,
+		FetchCooldown:        b.cfg.FetchCooldown,
+		FetchPollInterval:    max(b.cfg.FetchCooldown, 50*time.Millisecond),
+	})
+	if err != nil {
+		return nil, fmt.Errorf("error creating River client: %w", err)
+	}
+	return client, nil
+}
+
+// count fills in what the run wrote and the rates.
+func (b *bench) count(ctx context.Context, res *RunResult) error {
+	var discarded int64
+	err := b.pool.QueryRow(ctx, `SELECT
+		(SELECT count(*) FROM river_job WHERE kind = $1),
+		(SELECT count(*) FROM river_job WHERE kind = $1 AND state = 'discarded'),
+		(SELECT count(*) FROM relationships), (SELECT count(*) FROM failed_pois), (SELECT count(*) FROM pois)`,
+		outbox.KindResolveFile).Scan(&res.Jobs, &discarded, &res.Relationships, &res.FailedPOIs, &res.Symbols)
+	if err != nil {
+		return fmt.Errorf("error counting results: %w", err)
+	}
+	if discarded > 0 {
+		return fmt.Errorf("%d resolve_file jobs were discarded; run with --log-level debug to see why", discarded)
+	}
+	res.TotalSeconds = res.PublishSeconds + res.WorkSeconds
+	res.JobsPerFile = ratio(float64(res.Jobs), float64(res.Files))
+	res.PublishPOIsPerSec = ratio(float64(res.POIs), res.PublishSeconds)
+	res.WorkPOIsPerSec = ratio(float64(res.POIs), res.WorkSeconds)
+	res.E2EPOIsPerSec = ratio(float64(res.POIs), res.TotalSeconds)
+	res.RowsWritten = res.Symbols + res.Relationships + res.FailedPOIs
+	res.RowsPerSec = ratio(float64(res.RowsWritten), res.TotalSeconds)
+	return nil
+}
+
+func ratio(a, b float64) float64 {
+	if b == 0 {
+		return 0
+	}
+	return a / b
+}
+
+func (b *bench) mainCorpus() corpus {
+	return corpus{files: b.cfg.Files, poisPerFile: b.cfg.POIsPerFile, malformed: b.cfg.Malformed}
+}
+
+func corpusSource(c corpus) source { return source{files: c.files, next: c.analysis} }
+
+// relay is phase 2.
+func (b *bench) relay(ctx context.Context, res *Result) error {
+	c := b.mainCorpus()
+	r, err := b.runCorpus(ctx, corpusSource(c), false)
+	if err != nil {
+		return err
+	}
+	r.Malformed = c.malformedCount()
+	res.Relay = r
+	return nil
+}
+
+// baseline is phase 3: the same kind of corpus, one job per POI.
+func (b *bench) baseline(ctx context.Context, res *Result) error {
+	c := b.mainCorpus()
+	c.files = b.cfg.BaselineFiles
+	r, err := b.runCorpus(ctx, corpusSource(c), true)
+	if err != nil {
+		return err
+	}
+	r.Malformed = c.malformedCount()
+	res.Baseline = r
+	return nil
+}
+
+// Failures is phase 4: the same well-formed POIs without and with malformed
+// POIs added, FailureRate of the total.
+type Failures struct {
+	Clean   *RunResult `json:"clean"`
+	Failing *RunResult `json:"failing"`
+	// ExtraMillisPerFailedPOI is the failing run's extra total time divided
+	// by its failed POIs.
+	ExtraMillisPerFailedPOI float64 `json:"extra_ms_per_failed_poi"`
+}
+
+func (b *bench) failures(ctx context.Context, res *Result) error {
+	clean := corpus{files: b.cfg.FailuresFiles, poisPerFile: b.cfg.POIsPerFile}
+	failing := clean
+	failing.extraMalformed = b.cfg.FailureRate
+	f := &Failures{}
+	var err error
+	if f.Clean, err = b.runCorpus(ctx, corpusSource(clean), false); err != nil {
+		return err
+	}
+	if f.Failing, err = b.runCorpus(ctx, corpusSource(failing), false); err != nil {
+		return err
+	}
+	f.Failing.Malformed = failing.malformedCount()
+	f.ExtraMillisPerFailedPOI = ratio((f.Failing.TotalSeconds-f.Clean.TotalSeconds)*1000, float64(f.Failing.FailedPOIs))
+	res.Failures = f
+	return nil
+}
+
+// Stdlib is phase 6: `relay analyze` on the Go standard library's source.
+type Stdlib struct {
+	Dir string `json:"dir"`
+	RunResult
+	// SkippedFiles did not parse; RejectedFiles were refused by the outbox.
+	SkippedFiles  int `json:"skipped_files"`
+	RejectedFiles int `json:"rejected_files"`
+}
+
+func (b *bench) stdlib(ctx context.Context, res *Result) error {
+	if err := b.reset(ctx); err != nil {
+		return err
+	}
+	rss := sampleRSS()
+	defer rss.Stop()
+	wcfg := b.workerConfig()
+	inserter, err := worker.NewInsertClient(b.pool, wcfg, b.cfg.Logger)
+	if err != nil {
+		return err
+	}
+	pub := outbox.New(inserter, nil, b.cfg.Logger)
+	sum, err := goanalyze.Publish(ctx, b.pool, pub, b.cfg.GoSrc, goanalyze.PublishConfig{FilesPerTx: b.cfg.FilesPerTx})
+	if err != nil {
+		return err
+	}
+	s := &Stdlib{Dir: b.cfg.GoSrc, SkippedFiles: len(sum.Skipped), RejectedFiles: len(sum.Rejected)}
+	s.Files, s.POIs, s.PublishSeconds = sum.Files, sum.POIs, sum.Seconds
+	b.progress("  published %d POIs of %d files in %.1fs (%d skipped); working", s.POIs, s.Files, s.PublishSeconds, s.SkippedFiles)
+	if err := b.work(ctx, wcfg, &s.RunResult); err != nil {
+		return err
+	}
+	s.PeakRSSBytes = rss.Stop()
+	if err := b.count(ctx, &s.RunResult); err != nil {
+		return err
+	}
+	res.Stdlib = s
+	return nil
+}
+
+// Memory is phase 7: relay's peak RSS for the main corpus and for one
+// MemoryFiles/Files times larger.
+type Memory struct {
+	Small *RunResult `json:"small"`
+	Large *RunResult `json:"large"`
+	// RSSRatio is Large.PeakRSSBytes / Small.PeakRSSBytes.
+	RSSRatio float64 `json:"rss_ratio"`
+}
+
+func (b *bench) memory(ctx context.Context, res *Result) error {
+	m := &Memory{Small: res.Relay}
+	if m.Small == nil {
+		var err error
+		if m.Small, err = b.runCorpus(ctx, corpusSource(b.mainCorpus()), false); err != nil {
+			return err
+		}
+	}
+	large := b.mainCorpus()
+	large.files = b.cfg.MemoryFiles
+	var err error
+	if m.Large, err = b.runCorpus(ctx, corpusSource(large), false); err != nil {
+		return err
+	}
+	m.Large.Malformed = large.malformedCount()
+	m.RSSRatio = ratio(float64(m.Large.PeakRSSBytes), float64(m.Small.PeakRSSBytes))
+	res.Memory = m
+	return nil
+}

@@ -1,0 +1,162 @@
+package bench
+
+import (
+	"fmt"
+	"io"
+	"strings"
+	"text/tabwriter"
+	"time"
+)
+
+// Result is every figure of a run; with --json it is printed as one object.
+type Result struct {
+	Started    time.Time    `json:"started"`
+	Seconds    float64      `json:"seconds"`
+	Machine    Machine      `json:"machine"`
+	Config     ResultConfig `json:"config"`
+	Ceiling    *Ceiling     `json:"ceiling,omitempty"`
+	Relay      *RunResult   `json:"relay,omitempty"`
+	Baseline   *RunResult   `json:"baseline,omitempty"`
+	Failures   *Failures    `json:"failures,omitempty"`
+	DeadLetter *DeadLetter  `json:"deadletter,omitempty"`
+	Stdlib     *Stdlib      `json:"stdlib,omitempty"`
+	Memory     *Memory      `json:"memory,omitempty"`
+	// RelayVsBaseline is relay's end-to-end POIs/s over the baseline's.
+	RelayVsBaseline float64 `json:"relay_vs_baseline,omitempty"`
+	// RelayVsCeiling is relay's rows written per second over the ceiling's.
+	RelayVsCeiling float64 `json:"relay_vs_ceiling,omitempty"`
+	// Targets are the issue's targets with this run's value.
+	Targets []Target `json:"targets"`
+	// PeakRSSBytes is the process's peak RSS (VmHWM) over the whole run.
+	PeakRSSBytes int64 `json:"peak_rss_bytes"`
+}
+
+// ResultConfig echoes the settings of the run.
+type ResultConfig struct {
+	Files         int      `json:"files"`
+	POIsPerFile   int      `json:"pois_per_file"`
+	Malformed     float64  `json:"malformed"`
+	Workers       int      `json:"workers"`
+	FilesPerTx    int      `json:"files_per_tx"`
+	BaselineFiles int      `json:"baseline_files"`
+	FailuresFiles int      `json:"failures_files"`
+	FailureRate   float64  `json:"failure_rate"`
+	FailedRows    int      `json:"failed_rows"`
+	MemoryFiles   int      `json:"memory_files"`
+	FetchCooldown string   `json:"fetch_cooldown,omitempty"`
+	Phases        []string `json:"phases"`
+	GoSrc         string   `json:"go_src,omitempty"`
+}
+
+func resultConfig(c *Config) ResultConfig {
+	rc := ResultConfig{Files: c.Files, POIsPerFile: c.POIsPerFile, Malformed: c.Malformed, Workers: c.Workers,
+		FilesPerTx: c.FilesPerTx, BaselineFiles: c.BaselineFiles, FailuresFiles: c.FailuresFiles, FailureRate: c.FailureRate,
+		FailedRows: c.FailedRows, MemoryFiles: c.MemoryFiles, Phases: c.Phases, GoSrc: c.GoSrc}
+	if c.FetchCooldown > 0 {
+		rc.FetchCooldown = c.FetchCooldown.String()
+	}
+	return rc
+}
+
+// Target is one of the issue's targets.
+type Target struct {
+	Name   string  `json:"name"`
+	Value  float64 `json:"value"`
+	Goal   string  `json:"goal"`
+	Met    bool    `json:"met"`
+	Detail string  `json:"detail,omitempty"`
+}
+
+// evaluate computes the ratios and checks the targets for the phases run.
+func (r *Result) evaluate() {
+	add := func(name string, v float64, goal string, met bool) {
+		r.Targets = append(r.Targets, Target{Name: name, Value: v, Goal: goal, Met: met})
+	}
+	if r.Relay != nil {
+		add("relay jobs per file", r.Relay.JobsPerFile, "== 1", r.Relay.Jobs == int64(r.Relay.Files))
+		add("relay failed_pois rows", float64(r.Relay.FailedPOIs), fmt.Sprintf("== %d malformed", r.Relay.Malformed),
+			r.Relay.FailedPOIs == int64(r.Relay.Malformed))
+	}
+	if r.Relay != nil && r.Baseline != nil {
+		r.RelayVsBaseline = ratio(r.Relay.E2EPOIsPerSec, r.Baseline.E2EPOIsPerSec)
+		add("relay vs one-job-per-POI (e2e POIs/s)", r.RelayVsBaseline, ">= 10x", r.RelayVsBaseline >= 10)
+	}
+	if r.Relay != nil && r.Ceiling != nil {
+		r.RelayVsCeiling = ratio(r.Relay.RowsPerSec, r.Ceiling.RowsPerSec)
+		add("relay rows/s vs COPY ceiling", r.RelayVsCeiling, ">= 0.50", r.RelayVsCeiling >= 0.5)
+	}
+	if f := r.Failures; f != nil {
+		add("failure overhead (ms per failed POI)", f.ExtraMillisPerFailedPOI, "< 1 ms", f.ExtraMillisPerFailedPOI < 1)
+		add("failing run failed_pois rows", float64(f.Failing.FailedPOIs), fmt.Sprintf("== %d malformed", f.Failing.Malformed),
+			f.Failing.FailedPOIs == int64(f.Failing.Malformed))
+	}
+	if d := r.DeadLetter; d != nil {
+		add("failed list, first page (ms)", d.ListMS, "< 100 ms", d.ListMS < 100)
+		add("failed inspect (ms)", d.InspectMS, "< 100 ms", d.InspectMS < 100)
+		add("failed stats (ms)", d.StatsMS, "< 100 ms", d.StatsMS < 100)
+		add("failed analyze (ms)", d.AnalyzeMS, "< 2000 ms", d.AnalyzeMS < 2000)
+		add("reprocess (rows/s)", d.ReprocessRowsPerSec, ">= 20000", d.ReprocessRowsPerSec >= 20000)
+	}
+	if m := r.Memory; m != nil {
+		add("RSS large / RSS small", m.RSSRatio, "<= 1.5", m.RSSRatio <= 1.5)
+	}
+}
+
+// WriteTable prints r for people.
+func (r *Result) WriteTable(w io.Writer) error {
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', tabwriter.AlignRight)
+	p := func(format string, args ...any) { fmt.Fprintf(tw, format+"\n", args...) }
+	m := r.Machine
+	fmt.Fprintf(w, "relay-bench: %d CPUs, %.1f GiB, %s, PostgreSQL %s (shared_buffers %s, synchronous_commit %s), %d workers, %d files/tx\n\n",
+		m.CPUs, float64(m.MemoryBytes)/(1<<30), m.GoVersion, m.PostgresVersion, m.SharedBuffers, m.SynchronousCommit,
+		r.Config.Workers, r.Config.FilesPerTx)
+	if c := r.Ceiling; c != nil {
+		p("ceiling (COPY)\trows\t%d\tseconds\t%.2f\trows/s\t%.0f\t", c.POIRows+c.RelationshipRows, c.Seconds, c.RowsPerSec)
+	}
+	p("run\tfiles\tPOIs\tjobs/file\trels\tfailed\tpublish POIs/s\twork POIs/s\te2e POIs/s\trows/s\tseconds\tpeak RSS MiB\t")
+	row := func(name string, x *RunResult) {
+		if x == nil {
+			return
+		}
+		p("%s\t%d\t%d\t%.2f\t%d\t%d\t%.0f\t%.0f\t%.0f\t%.0f\t%.1f\t%.0f\t", name, x.Files, x.POIs, x.JobsPerFile, x.Relationships,
+			x.FailedPOIs, x.PublishPOIsPerSec, x.WorkPOIsPerSec, x.E2EPOIsPerSec, x.RowsPerSec, x.TotalSeconds, float64(x.PeakRSSBytes)/(1<<20))
+	}
+	row("relay", r.Relay)
+	row("baseline (job per POI)", r.Baseline)
+	if f := r.Failures; f != nil {
+		row("failures 0%", f.Clean)
+		row(fmt.Sprintf("failures %.0f%%", 100*r.Config.FailureRate), f.Failing)
+	}
+	if s := r.Stdlib; s != nil {
+		row("stdlib (relay analyze)", &s.RunResult)
+	}
+	if mm := r.Memory; mm != nil {
+		row("memory small", mm.Small)
+		row("memory large", mm.Large)
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	if d := r.DeadLetter; d != nil {
+		fmt.Fprintf(w, "\ndead letters (%d rows, %s): list %.1f ms, inspect %.2f ms, stats %.1f ms, analyze %.1f ms; reprocess %d rows in %d jobs at %.0f rows/s\n",
+			d.Rows, d.Source, d.ListMS, d.InspectMS, d.StatsMS, d.AnalyzeMS, d.ReprocessRows, d.ReprocessJobs, d.ReprocessRowsPerSec)
+	}
+	if s := r.Stdlib; s != nil {
+		fmt.Fprintf(w, "\nstdlib: %s: %d files skipped (parse errors), %d rejected\n", s.Dir, s.SkippedFiles, s.RejectedFiles)
+	}
+	fmt.Fprintln(w)
+	tw = tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "target\tvalue\tgoal\tmet")
+	for _, t := range r.Targets {
+		met := "yes"
+		if !t.Met {
+			met = "NO"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", t.Name, strings.TrimRight(strings.TrimRight(fmt.Sprintf("%.3f", t.Value), "0"), "."), t.Goal, met)
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	_, err := fmt.Fprintf(w, "\npeak RSS %.0f MiB; %.0f s in all\n", float64(r.PeakRSSBytes)/(1<<20), r.Seconds)
+	return err
+}

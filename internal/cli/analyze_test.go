@@ -1,0 +1,58 @@
+package cli_test
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/relay-dev/relay/internal/cli"
+	"github.com/relay-dev/relay/internal/testdb"
+)
+
+func TestAnalyze_PublishesOneJobPerGoFileAndResolvesCalls(t *testing.T) {
+	t.Parallel()
+	db := testdb.New(t)
+	root := t.TempDir()
+	write := func(rel, src string) {
+		p := filepath.Join(root, filepath.FromSlash(rel))
+		require.NoError(t, os.MkdirAll(filepath.Dir(p), 0o755))
+		require.NoError(t, os.WriteFile(p, []byte(src), 0o600))
+	}
+	write("calc/add.go", "package calc\n\nimport \"fmt\"\n\nfunc Add(a, b int) int { return a + b }\n\nfunc Show(a int) { fmt.Println(Twice(a)) }\n")
+	write("calc/twice.go", "package calc\n\ntype Pair struct{ A, B int }\n\nfunc Twice(a int) int { return Add(a, a) }\n")
+	write("calc/broken.go", "package calc\n\nfunc {\n")
+	write("calc/testdata/skip.go", "package skip\n\nfunc Skip() {}\n")
+
+	r := run(t, db, "", nil, "analyze", root, "--json", "--work", "--files-per-tx", "1")
+	require.Equal(t, cli.ExitOK, r.code, r.stderr)
+	require.Contains(t, r.stderr, "skipped calc/broken.go:3: ")
+
+	var sum cli.AnalyzeSummary
+	require.NoError(t, json.Unmarshal([]byte(r.stdout), &sum))
+	require.Equal(t, 2, sum.Files)
+	require.Equal(t, 5, sum.POIs) // import fmt, Add, Show, Pair, Twice
+	require.Equal(t, 2, sum.Jobs)
+	require.Len(t, sum.Skipped, 1)
+	require.Equal(t, 3, sum.Skipped[0].Line)
+	require.True(t, sum.Worked)
+	require.EqualValues(t, 2, sum.Relationships) // Show->Twice and Twice->Add; fmt and Println are not in the corpus
+	require.Equal(t, 1, testdb.Count(t, db.Pool, `SELECT count(*) FROM relationships
+		WHERE source_poi_id = 'calc/twice.go:5:Twice' AND target_poi_id = 'calc/add.go:5:Add' AND type = 'CALLS'`))
+	require.Equal(t, 2, testdb.Count(t, db.Pool, `SELECT count(*) FROM river_job WHERE kind = 'resolve_file'`))
+
+	// Analysing again republishes the same files: nothing is duplicated.
+	r = run(t, db, "", nil, "analyze", root)
+	require.Equal(t, cli.ExitOK, r.code, r.stderr)
+	require.Contains(t, r.stdout, "published 2 files, 5 POIs in 2 jobs")
+	require.Equal(t, 5, testdb.Count(t, db.Pool, `SELECT count(*) FROM pois`))
+}
+
+func TestAnalyze_RejectsAMissingDirectory(t *testing.T) {
+	t.Parallel()
+	r := run(t, nil, "", nil, "analyze", filepath.Join(t.TempDir(), "nope"))
+	require.Equal(t, cli.ExitUsage, r.code)
+	require.Contains(t, r.stderr, "is not a directory")
+}

@@ -1,0 +1,85 @@
+package goanalyze
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/relay-dev/relay/outbox"
+)
+
+// File is one Go file of the walked tree.
+type File struct {
+	// Analysis is the file's analysis, ready to publish: FileID is the path
+	// relative to the walked directory, with forward slashes.
+	Analysis outbox.Analysis
+	// Err is set, and Analysis empty, when the file did not parse.
+	Err *ParseError
+}
+
+// Walk calls fn for every .go file under root, in lexical order, skipping
+// directories named testdata or vendor and those starting with "." or "_"
+// (which the go tool ignores too). A file that does not parse is passed with
+// Err set; fn decides whether to go on. Walk stops at fn's first error or when
+// ctx ends.
+func Walk(ctx context.Context, root string, fn func(File) error) error {
+	return filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return fmt.Errorf("error walking %s: %w", p, err)
+		}
+		if ctxErr := ctx.Err(); ctxErr != nil {
+			return ctxErr
+		}
+		name := d.Name()
+		if d.IsDir() {
+			if p != root && (name == "testdata" || name == "vendor" || strings.HasPrefix(name, ".") || strings.HasPrefix(name, "_")) {
+				return filepath.SkipDir
+			}
+			return nil
+		}
+		if !d.Type().IsRegular() || !strings.HasSuffix(name, ".go") {
+			return nil
+		}
+		rel, err := filepath.Rel(root, p)
+		if err != nil {
+			return fmt.Errorf("error naming %s relative to %s: %w", p, root, err)
+		}
+		rel = filepath.ToSlash(rel)
+		src, err := os.ReadFile(p)
+		if err != nil {
+			return fmt.Errorf("error reading %s: %w", p, err)
+		}
+		f, err := AnalyzeFile(rel, src)
+		if err != nil {
+			return err
+		}
+		return fn(f)
+	})
+}
+
+// AnalyzeFile extracts src's POIs and encodes them as the analysis of file
+// relPath.
+func AnalyzeFile(relPath string, src []byte) (File, error) {
+	pois, err := Extract(relPath, src)
+	if err != nil {
+		var pe *ParseError
+		if errors.As(err, &pe) {
+			return File{Err: pe}, nil
+		}
+		return File{}, err
+	}
+	a := outbox.Analysis{FileID: relPath, POIs: make([]json.RawMessage, 0, len(pois))}
+	for _, p := range pois {
+		raw, err := json.Marshal(p)
+		if err != nil {
+			return File{}, fmt.Errorf("error encoding POI %q: %w", p.ID, err)
+		}
+		a.POIs = append(a.POIs, raw)
+	}
+	return File{Analysis: a}, nil
+}
