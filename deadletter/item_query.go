@@ -93,8 +93,9 @@ func (s *ItemStore) List(ctx context.Context, f ItemFilter, limit int) ([]*DeadL
 	if err := s.pool.QueryRow(ctx, `SELECT count(*) FROM dead_lettered_items WHERE `+where, args...).Scan(&total); err != nil {
 		return nil, 0, fmt.Errorf("error counting dead-lettered items: %w", err)
 	}
+	args = append(args, max(limit, 0))
 	rows, err := s.pool.Query(ctx, `SELECT `+itemColumns+` FROM dead_lettered_items WHERE `+where+
-		fmt.Sprintf(` ORDER BY last_attempt DESC, id DESC LIMIT %d`, max(limit, 0)), args...)
+		fmt.Sprintf(` ORDER BY last_attempt DESC, id DESC LIMIT $%d`, len(args)), args...)
 	if err != nil {
 		return nil, 0, fmt.Errorf("error listing dead-lettered items: %w", err)
 	}
