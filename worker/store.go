@@ -229,6 +229,10 @@ func (s store) candidates(ctx context.Context, names []string) (map[string][]res
 }
 
 // reresolve recomputes the references of other files to the changed names.
+// Its statements drive index lookups from the (small) arrays with LATERAL
+// joins: as plain joins, PostgreSQL's generic plans for them turned into
+// sequential scans of poi_references and relationships once those grew,
+// and every batch holding name locks waited on them.
 // Where three or more symbols of a name can take a relationship type, every
 // cross-file reference of that type is ambiguous whatever its file, so its
 // cross-file edges are simply removed; otherwise the references are loaded
@@ -255,9 +259,13 @@ func (s store) reresolve(ctx context.Context, jobID int64, fileID string, change
 	}
 	if len(ambNames) > 0 {
 		if _, err := s.tx.Exec(ctx, `
-			DELETE FROM relationships r
-			USING unnest($1::text[], $2::text[]) AS u(name, type)
-			WHERE r.name = u.name AND r.type = u.type AND r.source_file_id <> r.target_file_id AND r.source_file_id <> $3`,
+			DELETE FROM relationships
+			WHERE ctid = ANY(ARRAY(
+				SELECT r.ctid FROM unnest($1::text[], $2::text[]) AS u(name, type)
+				CROSS JOIN LATERAL (
+					SELECT ctid FROM relationships r
+					WHERE r.name = u.name AND r.type = u.type
+					  AND r.source_file_id <> r.target_file_id AND r.source_file_id <> $3) r))`,
 			ambNames, ambTypes, fileID); err != nil {
 			return 0, fmt.Errorf("error removing ambiguous relationships: %w", err)
 		}
@@ -267,8 +275,10 @@ func (s store) reresolve(ctx context.Context, jobID int64, fileID string, change
 	}
 	rows, err := s.tx.Query(ctx, `
 		SELECT r.source_poi_id, r.source_file_id, r.name, r.type
-		FROM poi_references r JOIN unnest($1::text[], $2::text[]) AS u(name, type) ON r.name = u.name AND r.type = u.type
-		WHERE r.source_file_id <> $3`, fewNames, fewTypes, fileID)
+		FROM unnest($1::text[], $2::text[]) AS u(name, type)
+		CROSS JOIN LATERAL (
+			SELECT source_poi_id, source_file_id, name, type FROM poi_references r
+			WHERE r.name = u.name AND r.type = u.type AND r.source_file_id <> $3) r`, fewNames, fewTypes, fileID)
 	if err != nil {
 		return 0, fmt.Errorf("error loading references to changed names: %w", err)
 	}
@@ -298,10 +308,13 @@ func (s store) reresolve(ctx context.Context, jobID int64, fileID string, change
 		// still right (a reference resolves to at most one target); then
 		// insert what is right now.
 		if _, err := s.tx.Exec(ctx, `
-			DELETE FROM relationships r
-			USING unnest($1::text[], $2::text[], $3::text[], $4::text[]) AS u(src, name, type, tgt)
-			WHERE r.source_poi_id = u.src AND r.name = u.name AND r.type = u.type
-			  AND r.target_poi_id IS DISTINCT FROM u.tgt`,
+			DELETE FROM relationships
+			WHERE ctid = ANY(ARRAY(
+				SELECT r.ctid FROM unnest($1::text[], $2::text[], $3::text[], $4::text[]) AS u(src, name, type, tgt)
+				CROSS JOIN LATERAL (
+					SELECT ctid FROM relationships r
+					WHERE r.source_poi_id = u.src AND r.name = u.name AND r.type = u.type
+					  AND r.target_poi_id IS DISTINCT FROM u.tgt) r))`,
 			srcs, names, types, targets); err != nil {
 			return 0, fmt.Errorf("error removing outdated relationships: %w", err)
 		}
