@@ -78,7 +78,15 @@ func TestDocs_AnalystRoleAppliesAndIsReadOnly(t *testing.T) {
 	script, err := os.ReadFile("../docs/sql/analyst_role.sql")
 	require.NoError(t, err)
 	for range 2 { // idempotent
-		_, err = b.db.Pool.Exec(ctx, string(script))
+		// Roles are cluster-wide: test binaries running at once must not
+		// create and grant the same role concurrently.
+		err = pgx.BeginFunc(ctx, b.db.Pool, func(tx pgx.Tx) error {
+			if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock(7238041)`); err != nil {
+				return err
+			}
+			_, err := tx.Exec(ctx, string(script))
+			return err
+		})
 		require.NoError(t, err)
 	}
 	err = pgx.BeginFunc(ctx, b.db.Pool, func(tx pgx.Tx) error {

@@ -75,11 +75,13 @@ func DecodeAnalysis(data []byte) (Analysis, error) {
 	if len(env.FileID) == 0 || string(env.FileID) == "null" {
 		return Analysis{}, reject("", "fileId is required")
 	}
-	if err := json.Unmarshal(env.FileID, &a.FileID); err != nil {
-		return Analysis{}, reject("", "fileId must be a string, got %s", env.FileID)
+	// encoding/json would silently turn invalid UTF-8 and unpaired
+	// surrogate escapes into U+FFFD; relay never alters data, so reject.
+	if !utf8.Valid(env.FileID) || containsLoneSurrogate(env.FileID) {
+		return Analysis{}, reject("", "fileId is not valid UTF-8 (invalid bytes or an unpaired \\ud800-\\udfff escape)")
 	}
-	if !utf8.ValidString(a.FileID) {
-		return Analysis{}, reject("", "fileId is not valid UTF-8")
+	if err := json.Unmarshal(env.FileID, &a.FileID); err != nil {
+		return Analysis{}, reject("", "fileId must be a string, got %s", truncate(env.FileID, 40))
 	}
 	if len(env.POIs) == 0 || string(env.POIs) == "null" {
 		return Analysis{}, reject(a.FileID, "pois is required (an array; [] for a file without POIs)")
@@ -117,6 +119,53 @@ func containsNUL(raw []byte) bool {
 			return true
 		}
 		i++ // skip the escaped character, so \\u0000 is not a NUL
+	}
+	return false
+}
+
+// containsLoneSurrogate reports whether JSON text holds a \uXXXX escape of
+// a UTF-16 surrogate that is not part of a high-low pair. PostgreSQL's jsonb
+// rejects such text, and encoding/json would turn it into U+FFFD.
+func containsLoneSurrogate(raw []byte) bool {
+	escape := func(i int) (rune, bool) { // the \uXXXX escape at raw[i:], if any
+		if i+5 >= len(raw) || raw[i] != '\\' || raw[i+1] != 'u' {
+			return 0, false
+		}
+		var r rune
+		for _, c := range raw[i+2 : i+6] {
+			switch {
+			case c >= '0' && c <= '9':
+				r = r<<4 | rune(c-'0')
+			case c >= 'a' && c <= 'f':
+				r = r<<4 | rune(c-'a'+10)
+			case c >= 'A' && c <= 'F':
+				r = r<<4 | rune(c-'A'+10)
+			default:
+				return 0, false
+			}
+		}
+		return r, true
+	}
+	for i := 0; i < len(raw); i++ {
+		if raw[i] != '\\' {
+			continue
+		}
+		r, ok := escape(i)
+		if !ok {
+			i++ // skip the escaped character, so \\ud800 is not an escape
+			continue
+		}
+		switch {
+		case r >= 0xD800 && r <= 0xDBFF:
+			if low, ok := escape(i + 6); ok && low >= 0xDC00 && low <= 0xDFFF {
+				i += 11
+				continue
+			}
+			return true
+		case r >= 0xDC00 && r <= 0xDFFF:
+			return true
+		}
+		i += 5
 	}
 	return false
 }

@@ -151,6 +151,9 @@ func (p *Publisher) check(a Analysis) ([]resolver.POI, error) {
 	if !utf8.ValidString(a.FileID) || strings.ContainsRune(a.FileID, 0) {
 		return nil, reject(a.FileID, "fileId holds a NUL character or invalid UTF-8, which PostgreSQL cannot store")
 	}
+	if len(a.FileID) > resolver.MaxNameBytes {
+		return nil, reject(truncateString(a.FileID), "fileId is %d bytes, more than the %d-byte limit for ids and names", len(a.FileID), resolver.MaxNameBytes)
+	}
 	seen := make(map[string]int, len(a.POIs))
 	syms := make([]resolver.POI, 0, len(a.POIs))
 	for i, raw := range a.POIs {
@@ -169,6 +172,12 @@ func (p *Publisher) check(a Analysis) ([]resolver.POI, error) {
 			return nil, bad("holds invalid UTF-8, which PostgreSQL cannot store; send valid UTF-8 (e.g. escape binary content)")
 		case containsNUL(raw):
 			return nil, bad(`holds a NUL character (\u0000), which PostgreSQL cannot store in text or jsonb; remove or escape it`)
+		case containsLoneSurrogate(raw):
+			return nil, bad(`holds an unpaired UTF-16 surrogate escape (\ud800-\udfff), which PostgreSQL cannot store in jsonb`)
+		case idOK && len(id) > resolver.MaxNameBytes:
+			n := len(id)
+			id = truncateString(id) // for the error message
+			return nil, bad("id is %d bytes, more than the %d-byte limit for ids and names", n, resolver.MaxNameBytes)
 		case filePathOK && filePath != "" && filePath != a.FileID:
 			return nil, bad("filePath %q does not match the analysis fileId %q", filePath, a.FileID)
 		}
@@ -179,6 +188,9 @@ func (p *Publisher) check(a Analysis) ([]resolver.POI, error) {
 			seen[id] = i
 		}
 		if poi, err := resolver.DecodePOI(raw); err == nil {
+			if len(poi.Name) > resolver.MaxNameBytes {
+				return nil, bad("name is %d bytes, more than the %d-byte limit for ids and names", len(poi.Name), resolver.MaxNameBytes)
+			}
 			syms = append(syms, poi)
 		}
 	}
@@ -216,4 +228,16 @@ func (p *Publisher) jobParams(a Analysis, version int64, changed []string) []riv
 		params = append(params, river.InsertManyParams{Args: args, InsertOpts: opts})
 	}
 	return params
+}
+
+// truncateString cuts s to 64 bytes on a rune boundary for error messages.
+func truncateString(s string) string {
+	if len(s) <= 64 {
+		return s
+	}
+	cut := 64
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut] + "…"
 }

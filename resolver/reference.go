@@ -82,9 +82,16 @@ type refSet struct {
 	refs []Reference
 }
 
-// add records a reference; empty names and duplicates are dropped.
+// MaxNameBytes is the longest id or name relay stores: PostgreSQL cannot
+// index longer text (a btree entry is at most about 2.7 kB, and some keys
+// hold two of them). Publish rejects longer ids, names and file ids, so a
+// longer reference name can never resolve and is not extracted.
+const MaxNameBytes = 1024
+
+// add records a reference; empty or over-long names and duplicates are
+// dropped.
 func (s *refSet) add(rt RelType, name string) {
-	if name == "" {
+	if name == "" || len(name) > MaxNameBytes {
 		return
 	}
 	r := Reference{Name: name, Type: rt}

@@ -1,0 +1,554 @@
+package chaos
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"os/exec"
+	"slices"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/riverqueue/river"
+	"github.com/riverqueue/river/riverdriver/riverpgxv5"
+)
+
+// runScenario runs one scenario against a fresh database and checks the
+// invariants afterwards. A fault that relay does not survive (a worker
+// exiting non-zero, a deadline missed) is a violation in the result, not an
+// error; errors are the harness's own failures.
+func (h *harness) runScenario(ctx context.Context, name string) (*Result, error) {
+	ctx, cancel := context.WithTimeout(ctx, h.cfg.ScenarioTimeout)
+	defer cancel()
+	h.progress("\n== %s", name)
+	db, pub, err := h.newDatabase(ctx, name)
+	if err != nil {
+		return nil, err
+	}
+	defer h.drop(db)
+	res := &Result{Scenario: name, Database: db.name, Publish: pub, Violations: []string{}}
+	h.progress("  published %d POIs into %s in %s", h.corpus.POIs, db.name, pub.Round(time.Millisecond))
+
+	began := time.Now()
+	var serr error
+	switch name {
+	case ScenarioKill:
+		serr = h.scenarioKill(ctx, db, res)
+	case ScenarioScaleOut:
+		serr = h.scenarioScaleOut(ctx, db, res)
+	case ScenarioPGRestart:
+		serr = h.scenarioPGRestart(ctx, db, res)
+	case ScenarioSIGTERM:
+		serr = h.scenarioSIGTERM(ctx, db, res)
+	case ScenarioSafetyNet:
+		serr = h.scenarioSafetyNet(ctx, db, res)
+	}
+	res.Work = time.Since(began)
+	if serr != nil {
+		res.Violations = append(res.Violations, serr.Error())
+		h.progress("  FAULT NOT SURVIVED: %v", serr)
+	}
+	inv, err := check(context.WithoutCancel(ctx), db.pool, h.corpus)
+	if err != nil {
+		return nil, err
+	}
+	res.Check, res.Lost, res.Duplicated = inv, inv.Lost(), inv.Duplicated()
+	res.Violations = append(res.Violations, inv.Violations()...)
+	res.Passed = len(res.Violations) == 0
+	h.progress("  %s: %d POIs, %d failed_pois rows, %d relationships, lost %d, duplicated %d, %s",
+		passFail(res.Passed), inv.POIsStored+inv.FailedPOIRows, inv.FailedPOIRows, inv.Relationships, res.Lost, res.Duplicated,
+		res.Work.Round(time.Millisecond))
+	for _, v := range res.Violations {
+		h.progress("  violation: %s", v)
+	}
+	return res, nil
+}
+
+func passFail(ok bool) string {
+	if ok {
+		return "PASS"
+	}
+	return "FAIL"
+}
+
+// startWorker starts a long-running `relay worker`.
+func (h *harness) startWorker(db *scenarioDB, res *Result, extra map[string]string) (*process, error) {
+	res.Processes++
+	return start(h.workDir, fmt.Sprintf("%s-worker-%02d", res.Scenario, res.Processes), h.binary, h.env(db, extra), nil, "worker")
+}
+
+// finish runs `relay worker --until-idle` until every batch is completed.
+// A batch whose retry River scheduled beyond the worker's idle horizon
+// (backoff grows with each attempt) is made due now with River's JobRetry
+// and counted in res.Expedited.
+func (h *harness) finish(ctx context.Context, db *scenarioDB, res *Result) error {
+	for round := 1; ; round++ {
+		res.Processes++
+		p, err := start(h.workDir, fmt.Sprintf("%s-until-idle-%02d", res.Scenario, round), h.binary, h.env(db, nil), nil,
+			"worker", "--until-idle")
+		if err != nil {
+			return err
+		}
+		if err := p.wait(ctx); err != nil {
+			return err
+		}
+		left, _, err := pending(ctx, db.pool)
+		if err != nil {
+			return err
+		}
+		if left == 0 {
+			return nil
+		}
+		if round == 5 {
+			return fmt.Errorf("%d batches still not completed after %d runs of relay worker --until-idle", left, round)
+		}
+		n, err := expedite(ctx, db)
+		if err != nil {
+			return err
+		}
+		res.Expedited += n
+		h.progress("  until-idle run %d left %d batches waiting for a backed-off retry; made %d due now (JobRetry)", round, left, n)
+	}
+}
+
+// expedite makes every retryable or scheduled resolve_file job due now,
+// through River's client API.
+func expedite(ctx context.Context, db *scenarioDB) (int, error) {
+	client, err := river.NewClient(riverpgxv5.New(db.pool), &river.Config{Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	if err != nil {
+		return 0, fmt.Errorf("error creating River client: %w", err)
+	}
+	rows, err := db.pool.Query(ctx, `SELECT id FROM river_job WHERE kind = 'resolve_file' AND state IN ('retryable', 'scheduled') ORDER BY id`)
+	if err != nil {
+		return 0, fmt.Errorf("error listing retryable jobs: %w", err)
+	}
+	ids, err := pgx.CollectRows(rows, pgx.RowTo[int64])
+	if err != nil {
+		return 0, fmt.Errorf("error listing retryable jobs: %w", err)
+	}
+	for _, id := range ids {
+		if _, err := client.JobRetry(ctx, id); err != nil {
+			return 0, fmt.Errorf("error retrying job %d: %w", id, err)
+		}
+	}
+	return len(ids), nil
+}
+
+// inFlightWait is how long, after its random delay, a kill waits for a
+// batch to be running before it strikes anyway.
+const inFlightWait = time.Second
+
+// kill is one SIGKILL and the batches it stranded.
+type kill struct {
+	at       time.Time
+	stranded []int64
+}
+
+// scenarioKill SIGKILLs a worker at random moments while work remains,
+// restarting it each time, then finishes with --until-idle.
+func (h *harness) scenarioKill(ctx context.Context, db *scenarioDB, res *Result) error {
+	res.Concurrent = 1
+	var kills []kill
+	for len(kills) < h.cfg.Kills {
+		p, err := h.startWorker(db, res, nil)
+		if err != nil {
+			return err
+		}
+		span := h.cfg.KillDelayMax - h.cfg.KillDelayMin
+		delay := h.cfg.KillDelayMin + time.Duration(h.rng.Int64N(int64(span)+1))
+		select {
+		case <-p.done:
+			return fmt.Errorf("worker exited %d on its own before kill %d (log %s)", p.exitCode(), len(kills)+1, p.logPath)
+		case <-ctx.Done():
+			p.kill()
+			return ctx.Err()
+		case <-time.After(delay):
+		}
+		// Prefer to strike with a batch in flight: wait briefly for one.
+		var left int
+		err = waitFor(ctx, inFlightPoll, inFlightWait, "a batch in flight", func(ctx context.Context) (bool, error) {
+			var mine int
+			err := db.pool.QueryRow(ctx, `
+				SELECT count(*) FILTER (WHERE state <> 'completed'),
+				       count(*) FILTER (WHERE state = 'running' AND attempted_at >= $1)
+				FROM river_job WHERE kind = 'resolve_file'`, p.started).Scan(&left, &mine)
+			return left == 0 || mine > 0, err
+		})
+		if err != nil && left > 0 {
+			h.progress("  no batch in flight within %s; killing anyway", inFlightWait)
+		}
+		if left == 0 {
+			p.kill()
+			return fmt.Errorf("work ran out after %d of %d kills: publish more POIs (--files/--pois-per-file) or shorten the kill delays", len(kills), h.cfg.Kills)
+		}
+		p.kill()
+		k := kill{at: time.Now()}
+		// Stranded: the batches this process fetched and never finished
+		// (those still running from an earlier kill are that kill's).
+		rows, err := db.pool.Query(ctx, `SELECT id FROM river_job WHERE kind = 'resolve_file' AND state = 'running' AND attempted_at >= $1`,
+			p.started)
+		if err == nil {
+			k.stranded, err = pgx.CollectRows(rows, pgx.RowTo[int64])
+		}
+		if err != nil {
+			return fmt.Errorf("error listing stranded batches: %w", err)
+		}
+		kills = append(kills, k)
+		res.Stranded += len(k.stranded)
+		h.progress("  kill %2d after %6s: %4d batches left, %d stranded running", len(kills), delay.Round(time.Millisecond), left, len(k.stranded))
+	}
+	res.Kills = len(kills)
+	if err := h.finish(ctx, db, res); err != nil {
+		return err
+	}
+	return h.rescueLatency(ctx, db, kills, res)
+}
+
+// rescueLatency measures, for every batch a kill stranded, how long after
+// the kill River's rescuer made it retryable again.
+func (h *harness) rescueLatency(ctx context.Context, db *scenarioDB, kills []kill, res *Result) error {
+	var ids []int64
+	for _, k := range kills {
+		ids = append(ids, k.stranded...)
+	}
+	if len(ids) == 0 {
+		return nil
+	}
+	rows, err := db.pool.Query(ctx, `
+		SELECT j.id, (e->>'at')::timestamptz FROM river_job j, unnest(j.errors) AS e
+		WHERE j.id = ANY($1) AND e->>'error' = 'Stuck job rescued by JobRescuer'`, ids)
+	if err != nil {
+		return fmt.Errorf("error reading rescues: %w", err)
+	}
+	rescues := map[int64][]time.Time{}
+	for rows.Next() {
+		var id int64
+		var at time.Time
+		if err := rows.Scan(&id, &at); err != nil {
+			rows.Close()
+			return fmt.Errorf("error reading rescues: %w", err)
+		}
+		rescues[id] = append(rescues[id], at)
+	}
+	if err := rows.Err(); err != nil {
+		return fmt.Errorf("error reading rescues: %w", err)
+	}
+	var lat []time.Duration
+	missing := 0
+	for _, k := range kills {
+		for _, id := range k.stranded {
+			var best time.Duration = -1
+			for _, at := range rescues[id] {
+				if d := at.Sub(k.at); d >= 0 && (best < 0 || d < best) {
+					best = d
+				}
+			}
+			if best < 0 {
+				missing++
+				continue
+			}
+			lat = append(lat, best)
+		}
+	}
+	if missing > 0 {
+		res.Notes = append(res.Notes, fmt.Sprintf("%d stranded batches have no rescue recorded after their kill (a later kill's worker finished them first?)", missing))
+	}
+	if len(lat) > 0 {
+		slices.Sort(lat)
+		res.RescueMin, res.RescueMedian, res.RescueMax = lat[0], lat[len(lat)/2], lat[len(lat)-1]
+		h.progress("  rescue after kill: min %s, median %s, max %s over %d stranded batches (rescue_stuck_jobs_after %s)",
+			res.RescueMin.Round(time.Millisecond), res.RescueMedian.Round(time.Millisecond), res.RescueMax.Round(time.Millisecond),
+			len(lat), h.cfg.RescueAfter)
+	}
+	return nil
+}
+
+// waitDrained waits until every resolve_file job is completed, failing
+// early when a worker that should keep running exits.
+func (h *harness) waitDrained(ctx context.Context, db *scenarioDB, procs []*process) error {
+	return waitFor(ctx, pollInterval, h.cfg.ScenarioTimeout, "every batch to complete", func(ctx context.Context) (bool, error) {
+		for _, p := range procs {
+			if !p.running() {
+				return false, fmt.Errorf("%s exited %d while work remained (log %s)", p.name, p.exitCode(), p.logPath)
+			}
+		}
+		left, _, err := pending(ctx, db.pool)
+		return left == 0, err
+	})
+}
+
+// terminateAll sends SIGTERM to procs and requires each to exit 0 within
+// the shutdown timeout plus a margin.
+func (h *harness) terminateAll(procs []*process, res *Result) error {
+	var errs []error
+	for _, p := range procs {
+		if !p.running() {
+			errs = append(errs, fmt.Errorf("%s had already exited %d (log %s)", p.name, p.exitCode(), p.logPath))
+			continue
+		}
+		res.SIGTERMs++
+		took, err := p.terminate(h.cfg.ShutdownTimeout + sigtermMargin)
+		res.SIGTERMExitMax = max(res.SIGTERMExitMax, took)
+		if err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return joinErrs(errs)
+}
+
+// sigtermMargin is how much longer than shutdown_timeout a worker may take
+// to exit after SIGTERM (closing its pool, River's own teardown).
+const sigtermMargin = 10 * time.Second
+
+// scenarioScaleOut runs three workers at once and compares the result with
+// a single-worker run of the same corpus.
+func (h *harness) scenarioScaleOut(ctx context.Context, db *scenarioDB, res *Result) error {
+	if h.refRels == nil {
+		if err := h.reference(ctx); err != nil {
+			return err
+		}
+	}
+	res.Concurrent = 3
+	var procs []*process
+	for range 3 {
+		p, err := h.startWorker(db, res, nil)
+		if err != nil {
+			return err
+		}
+		procs = append(procs, p)
+	}
+	werr := h.waitDrained(ctx, db, procs)
+	if err := h.terminateAll(procs, res); err != nil || werr != nil {
+		return joinErrs([]error{werr, err})
+	}
+	got, err := relationships(ctx, db.pool)
+	if err != nil {
+		return err
+	}
+	match := slices.Equal(got, h.refRels)
+	res.ReferenceMatch = &match
+	h.progress("  relationships: %d with 3 workers, %d with 1 worker; identical: %v", len(got), len(h.refRels), match)
+	if !match {
+		return fmt.Errorf("relationships differ from the single-worker reference run (%d vs %d)", len(got), len(h.refRels))
+	}
+	return nil
+}
+
+// reference runs the corpus with a single `relay worker --until-idle` and
+// keeps its relationships.
+func (h *harness) reference(ctx context.Context) error {
+	db, _, err := h.newDatabase(ctx, "reference")
+	if err != nil {
+		return err
+	}
+	defer h.drop(db)
+	began := time.Now()
+	if err := h.runRelay(ctx, "reference-until-idle", h.env(db, nil), nil, "worker", "--until-idle"); err != nil {
+		return err
+	}
+	if left, _, err := pending(ctx, db.pool); err != nil || left > 0 {
+		return fmt.Errorf("reference run left %d batches (%v)", left, err)
+	}
+	h.refRels, err = relationships(ctx, db.pool)
+	h.refDB = db.name
+	h.progress("  reference single-worker run: %d relationships in %s", len(h.refRels), time.Since(began).Round(time.Millisecond))
+	return err
+}
+
+// scenarioPGRestart restarts PostgreSQL while two workers are busy.
+func (h *harness) scenarioPGRestart(ctx context.Context, db *scenarioDB, res *Result) error {
+	res.Concurrent = 2
+	var procs []*process
+	for range 2 {
+		p, err := h.startWorker(db, res, nil)
+		if err != nil {
+			return err
+		}
+		procs = append(procs, p)
+	}
+	total := h.jobCount(ctx, db)
+	// Restart mid-run: once a quarter of the batches are done.
+	err := waitFor(ctx, pollInterval, 5*time.Minute, "the workers to make progress", func(ctx context.Context) (bool, error) {
+		left, _, err := pending(ctx, db.pool)
+		return left <= total*3/4 && left > 0, err
+	})
+	if err != nil {
+		_ = h.terminateAll(procs, res)
+		return err
+	}
+	left, running, _ := pending(ctx, db.pool)
+	h.progress("  restarting PostgreSQL (%s) with %d batches left, %d running", h.cfg.PGRestart, left, running)
+	began := time.Now()
+	if out, err := exec.CommandContext(ctx, "sh", "-c", h.cfg.PGRestart).CombinedOutput(); err != nil {
+		_ = h.terminateAll(procs, res)
+		return fmt.Errorf("error restarting PostgreSQL: %w: %s", err, out)
+	}
+	res.PGRestarts++
+	if err := waitFor(ctx, pollInterval, 2*time.Minute, "PostgreSQL to accept connections", func(ctx context.Context) (bool, error) {
+		return exec.CommandContext(ctx, "pg_isready", "-q", "-d", db.url).Run() == nil, nil
+	}); err != nil {
+		return err
+	}
+	h.progress("  PostgreSQL back after %s", time.Since(began).Round(time.Millisecond))
+	werr := h.waitDrained(ctx, db, procs)
+	h.progress("  drained %s after the restart", time.Since(began).Round(time.Millisecond))
+	if err := h.terminateAll(procs, res); err != nil || werr != nil {
+		return joinErrs([]error{werr, err})
+	}
+	return nil
+}
+
+func (h *harness) jobCount(ctx context.Context, db *scenarioDB) int {
+	var n int
+	_ = db.pool.QueryRow(ctx, `SELECT count(*) FROM river_job WHERE kind = 'resolve_file'`).Scan(&n)
+	return n
+}
+
+// scenarioSIGTERM sends SIGTERM to workers with batches in flight. Odd
+// rounds give in-flight batches the full shutdown timeout (they finish);
+// even rounds give them 1ms (they are cancelled, roll back and are retried).
+func (h *harness) scenarioSIGTERM(ctx context.Context, db *scenarioDB, res *Result) error {
+	res.Concurrent = 1
+	var errs []error
+	for round := 1; round <= h.cfg.SIGTERMs; round++ {
+		extra := map[string]string{}
+		timeout := h.cfg.ShutdownTimeout
+		if round%2 == 0 {
+			timeout = time.Millisecond
+			extra["RELAY_SHUTDOWN_TIMEOUT"] = timeout.String()
+		}
+		p, err := h.startWorker(db, res, extra)
+		if err != nil {
+			return err
+		}
+		err = waitFor(ctx, inFlightPoll, time.Minute, "a batch in flight", func(ctx context.Context) (bool, error) {
+			if !p.running() {
+				return false, fmt.Errorf("%s exited %d", p.name, p.exitCode())
+			}
+			left, running, err := pending(ctx, db.pool)
+			if err == nil && left == 0 {
+				return true, nil
+			}
+			return running > 0, err
+		})
+		if err != nil {
+			p.kill()
+			return err
+		}
+		_, inFlight, _ := pending(ctx, db.pool)
+		res.SIGTERMs++
+		took, err := p.terminate(timeout + sigtermMargin)
+		res.SIGTERMExitMax = max(res.SIGTERMExitMax, took)
+		if err != nil {
+			errs = append(errs, err)
+		}
+		left, running, qerr := pending(ctx, db.pool)
+		if qerr != nil {
+			return qerr
+		}
+		h.progress("  SIGTERM %d (shutdown_timeout %s) with %d batches in flight: exit %d after %s; %d left, %d running",
+			round, timeout, inFlight, p.exitCode(), took.Round(time.Millisecond), left, running)
+		if running > 0 {
+			errs = append(errs, fmt.Errorf("%d batches left running after SIGTERM round %d", running, round))
+		}
+		if left == 0 {
+			res.Notes = append(res.Notes, fmt.Sprintf("work ran out after %d SIGTERM rounds", round))
+			break
+		}
+	}
+	if err := h.finish(ctx, db, res); err != nil {
+		errs = append(errs, err)
+	}
+	return joinErrs(errs)
+}
+
+// scenarioSafetyNet makes failed_pois unwritable while a worker runs:
+// batches with a malformed POI must fail and stay retryable, then succeed
+// once the fault is removed.
+func (h *harness) scenarioSafetyNet(ctx context.Context, db *scenarioDB, res *Result) error {
+	res.Concurrent = 1
+	if _, err := db.pool.Exec(ctx, `
+		CREATE FUNCTION chaos_failed_pois_unwritable() RETURNS trigger LANGUAGE plpgsql AS
+		$$ BEGIN RAISE EXCEPTION 'chaos: failed_pois is unwritable'; END $$;
+		CREATE TRIGGER chaos_failed_pois_unwritable BEFORE INSERT ON failed_pois
+		FOR EACH ROW EXECUTE FUNCTION chaos_failed_pois_unwritable()`); err != nil {
+		return fmt.Errorf("error installing the failed_pois fault: %w", err)
+	}
+	h.progress("  failed_pois made unwritable (a trigger that raises)")
+	p, err := h.startWorker(db, res, nil)
+	if err != nil {
+		return err
+	}
+	// Every batch that holds a malformed POI fails, at least twice; the
+	// rest complete.
+	var failing int
+	err = waitFor(ctx, pollInterval, 5*time.Minute, "every batch to complete or to have failed twice", func(ctx context.Context) (bool, error) {
+		if !p.running() {
+			return false, fmt.Errorf("%s exited %d", p.name, p.exitCode())
+		}
+		var notSettled int
+		err := db.pool.QueryRow(ctx, `
+			SELECT count(*) FILTER (WHERE state <> 'completed'),
+			       count(*) FILTER (WHERE state <> 'completed' AND coalesce(array_length(errors, 1), 0) < 2)
+			FROM river_job WHERE kind = 'resolve_file'`).Scan(&failing, &notSettled)
+		return notSettled == 0, err
+	})
+	if err != nil {
+		p.kill()
+		return err
+	}
+	want := map[string]bool{}
+	for _, s := range h.corpus.Malformed {
+		want[s.FileID] = true
+	}
+	h.progress("  %d batches failing and retrying (expected: the %d files holding a malformed POI); removing the fault", failing, len(want))
+	if failing != len(want) {
+		res.Notes = append(res.Notes, fmt.Sprintf("%d batches failed under the fault, %d files hold malformed POIs", failing, len(want)))
+	}
+	if _, err := db.pool.Exec(ctx, `DROP TRIGGER chaos_failed_pois_unwritable ON failed_pois; DROP FUNCTION chaos_failed_pois_unwritable()`); err != nil {
+		p.kill()
+		return fmt.Errorf("error removing the fault: %w", err)
+	}
+	// Let the attempts under way settle, then make every backed-off retry
+	// due now instead of waiting minutes for it.
+	if err := waitFor(ctx, pollInterval, time.Minute, "no batch to be running", func(ctx context.Context) (bool, error) {
+		var busy int
+		err := db.pool.QueryRow(ctx, `SELECT count(*) FROM river_job WHERE kind = 'resolve_file' AND state IN ('running', 'available')`).Scan(&busy)
+		return busy == 0, err
+	}); err != nil {
+		p.kill()
+		return err
+	}
+	n, err := expedite(ctx, db)
+	if err != nil {
+		p.kill()
+		return err
+	}
+	res.Expedited += n
+	werr := h.waitDrained(ctx, db, []*process{p})
+	terr := h.terminateAll([]*process{p}, res)
+	res.SafetyNetFailures = countLines(p.logPath, "could not write failed POIs")
+	h.progress("  made %d batches due now (JobRetry); %d batch failures logged with their POI ids", n, res.SafetyNetFailures)
+	return joinErrs([]error{werr, terr})
+}
+
+func joinErrs(errs []error) error {
+	var out []error
+	for _, e := range errs {
+		if e != nil {
+			out = append(out, e)
+		}
+	}
+	switch len(out) {
+	case 0:
+		return nil
+	case 1:
+		return out[0]
+	}
+	msg := out[0].Error()
+	for _, e := range out[1:] {
+		msg += "; " + e.Error()
+	}
+	return fmt.Errorf("%s", msg)
+}

@@ -1,0 +1,77 @@
+package cli_test
+
+import (
+	"net/url"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/relay-dev/relay/internal/cli"
+	"github.com/relay-dev/relay/internal/testdb"
+)
+
+// TestMain_PasswordsRedactedInEveryFailingCommand runs worker, publish and
+// migrate against URLs holding a password, every way a URL can arrive
+// (flag, environment, config file, keyword/value DSN), in text and JSON
+// logs at debug level, failing in every way we can provoke: unreachable
+// server, missing database on a real server, unparsable URL. The password
+// must never appear in stdout or stderr.
+func TestMain_PasswordsRedactedInEveryFailingCommand(t *testing.T) {
+	t.Parallel()
+	const secret = "Sup3r-s3cr3t_pw"
+	server, err := url.Parse(testdb.ServerURL(t))
+	require.NoError(t, err)
+	server.User = url.UserPassword("root", secret)
+	server.Path = "/relay_no_such_database_for_redaction"
+	missingDB := server.String()
+
+	unreachable := "postgres://relay:" + secret + "@127.0.0.1:1/relay?sslmode=disable&connect_timeout=2"
+	encoded := "postgres://relay:" + url.QueryEscape(secret+"@:/?") + "@127.0.0.1:1/relay?sslmode=disable&connect_timeout=2"
+	dsn := "host=127.0.0.1 port=1 user=relay password=" + secret + " dbname=relay connect_timeout=2 sslmode=disable"
+	unparsable := "postgres://relay:" + secret + "@[::1/relay"
+
+	cfgFile := filepath.Join(t.TempDir(), "relay.yaml")
+	require.NoError(t, os.WriteFile(cfgFile, []byte("database_url: "+unreachable+"\nlog_level: debug\n"), 0o600))
+
+	debugJSON := map[string]string{"RELAY_LOG_LEVEL": "debug", "RELAY_LOG_FORMAT": "json"}
+	withURL := func(u string, env map[string]string) map[string]string {
+		out := map[string]string{"RELAY_DATABASE_URL": u}
+		for k, v := range env {
+			out[k] = v
+		}
+		return out
+	}
+	commands := [][]string{{"worker"}, {"worker", "--until-idle"}, {"publish", "-"}, {"migrate", "up"}, {"migrate", "status"}, {"status"}}
+	for _, u := range []string{unreachable, encoded, dsn, unparsable, missingDB} {
+		for _, args := range commands {
+			for _, how := range []string{"flag", "env"} {
+				var r result
+				if how == "flag" {
+					r = run(t, nil, `{"fileId":"a.js","pois":[]}`, map[string]string{"RELAY_LOG_LEVEL": "debug"},
+						append([]string{"--database-url", u}, args...)...)
+				} else {
+					r = run(t, nil, `{"fileId":"a.js","pois":[]}`, withURL(u, debugJSON), args...)
+				}
+				out := r.stdout + r.stderr
+				require.NotEqual(t, cli.ExitOK, r.code, "%s via %s: %s", args, how, out)
+				require.NotContains(t, out, secret, "%s via %s leaked the password", args, how)
+				require.NotContains(t, out, url.QueryEscape(secret+"@:/?"), "%s via %s leaked the encoded password", args, how)
+				require.NotEmpty(t, strings.TrimSpace(r.stderr), "%s via %s says nothing", args, how)
+			}
+		}
+	}
+	for _, args := range commands {
+		r := run(t, nil, "", nil, append([]string{"--config", cfgFile}, args...)...)
+		require.NotEqual(t, cli.ExitOK, r.code)
+		require.NotContains(t, r.stdout+r.stderr, secret, "%s with a config file leaked the password", args)
+	}
+	// --help of every command, with the URL in the environment.
+	for _, args := range append(commands, []string{}) {
+		r := run(t, nil, "", withURL(unreachable, nil), append(args, "--help")...)
+		require.Equal(t, cli.ExitOK, r.code, r.stderr)
+		require.NotContains(t, r.stdout+r.stderr, secret)
+	}
+}
