@@ -5,7 +5,7 @@ TEST_DATABASE_URL ?= postgres://root@127.0.0.1:5432/relay_test?sslmode=disable
 export TEST_DATABASE_URL
 GO ?= go
 
-.PHONY: all build test test-race test-short lint vet fmt bench migrate demo testdb
+.PHONY: all build test test-race test-short lint vet fmt bench bench-relay chaos chaos-short chaos-pg fuzz migrate demo testdb
 
 all: lint test
 
@@ -37,6 +37,30 @@ lint: vet
 
 bench: testdb
 	$(GO) test -run='^$$' -bench=. -benchmem ./...
+
+# relay against PostgreSQL's ceiling and the one-job-per-POI design (BENCHMARKS.md).
+bench-relay:
+	$(GO) run ./cmd/relay-bench
+
+# Fault injection (RELIABILITY.md): 100,000 POIs, 20 worker kills, three
+# workers, SIGTERM, an unwritable failed_pois. chaos-pg restarts the whole
+# PostgreSQL server: run it only on a machine of your own.
+chaos:
+	$(GO) run ./cmd/relay-chaos
+
+chaos-short:
+	$(GO) run ./cmd/relay-chaos --short
+
+chaos-pg:
+	$(GO) run ./cmd/relay-chaos --allow-pg-restart --scenarios postgres-restart
+
+# Each fuzz target for FUZZTIME (15s by default).
+FUZZTIME ?= 15s
+fuzz:
+	$(GO) test -run '^$$' -fuzz '^FuzzDecodeAnalysis$$' -fuzztime $(FUZZTIME) ./outbox/
+	$(GO) test -run '^$$' -fuzz '^FuzzExtract$$' -fuzztime $(FUZZTIME) ./resolver/
+	$(GO) test -run '^$$' -fuzz '^FuzzDecodePOI$$' -fuzztime $(FUZZTIME) ./resolver/
+	$(GO) test -run '^$$' -fuzz '^FuzzSignature$$' -fuzztime $(FUZZTIME) ./deadletter/
 
 migrate:
 	$(GO) run ./cmd/relay migrate up
