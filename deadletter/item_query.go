@@ -569,10 +569,11 @@ func ValidateFilter(ctx context.Context, q pgx.Tx, expr string) error {
 }
 
 // itemFilterError turns PostgreSQL's complaints about a jsonpath (a syntax
-// error, or a result that is not one boolean) into *InvalidFilterError.
+// error, a variable such as $1 that no one passes (42704), or a result that
+// is not one boolean) into *InvalidFilterError.
 func itemFilterError(expr string, err error) error {
 	var pgErr *pgconn.PgError
-	if expr != "" && errors.As(err, &pgErr) && (pgErr.Code == "42601" || strings.HasPrefix(pgErr.Code, "22")) {
+	if expr != "" && errors.As(err, &pgErr) && (pgErr.Code == "42601" || pgErr.Code == "42704" || strings.HasPrefix(pgErr.Code, "22")) {
 		return &InvalidFilterError{Expr: expr, Err: errors.New(pgErr.Message)}
 	}
 	return err

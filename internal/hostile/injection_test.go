@@ -1,6 +1,8 @@
 package hostile_test
 
 import (
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -85,4 +87,56 @@ func TestInjection_FiltersAreParameters(t *testing.T) {
 		require.Equal(t, 1, testdb.Count(t, db.Pool, `SELECT count(*) FROM pg_tables WHERE schemaname = $1 AND tablename = $2`, db.Schema, table))
 	}
 	require.Equal(t, 1, testdb.Count(t, db.Pool, `SELECT count(*) FROM pois`))
+}
+
+// TestInjection_DLQFilterIsAJSONPathParameter sends the same attempts, and
+// JSONPath-shaped ones, through `relay dlq retry --filter` and `--job-id`:
+// each is refused as a bad JSONPath or matches nothing, and the
+// dead-lettered items and the tables are untouched.
+func TestInjection_DLQFilterIsAJSONPathParameter(t *testing.T) {
+	t.Parallel()
+	db := testdb.New(t)
+	dir := t.TempDir()
+	agent := filepath.Join(dir, "agent.sh")
+	require.NoError(t, os.WriteFile(agent, []byte("#!/bin/sh\ncat >/dev/null\necho 'upstream down' >&2\nexit 3\n"), 0o755))
+	input := filepath.Join(dir, "items.ndjson")
+	require.NoError(t, os.WriteFile(input, []byte(`{"id":"a"}`+"\n"+`{"id":"b"}`+"\n"), 0o600))
+	env := []string{"--mapreduce-workdir", t.TempDir()}
+
+	r := relay(t, db, nil, append([]string{"mapreduce", "run", "--input", input, "--agent", agent, "--job-id", "inj",
+		"--max-retries", "0", "--retry-backoff", "10ms", "--wait"}, env...)...)
+	require.Equal(t, cli.ExitRuntime, r.code, r.stderr)
+	require.Equal(t, 2, testdb.Count(t, db.Pool, `SELECT count(*) FROM dead_lettered_items WHERE job_id = 'inj' AND status = 'dead_lettered'`))
+
+	state := func() string {
+		var s string
+		require.NoError(t, db.Pool.QueryRow(t.Context(), `
+			SELECT string_agg(item_id || ':' || status || ':' || failure_count, ',' ORDER BY item_id) FROM dead_lettered_items`).Scan(&s))
+		return s
+	}
+	before := state()
+	attempts := append([]string{
+		`$.error_type == "Timeout"`, // valid JSONPath that matches nothing here: no item timed out
+		`$.item_id == "x' OR '1'='1"`,
+		`$.job_id == "inj\"; DROP TABLE dead_lettered_items; --"`,
+	}, injections...)
+	for _, inj := range attempts {
+		r := relay(t, db, nil, append([]string{"dlq", "retry", "inj", "--filter", inj}, env...)...)
+		out := r.stdout + r.stderr
+		require.NotEqual(t, cli.ExitRuntime, r.code, "--filter %q: %s", inj, out)
+		if strings.Contains(out, "syntax error") {
+			// PostgreSQL's JSONPath parser refused it: it arrived as a
+			// jsonpath value, never as SQL text.
+			require.Contains(t, out, "of jsonpath input", "--filter %q reached SQL as text", inj)
+			require.Equal(t, cli.ExitUsage, r.code)
+		}
+
+		require.Equal(t, before, state(), "--filter %q changed dead_lettered_items: %s", inj, out)
+
+		r = relay(t, db, nil, "dlq", "list", "--job-id", inj, "--json")
+		require.Equal(t, cli.ExitOK, r.code, r.stderr)
+		require.NotContains(t, r.stdout, `"item_id": "a"`, "--job-id %q matched items", inj)
+	}
+	require.Equal(t, before, state(), "an injection changed dead_lettered_items")
+	require.Equal(t, 1, testdb.Count(t, db.Pool, `SELECT count(*) FROM pg_tables WHERE schemaname = $1 AND tablename = 'dead_lettered_items'`, db.Schema))
 }
