@@ -86,13 +86,7 @@ func (b *bench) close() {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	admin, err := pgx.Connect(ctx, b.adminURL)
-	if err != nil {
-		b.progress("could not drop database %s: %v", b.dbName, err)
-		return
-	}
-	defer admin.Close(ctx)
-	if _, err := admin.Exec(ctx, "DROP DATABASE IF EXISTS "+pgx.Identifier{b.dbName}.Sanitize()+" WITH (FORCE)"); err != nil {
+	if err := database.Drop(ctx, b.adminURL, b.dbName); err != nil {
 		b.progress("could not drop database %s: %v", b.dbName, err)
 	}
 }

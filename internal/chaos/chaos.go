@@ -24,7 +24,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/relay-dev/relay/internal/database"
@@ -362,13 +361,7 @@ func (h *harness) drop(db *scenarioDB) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	conn, err := pgx.Connect(ctx, h.cfg.DatabaseURL)
-	if err != nil {
-		h.progress("  could not drop database %s: %v", db.name, err)
-		return
-	}
-	defer conn.Close(ctx)
-	if _, err := conn.Exec(ctx, "DROP DATABASE IF EXISTS "+pgx.Identifier{db.name}.Sanitize()+" WITH (FORCE)"); err != nil {
+	if err := database.Drop(ctx, h.cfg.DatabaseURL, db.name); err != nil {
 		h.progress("  could not drop database %s: %v", db.name, err)
 	}
 }

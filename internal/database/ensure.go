@@ -48,3 +48,18 @@ func EnsureExists(ctx context.Context, dbURL string) error {
 	}
 	return nil
 }
+
+// Drop removes the database name from the server adminURL points at,
+// disconnecting its sessions (the benchmark's and the chaos harness's
+// throwaway databases).
+func Drop(ctx context.Context, adminURL, name string) error {
+	conn, err := pgx.Connect(ctx, adminURL)
+	if err != nil {
+		return fmt.Errorf("error connecting to %s to drop database %q: %w", config.Redact(adminURL), name, errors.New(config.Redact(err.Error())))
+	}
+	defer conn.Close(ctx)
+	if _, err := conn.Exec(ctx, "DROP DATABASE IF EXISTS "+pgx.Identifier{name}.Sanitize()+" WITH (FORCE)"); err != nil {
+		return fmt.Errorf("error dropping database %q: %w", name, err)
+	}
+	return nil
+}
