@@ -79,10 +79,9 @@ func (s store) replaceSymbols(ctx context.Context, fileID string, syms []resolve
 	}
 
 	n := len(syms)
-	ids, names, types, lines := make([]string, n), make([]string, n), make([]string, n), make([]int32, n)
+	ids, names, types, lines := symbolColumns(syms)
 	changedSet := map[string]bool{}
-	for i, p := range syms {
-		ids[i], names[i], types[i], lines[i] = p.ID, p.Name, p.Type, int32(p.LineNumber)
+	for _, p := range syms {
 		k := symbolKey{p.ID, p.Name, p.Type}
 		if old[k] {
 			delete(old, k)
@@ -100,14 +99,7 @@ func (s store) replaceSymbols(ctx context.Context, fileID string, syms []resolve
 	b.Queue(`DELETE FROM pois WHERE file_id = $1 AND NOT (poi_id = ANY($2))`, fileID, ids)
 	b.Queue(`DELETE FROM poi_references WHERE source_file_id = $1`, fileID)
 	b.Queue(`DELETE FROM relationships WHERE source_file_id = $1`, fileID)
-	b.Queue(`
-		INSERT INTO pois (poi_id, file_id, name, type, line_number)
-		SELECT id, $1, name, type, line FROM unnest($2::text[], $3::text[], $4::text[], $5::int[]) AS u(id, name, type, line)
-		ON CONFLICT (poi_id) DO UPDATE
-			SET name = excluded.name, type = excluded.type, line_number = excluded.line_number
-			WHERE pois.file_id = excluded.file_id
-			  AND (pois.name, pois.type, pois.line_number) IS DISTINCT FROM (excluded.name, excluded.type, excluded.line_number)`,
-		fileID, ids, names, types, lines)
+	b.Queue(upsertSymbolsSQL, fileID, ids, names, types, lines)
 	b.Queue(`SELECT count(*) FROM pois WHERE file_id = $1 AND poi_id = ANY($2)`, fileID, ids)
 	br := s.tx.SendBatch(ctx, b)
 	for range 4 {

@@ -9,6 +9,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/relay-dev/relay/outbox"
 	"github.com/relay-dev/relay/resolver"
 )
 
@@ -32,31 +33,11 @@ func (s store) fileVersion(ctx context.Context, fileID string) (int64, bool, err
 // upsertSymbols puts resolved POIs into the symbol table (for reprocessed
 // POIs that were invalid when first published).
 func (s store) upsertSymbols(ctx context.Context, fileID string, ok []poiResult) error {
-	if len(ok) == 0 {
-		return nil
-	}
-	n := len(ok)
-	ids, names, types, lines := make([]string, n), make([]string, n), make([]string, n), make([]int32, n)
+	syms := make([]resolver.POI, len(ok))
 	for i, r := range ok {
-		ids[i], names[i], types[i], lines[i] = r.poi.ID, r.poi.Name, r.poi.Type, int32(r.poi.LineNumber)
+		syms[i] = r.poi
 	}
-	_, err := s.tx.Exec(ctx, `
-		INSERT INTO files (file_id) VALUES ($1) ON CONFLICT (file_id) DO NOTHING`, fileID)
-	if err != nil {
-		return fmt.Errorf("error recording file %q: %w", fileID, err)
-	}
-	_, err = s.tx.Exec(ctx, `
-		INSERT INTO pois (poi_id, file_id, name, type, line_number)
-		SELECT id, $1, name, type, line FROM unnest($2::text[], $3::text[], $4::text[], $5::int[]) AS u(id, name, type, line)
-		ON CONFLICT (poi_id) DO UPDATE
-			SET name = excluded.name, type = excluded.type, line_number = excluded.line_number
-			WHERE pois.file_id = excluded.file_id
-			  AND (pois.name, pois.type, pois.line_number) IS DISTINCT FROM (excluded.name, excluded.type, excluded.line_number)`,
-		fileID, ids, names, types, lines)
-	if err != nil {
-		return fmt.Errorf("error recording symbols of file %q: %w", fileID, err)
-	}
-	return nil
+	return outbox.UpsertSymbolsTx(ctx, s.tx, fileID, syms)
 }
 
 // linkResult counts what link did.
