@@ -36,11 +36,12 @@ const (
 	ScenarioPGRestart  = "postgres-restart"
 	ScenarioSIGTERM    = "sigterm"
 	ScenarioSafetyNet  = "safety-net"
+	ScenarioReprocess  = "reprocess-kill"
 	DatabaseURLDefault = "postgres://root@127.0.0.1:5432/postgres?sslmode=disable"
 )
 
 // AllScenarios lists every scenario in run order.
-var AllScenarios = []string{ScenarioKill, ScenarioScaleOut, ScenarioPGRestart, ScenarioSIGTERM, ScenarioSafetyNet}
+var AllScenarios = []string{ScenarioKill, ScenarioScaleOut, ScenarioPGRestart, ScenarioSIGTERM, ScenarioSafetyNet, ScenarioReprocess}
 
 // Defaults for Config.
 const (

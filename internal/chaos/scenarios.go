@@ -43,6 +43,8 @@ func (h *harness) runScenario(ctx context.Context, name string) (*Result, error)
 		serr = h.scenarioSIGTERM(ctx, db, res)
 	case ScenarioSafetyNet:
 		serr = h.scenarioSafetyNet(ctx, db, res)
+	case ScenarioReprocess:
+		serr = h.scenarioReprocessKill(ctx, db, res)
 	}
 	res.Work = time.Since(began)
 	if serr != nil {
@@ -551,4 +553,89 @@ func joinErrs(errs []error) error {
 		msg += "; " + e.Error()
 	}
 	return fmt.Errorf("%s", msg)
+}
+
+// scenarioReprocessKill works the corpus, then SIGKILLs `relay reprocess
+// --status new` at random moments while it marks failed_pois rows and
+// enqueues their jobs, reruns it to completion and works the jobs. The
+// malformed POIs fail again, so every row must end back in new with
+// attempts exactly 2: reprocessed once, never lost (still 1) nor enqueued
+// twice (3 or more). A reprocess killed between marking and enqueuing
+// would leave rows in reprocessing with no job.
+func (h *harness) scenarioReprocessKill(ctx context.Context, db *scenarioDB, res *Result) error {
+	res.Concurrent = 1
+	if err := h.finish(ctx, db, res); err != nil {
+		return err
+	}
+	env := h.env(db, nil)
+	// Small chunks at a rate slow enough that the rows outlast every kill:
+	// each run gets about a mean kill delay's worth of rows before it dies.
+	var rows int
+	if err := db.pool.QueryRow(ctx, `SELECT count(*) FROM failed_pois`).Scan(&rows); err != nil {
+		return fmt.Errorf("error counting failed_pois: %w", err)
+	}
+	meanDelay := (h.cfg.KillDelayMin + h.cfg.KillDelayMax).Seconds() / 2
+	rate := max(5, int(float64(rows)/(float64(h.cfg.Kills)*meanDelay*1.5)))
+	args := []string{"reprocess", "--status", "new", "--yes", "--chunk-size", "5", "--rate", fmt.Sprintf("%d/s", rate)}
+	for res.Kills < h.cfg.Kills {
+		res.Processes++
+		p, err := start(h.workDir, fmt.Sprintf("%s-reprocess-%02d", res.Scenario, res.Processes), h.binary, env, nil, args...)
+		if err != nil {
+			return err
+		}
+		span := h.cfg.KillDelayMax - h.cfg.KillDelayMin
+		delay := h.cfg.KillDelayMin + time.Duration(h.rng.Int64N(int64(span)+1))
+		select {
+		case <-p.done:
+			// It finished before the kill: every row has been taken.
+			h.progress("  reprocess finished before kill %d", res.Kills+1)
+		case <-ctx.Done():
+			p.kill()
+			return ctx.Err()
+		case <-time.After(delay):
+			if p.running() {
+				p.kill()
+				<-p.done
+				res.Kills++
+				var left, marked int
+				if err := db.pool.QueryRow(ctx, `SELECT count(*) FILTER (WHERE status = 'new'), count(*) FILTER (WHERE status = 'reprocessing') FROM failed_pois`).
+					Scan(&left, &marked); err != nil {
+					return fmt.Errorf("error counting failed_pois: %w", err)
+				}
+				h.progress("  kill %2d after %6s: %d rows still new, %d reprocessing", res.Kills, delay.Round(time.Millisecond), left, marked)
+				continue
+			}
+		}
+		break
+	}
+	// Finish what the kills interrupted; a second run must find nothing.
+	for run := 1; run <= 2; run++ {
+		res.Processes++
+		if err := h.runRelay(ctx, fmt.Sprintf("%s-reprocess-final-%d", res.Scenario, run), env, nil, "reprocess", "--status", "new", "--yes"); err != nil {
+			return fmt.Errorf("reprocess run to completion: %w", err)
+		}
+	}
+	var orphans int
+	if err := db.pool.QueryRow(ctx, `
+		SELECT count(*) FROM failed_pois f
+		WHERE f.status = 'reprocessing'
+		  AND NOT EXISTS (SELECT 1 FROM river_job j WHERE j.id = f.reprocess_job_id)`).Scan(&orphans); err != nil {
+		return fmt.Errorf("error looking for rows marked without a job: %w", err)
+	}
+	if orphans > 0 {
+		return fmt.Errorf("%d failed_pois rows are marked reprocessing without a job", orphans)
+	}
+	if err := h.finish(ctx, db, res); err != nil {
+		return err
+	}
+	var total, once int
+	if err := db.pool.QueryRow(ctx, `SELECT count(*), count(*) FILTER (WHERE status = 'new' AND attempts = 2) FROM failed_pois`).
+		Scan(&total, &once); err != nil {
+		return fmt.Errorf("error checking reprocess outcomes: %w", err)
+	}
+	if once != total {
+		return fmt.Errorf("%d of %d failed_pois rows were not reprocessed exactly once (want status new, attempts 2)", total-once, total)
+	}
+	h.progress("  %d kills of relay reprocess; all %d rows reprocessed exactly once", res.Kills, total)
+	return nil
 }
