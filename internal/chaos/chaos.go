@@ -37,11 +37,12 @@ const (
 	ScenarioSIGTERM    = "sigterm"
 	ScenarioSafetyNet  = "safety-net"
 	ScenarioReprocess  = "reprocess-kill"
+	ScenarioMapReduce  = "mapreduce-kill"
 	DatabaseURLDefault = "postgres://root@127.0.0.1:5432/postgres?sslmode=disable"
 )
 
 // AllScenarios lists every scenario in run order.
-var AllScenarios = []string{ScenarioKill, ScenarioScaleOut, ScenarioPGRestart, ScenarioSIGTERM, ScenarioSafetyNet, ScenarioReprocess}
+var AllScenarios = []string{ScenarioKill, ScenarioScaleOut, ScenarioPGRestart, ScenarioSIGTERM, ScenarioSafetyNet, ScenarioReprocess, ScenarioMapReduce}
 
 // Defaults for Config.
 const (

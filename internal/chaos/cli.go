@@ -70,13 +70,13 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 			cfg.KillDelayMin = 50 * time.Millisecond
 		}
 		if !set["scenarios"] {
-			scenarios = strings.Join([]string{ScenarioKill, ScenarioScaleOut, ScenarioSIGTERM, ScenarioSafetyNet, ScenarioReprocess}, ",")
+			scenarios = strings.Join([]string{ScenarioKill, ScenarioScaleOut, ScenarioSIGTERM, ScenarioSafetyNet, ScenarioReprocess, ScenarioMapReduce}, ",")
 		}
 	}
 	if scenarios != "" {
 		cfg.Scenarios = strings.Split(scenarios, ",")
 	} else if !cfg.AllowPGRestart {
-		cfg.Scenarios = []string{ScenarioKill, ScenarioScaleOut, ScenarioSIGTERM, ScenarioSafetyNet, ScenarioReprocess}
+		cfg.Scenarios = []string{ScenarioKill, ScenarioScaleOut, ScenarioSIGTERM, ScenarioSafetyNet, ScenarioReprocess, ScenarioMapReduce}
 	}
 	if seed == 0 {
 		seed = time.Now().UnixNano()
