@@ -113,6 +113,10 @@ type FailureDetail struct {
 	// WorktreePath is the attempt's working directory (kept after a failure).
 	WorktreePath string `json:"worktree_path,omitempty"`
 	RiverJobID   int64  `json:"river_job_id,omitempty"`
+	// RiverAttempt is River's attempt number, recorded for attempts lost
+	// with a killed worker (whose outcome is known only from River's
+	// rescuer), so each is recorded once.
+	RiverAttempt int `json:"river_attempt,omitempty"`
 }
 
 // WorktreeArtifacts points at what a dead-lettered item's attempts left on

@@ -103,6 +103,7 @@ func (w *MapReduceItemWorker) Work(ctx context.Context, job *river.Job[mapreduce
 			slog.String("item_status", item.Status), slog.Int64("current_river_job_id", item.RiverJobID))
 		return nil
 	}
+	item.Attempts += w.recordLostAttempts(ctx, job, item, log)
 	attempt := item.Attempts + 1
 	out := w.run(ctx, item, attempt)
 	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), recordTimeout)
@@ -220,4 +221,44 @@ func (w *MapReduceItemWorker) storageError(ctx context.Context, job *river.Job[m
 	log.ErrorContext(ctx, "database error around a MapReduce item; retrying without using up an attempt",
 		slog.String("error", err.Error()), slog.Duration("after", delay))
 	return river.JobSnooze(delay)
+}
+
+// riverRescuedError is the error River's rescuer records on a job it found
+// stuck running: the worker that ran that attempt stopped (killed or
+// crashed) without recording any outcome.
+const riverRescuedError = "Stuck job rescued by JobRescuer"
+
+// recordLostAttempts writes a failure_history entry for each attempt of
+// this River job that River's rescuer had to rescue, so the history keeps
+// one entry per attempt (and max_retries+1 entries when the item is
+// dead-lettered) even when workers die mid-attempt. Each is recorded once,
+// keyed by River job and attempt. It returns how many it recorded; a
+// failure to record is logged and the attempt goes on.
+func (w *MapReduceItemWorker) recordLostAttempts(ctx context.Context, job *river.Job[mapreduce.ItemArgs], item *mapreduce.WorkItem, log *slog.Logger) int {
+	added := 0
+	for _, e := range job.Errors {
+		if e.Error != riverRescuedError || e.Attempt >= job.Attempt {
+			continue
+		}
+		d := deadletter.FailureDetail{
+			AttemptNumber: item.Attempts + added + 1,
+			Timestamp:     e.At,
+			ErrorType:     deadletter.ErrorTypeUnknown,
+			ErrorMessage:  "attempt lost: the worker running it stopped before recording an outcome (River rescued the job)",
+			AgentID:       fmt.Sprintf("%s/river-job-%d", w.host, job.ID),
+			StepFailed:    agent.StepRunAgent,
+			RiverJobID:    job.ID,
+			RiverAttempt:  e.Attempt,
+		}
+		ok, err := w.jobs.RecordLostAttempt(ctx, job.Args.JobID, job.Args.ItemID, d)
+		if err != nil {
+			log.WarnContext(ctx, "error recording a lost attempt", slog.Int("river_attempt", e.Attempt), slog.String("error", err.Error()))
+			continue
+		}
+		if ok {
+			added++
+			log.WarnContext(ctx, "recorded an attempt lost with its worker", slog.Int("river_attempt", e.Attempt))
+		}
+	}
+	return added
 }

@@ -261,6 +261,28 @@ func (s *Store) RecordFailure(ctx context.Context, q Querier, jobID, itemID stri
 	return json.RawMessage(data), hist, nil
 }
 
+// RecordLostAttempt appends d, an attempt that died with its worker, to the
+// item's failure history unless an entry for the same River job and attempt
+// is already there. It reports whether it appended.
+func (s *Store) RecordLostAttempt(ctx context.Context, jobID, itemID string, d deadletter.FailureDetail) (bool, error) {
+	entry, err := json.Marshal([]deadletter.FailureDetail{d})
+	if err != nil {
+		return false, fmt.Errorf("error encoding lost attempt of item %q: %w", itemID, err)
+	}
+	key, err := json.Marshal([]map[string]any{{"river_job_id": d.RiverJobID, "river_attempt": d.RiverAttempt}})
+	if err != nil {
+		return false, fmt.Errorf("error encoding lost attempt of item %q: %w", itemID, err)
+	}
+	tag, err := s.pool.Exec(ctx, `
+		UPDATE mapreduce_items SET failure_history = failure_history || $3::jsonb, attempts = attempts + 1, updated_at = now()
+		WHERE job_id = $1 AND item_id = $2 AND status = 'pending' AND NOT failure_history @> $4::jsonb`,
+		jobID, itemID, entry, key)
+	if err != nil {
+		return false, fmt.Errorf("error recording lost attempt of item %q of job %q: %w", itemID, jobID, err)
+	}
+	return tag.RowsAffected() == 1, nil
+}
+
 // SucceedTx records in tx that the item succeeded on attempt with result.
 func (s *Store) SucceedTx(ctx context.Context, tx pgx.Tx, jobID, itemID string, attempt int, result []byte) error {
 	_, err := tx.Exec(ctx, `
