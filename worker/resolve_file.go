@@ -273,12 +273,6 @@ func (w *ResolveFileWorker) commit(ctx context.Context, job *river.Job[outbox.Re
 			return nil, err
 		}
 	}
-	link, err := st.link(ctx, job.ID, args.FileID, ok2, args.ChangedNames)
-	if err != nil {
-		return nil, err
-	}
-	sum.Relationships, sum.Unknown, sum.Ambiguous = link.written, link.unknown, link.ambiguous
-
 	if len(args.FailedPOIIDs) > 0 {
 		// A reprocess job: each POI's outcome goes to the failed_pois row it
 		// came from (reprocessed, or back to new with its error history).
@@ -321,6 +315,13 @@ func (w *ResolveFileWorker) commit(ctx context.Context, job *river.Job[outbox.Re
 			slog.Int64("job_id", job.ID), slog.String("file_id", args.FileID), slog.Any("poi_ids", ids), slog.String("error", err.Error()))
 		return nil, err
 	}
+	// Linking comes last: it takes the name locks, which are held until
+	// commit, so everything that needs no lock is done before.
+	link, err := st.link(ctx, job.ID, args.FileID, ok2, args.ChangedNames)
+	if err != nil {
+		return nil, err
+	}
+	sum.Relationships, sum.Unknown, sum.Ambiguous = link.written, link.unknown, link.ambiguous
 	if _, err := river.JobCompleteTx[*riverpgxv5.Driver](ctx, tx, job); err != nil {
 		return nil, fmt.Errorf("error completing job: %w", err)
 	}
