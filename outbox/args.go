@@ -23,6 +23,12 @@ type ResolveFileArgs struct {
 	// whose version is older than the file's current one has been superseded
 	// by a re-publish and completes without effect.
 	FileVersion int64 `json:"fileVersion"`
+	// PublishXID is the PostgreSQL transaction id (xid8) of the publish that
+	// enqueued the job. A reference resolved under a snapshot whose xmin is
+	// above it already saw this publish's symbols, so the job does not
+	// re-resolve it. Zero (jobs from before it existed, reprocess jobs)
+	// means unknown: every reference to ChangedNames is re-resolved.
+	PublishXID int64 `json:"publishXid,omitempty"`
 	// POIs is the complete POI array of the file (or of this part), each
 	// element the POI's JSON as received.
 	POIs []json.RawMessage `json:"pois"`

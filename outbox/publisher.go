@@ -101,7 +101,7 @@ func (p *Publisher) PublishTx(ctx context.Context, tx pgx.Tx, a Analysis) (*Resu
 	defer func() { _ = sp.Rollback(ctx) }()
 
 	st := store{tx: sp}
-	existed, prevCount, version, err := st.bumpFile(ctx, a.FileID, len(syms))
+	existed, prevCount, version, xid, err := st.bumpFile(ctx, a.FileID, len(syms))
 	if err != nil {
 		return nil, fmt.Errorf("error publishing file %q: %w", a.FileID, err)
 	}
@@ -125,7 +125,7 @@ func (p *Publisher) PublishTx(ctx context.Context, tx pgx.Tx, a Analysis) (*Resu
 		return res, nil
 	}
 
-	params := p.jobParams(a, version, changed)
+	params := p.jobParams(a, version, xid, changed)
 	inserted, err := p.jobs.InsertManyTx(ctx, sp, params)
 	if err != nil {
 		return nil, fmt.Errorf("error enqueuing resolve_file job for file %q: %w", a.FileID, err)
@@ -199,7 +199,7 @@ func (p *Publisher) check(a Analysis) ([]resolver.POI, error) {
 
 // jobParams splits the POIs into as few jobs as MaxJobBytes allows; almost
 // always exactly one.
-func (p *Publisher) jobParams(a Analysis, version int64, changed []string) []river.InsertManyParams {
+func (p *Publisher) jobParams(a Analysis, version, xid int64, changed []string) []river.InsertManyParams {
 	var parts [][]json.RawMessage
 	var cur []json.RawMessage
 	size := 0
@@ -223,7 +223,7 @@ func (p *Publisher) jobParams(a Analysis, version int64, changed []string) []riv
 			args.Part, args.Parts = i+1, len(parts)
 		}
 		if i == 0 {
-			args.ChangedNames = changed
+			args.ChangedNames, args.PublishXID = changed, xid
 		}
 		params = append(params, river.InsertManyParams{Args: args, InsertOpts: opts})
 	}

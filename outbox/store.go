@@ -16,23 +16,25 @@ type store struct{ tx pgx.Tx }
 
 // bumpFile creates the file's row or increases its version, locking the row
 // until commit: concurrent publishes of one file, and workers checking the
-// file's version, queue behind it.
-func (s store) bumpFile(ctx context.Context, fileID string, poiCount int) (existed bool, prevCount int, version int64, err error) {
+// file's version, queue behind it. It also returns the publishing
+// transaction's id (see ResolveFileArgs.PublishXID).
+func (s store) bumpFile(ctx context.Context, fileID string, poiCount int) (existed bool, prevCount int, version, xid int64, err error) {
 	var prev *int32
 	err = s.tx.QueryRow(ctx, `
 		WITH prev AS (SELECT poi_count FROM files WHERE file_id = $1 FOR UPDATE)
 		INSERT INTO files (file_id, version, poi_count, published_at) VALUES ($1, 1, $2, now())
 		ON CONFLICT (file_id) DO UPDATE
 			SET version = files.version + 1, poi_count = excluded.poi_count, published_at = excluded.published_at
-		RETURNING version, (SELECT poi_count FROM prev), (SELECT count(*) FROM prev) > 0`,
-		fileID, poiCount).Scan(&version, &prev, &existed)
+		RETURNING version, (SELECT poi_count FROM prev), (SELECT count(*) FROM prev) > 0,
+			pg_current_xact_id()::text::bigint`,
+		fileID, poiCount).Scan(&version, &prev, &existed, &xid)
 	if err != nil {
-		return false, 0, 0, fmt.Errorf("error recording file version: %w", err)
+		return false, 0, 0, 0, fmt.Errorf("error recording file version: %w", err)
 	}
 	if prev != nil {
 		prevCount = int(*prev)
 	}
-	return existed, prevCount, version, nil
+	return existed, prevCount, version, xid, nil
 }
 
 // foreignOwner returns the file owning one of syms' ids, if another file does.

@@ -96,8 +96,12 @@ type BatchSummary struct {
 	Relationships int64
 	Unknown       int
 	Ambiguous     int
-	Superseded    bool
-	Duration      time.Duration
+	// Reresolved counts other files' references to the names this publish
+	// changed that were resolved again because they had been resolved
+	// before the publish was visible.
+	Reresolved int
+	Superseded bool
+	Duration   time.Duration
 }
 
 // Work resolves the batch. It returns an error (so River retries the whole
@@ -146,7 +150,7 @@ func (w *ResolveFileWorker) Work(ctx context.Context, job *river.Job[outbox.Reso
 	log.InfoContext(ctx, "batch resolved", slog.Int("pois", sum.POIs), slog.Int("resolved", sum.Resolved),
 		slog.Int("failed", sum.Failed), slog.Int64("relationships", sum.Relationships),
 		slog.Int("unknown_names", sum.Unknown), slog.Int("ambiguous_names", sum.Ambiguous),
-		slog.Duration("duration", sum.Duration))
+		slog.Int("reresolved_references", sum.Reresolved), slog.Duration("duration", sum.Duration))
 	return nil
 }
 
@@ -241,11 +245,11 @@ func (w *ResolveFileWorker) commit(ctx context.Context, job *river.Job[outbox.Re
 		// them. The names this publish changed must still be re-resolved in
 		// other files: the newer job only carries what changed after it.
 		sum.Superseded = true
-		link, err := st.link(ctx, job.ID, args.FileID, nil, args.ChangedNames)
+		link, err := st.link(ctx, job.ID, args.FileID, nil, args.ChangedNames, args.PublishXID)
 		if err != nil {
 			return nil, err
 		}
-		sum.Relationships = link.written
+		sum.Relationships, sum.Reresolved = link.written, link.reresolved
 		if _, err := river.JobCompleteTx[*riverpgxv5.Driver](ctx, tx, job); err != nil {
 			return nil, fmt.Errorf("error completing superseded job: %w", err)
 		}
@@ -315,16 +319,16 @@ func (w *ResolveFileWorker) commit(ctx context.Context, job *river.Job[outbox.Re
 			slog.Int64("job_id", job.ID), slog.String("file_id", args.FileID), slog.Any("poi_ids", ids), slog.String("error", err.Error()))
 		return nil, err
 	}
-	// Linking comes last: it takes the name locks, which are held until
-	// commit, so everything that needs no lock is done before.
-	link, err := st.link(ctx, job.ID, args.FileID, ok2, args.ChangedNames)
-	if err != nil {
-		return nil, err
-	}
-	sum.Relationships, sum.Unknown, sum.Ambiguous = link.written, link.unknown, link.ambiguous
 	if _, err := river.JobCompleteTx[*riverpgxv5.Driver](ctx, tx, job); err != nil {
 		return nil, fmt.Errorf("error completing job: %w", err)
 	}
+	// Linking comes last: it takes the name locks, which are held until
+	// commit, so everything that needs no lock is done before.
+	link, err := st.link(ctx, job.ID, args.FileID, ok2, args.ChangedNames, args.PublishXID)
+	if err != nil {
+		return nil, err
+	}
+	sum.Relationships, sum.Unknown, sum.Ambiguous, sum.Reresolved = link.written, link.unknown, link.ambiguous, link.reresolved
 	if err := tx.Commit(ctx); err != nil {
 		return nil, fmt.Errorf("error committing batch: %w", err)
 	}

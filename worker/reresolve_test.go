@@ -1,0 +1,99 @@
+package worker_test
+
+import (
+	"context"
+	"encoding/json"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/stretchr/testify/require"
+
+	"github.com/relay-dev/relay/internal/testdb"
+	"github.com/relay-dev/relay/outbox"
+	"github.com/relay-dev/relay/worker"
+)
+
+// summaries records every batch a client finished, in order.
+type summaries struct {
+	mu   sync.Mutex
+	done []worker.BatchSummary
+}
+
+func (s *summaries) BatchDone(sum *worker.BatchSummary) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.done = append(s.done, *sum)
+}
+
+func (s *summaries) BatchFailed(time.Duration) {}
+
+func (s *summaries) byFile() (order []string, last map[string]worker.BatchSummary) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	last = map[string]worker.BatchSummary{}
+	for _, d := range s.done {
+		order = append(order, d.FileID)
+		last[d.FileID] = d
+	}
+	return order, last
+}
+
+// A publish's job re-resolves other files' references to the names it
+// changed only when they were resolved before the publish was visible: a
+// reference resolved after it already points at the right symbol.
+func TestResolveFileWorker_ReresolvesOnlyReferencesResolvedBeforeThePublish(t *testing.T) {
+	t.Parallel()
+	db := testdb.New(t)
+	cfg := db.Config()
+	cfg.WorkerConcurrency = 1 // jobs run in publish order
+	obs := &summaries{}
+	client, err := worker.NewClient(db.Pool, cfg, testdb.Logger(t), &worker.Options{Observer: obs, Queues: []string{outbox.QueueResolve}})
+	require.NoError(t, err)
+	e := &e2e{db: db, pub: outbox.New(client, nil, testdb.Logger(t)), client: client}
+
+	// The caller and the callee are both published before any job runs:
+	// the caller's job resolves late2 under a snapshot that sees the
+	// callee's publish, so the callee's job has nothing to redo.
+	e.publish(t, outbox.Analysis{FileID: "src/c.js", POIs: pois(fn("c.c", "c", "src/c.js", "function c() { late2(); }"))})
+	e.publish(t, outbox.Analysis{FileID: "src/d.js", POIs: pois(fn("d.l", "late2", "src/d.js", "function late2() {}"))})
+	e.start(t)
+	waitDrained(t, client, db.Pool)
+	order, last := obs.byFile()
+	require.Equal(t, []string{"src/c.js", "src/d.js"}, order, "the caller's job must run first for this case")
+	require.Equal(t, 0, last["src/d.js"].Reresolved, "a reference resolved after the publish was re-resolved")
+	require.Contains(t, relationships(t, db.Pool), "c.c CALLS d.l")
+
+	// The caller's job runs before the callee exists: late is unknown, and
+	// the callee's job must resolve the stored reference again.
+	e.publish(t, outbox.Analysis{FileID: "src/a.js", POIs: pois(fn("a.a", "a", "src/a.js", "function a() { late(); }"))})
+	waitDrained(t, client, db.Pool)
+	_, last = obs.byFile()
+	require.Equal(t, 1, last["src/a.js"].Unknown)
+	require.NotContains(t, relationships(t, db.Pool), "a.a CALLS b.l")
+
+	e.publish(t, outbox.Analysis{FileID: "src/b.js", POIs: pois(fn("b.l", "late", "src/b.js", "function late() {}"))})
+	waitDrained(t, client, db.Pool)
+	_, last = obs.byFile()
+	require.Equal(t, 1, last["src/b.js"].Reresolved, "a reference resolved before the publish was not re-resolved")
+	require.Contains(t, relationships(t, db.Pool), "a.a CALLS b.l")
+
+	// Rows stored before resolved_xmin existed carry 0 and are always
+	// re-resolved: re-publishing the callee redoes a's reference.
+	_, err = db.Pool.Exec(context.Background(), `UPDATE poi_references SET resolved_xmin = '0' WHERE source_poi_id = 'a.a'`)
+	require.NoError(t, err)
+	require.NoError(t, pgx.BeginFunc(context.Background(), db.Pool, func(tx pgx.Tx) error {
+		_, err := e.pub.PublishTx(context.Background(), tx, outbox.Analysis{FileID: "src/b.js",
+			POIs: pois(fn("b.l2", "late", "src/b.js", "function late() { /* moved */ }"))})
+		return err
+	}))
+	waitDrained(t, client, db.Pool)
+	_, last = obs.byFile()
+	require.Equal(t, 1, last["src/b.js"].Reresolved)
+	rels := relationships(t, db.Pool)
+	require.Contains(t, rels, "a.a CALLS b.l2")
+	require.NotContains(t, rels, "a.a CALLS b.l")
+}
+
+func pois(p ...json.RawMessage) []json.RawMessage { return p }
