@@ -85,60 +85,118 @@ type Result struct {
 // Re-publishing a file replaces its POIs and the relationships that
 // originate from them; publishing the same analysis twice duplicates nothing.
 func (p *Publisher) PublishTx(ctx context.Context, tx pgx.Tx, a Analysis) (*Result, error) {
-	syms, err := p.check(a)
+	res, err := p.PublishManyTx(ctx, tx, []Analysis{a})
 	if err != nil {
 		return nil, err
 	}
-	res := &Result{FileID: a.FileID, POIs: len(a.POIs), Symbols: len(syms)}
+	return res[0], nil
+}
+
+// PublishManyTx publishes several files in the caller's transaction tx with
+// the same few statements PublishTx uses for one, whatever their number:
+// each file still gets its own resolve_file job (exactly one, unless it is
+// larger than MaxJobBytes), and results[i] is as[i]'s. It is all or
+// nothing: if any analysis is rejected it returns that file's error
+// (wrapping ErrRejected) and publishes none of them, leaving tx usable, so
+// a caller that wants the others published publishes them one by one with
+// PublishTx. A file may appear only once per call.
+func (p *Publisher) PublishManyTx(ctx context.Context, tx pgx.Tx, as []Analysis) ([]*Result, error) {
+	files := make([]fileBatch, len(as))
+	seen := make(map[string]int, len(as))
+	owner := map[string]int{} // POI id -> index of the file publishing it
+	for i, a := range as {
+		syms, err := p.check(a)
+		if err != nil {
+			return nil, err
+		}
+		if prev, dup := seen[a.FileID]; dup {
+			return nil, reject(a.FileID, "appears twice in one publish (analyses #%d and #%d); publish one analysis per file", prev, i)
+		}
+		seen[a.FileID] = i
+		for _, s := range syms {
+			if j, dup := owner[s.ID]; dup {
+				return nil, &RejectError{FileID: a.FileID, POIID: s.ID, POIIndex: -1,
+					Reason: fmt.Sprintf("id also belongs to a POI of file %q published with it; POI ids must be unique across files", as[j].FileID)}
+			}
+			owner[s.ID] = i
+		}
+		files[i] = fileBatch{a: a, syms: syms}
+	}
+	if len(files) == 0 {
+		return nil, nil
+	}
 
 	// Everything below runs under a savepoint so that a rejection found in
 	// the database (a POI id owned by another file) leaves the caller's
-	// transaction usable and this file untouched.
+	// transaction usable and these files untouched.
 	sp, err := tx.Begin(ctx)
 	if err != nil {
-		return nil, fmt.Errorf("error publishing file %q: %w", a.FileID, err)
+		return nil, fmt.Errorf("error publishing %s: %w", describe(files), err)
 	}
 	defer func() { _ = sp.Rollback(ctx) }()
-
 	st := store{tx: sp}
-	existed, prevCount, version, xid, err := st.bumpFile(ctx, a.FileID, len(syms))
+
+	xid, rej, err := st.write(ctx, files)
 	if err != nil {
-		return nil, fmt.Errorf("error publishing file %q: %w", a.FileID, err)
+		return nil, fmt.Errorf("error publishing %s: %w", describe(files), err)
 	}
-	res.Version = version
-	if owner, id, err := st.foreignOwner(ctx, a.FileID, syms); err != nil {
-		return nil, fmt.Errorf("error publishing file %q: %w", a.FileID, err)
-	} else if owner != "" {
-		return nil, &RejectError{FileID: a.FileID, POIID: id, POIIndex: -1,
-			Reason: fmt.Sprintf("id already belongs to a POI of file %q; POI ids must be unique across files", owner)}
-	}
-	changed, err := st.replaceSymbols(ctx, a.FileID, syms)
-	if err != nil {
-		return nil, fmt.Errorf("error publishing file %q: %w", a.FileID, err)
+	if rej != nil {
+		return nil, rej
 	}
 
-	if len(a.POIs) == 0 && (!existed || prevCount == 0) {
-		// Nothing to resolve and nothing that referred to this file changed.
-		if err := sp.Commit(ctx); err != nil {
-			return nil, fmt.Errorf("error publishing file %q: %w", a.FileID, err)
+	results := make([]*Result, len(files))
+	var params []river.InsertManyParams
+	var owners []int // the file of each job
+	for i, f := range files {
+		results[i] = &Result{FileID: f.a.FileID, Version: f.version, POIs: len(f.a.POIs), Symbols: len(f.syms)}
+		if len(f.a.POIs) == 0 && (!f.existed || f.prevCount == 0) {
+			// Nothing to resolve and nothing that referred to this file
+			// changed.
+			continue
 		}
-		return res, nil
+		for _, jp := range p.jobParams(f.a, f.version, xid, f.changed) {
+			params = append(params, jp)
+			owners = append(owners, i)
+		}
 	}
-
-	params := p.jobParams(a, version, xid, changed)
-	inserted, err := p.jobs.InsertManyTx(ctx, sp, params)
-	if err != nil {
-		return nil, fmt.Errorf("error enqueuing resolve_file job for file %q: %w", a.FileID, err)
-	}
-	for _, r := range inserted {
-		res.JobIDs = append(res.JobIDs, r.Job.ID)
+	if len(params) > 0 {
+		inserted, err := p.jobs.InsertManyTx(ctx, sp, params)
+		if err != nil {
+			return nil, fmt.Errorf("error enqueuing resolve_file jobs for %s: %w", describe(files), err)
+		}
+		for k, r := range inserted {
+			results[owners[k]].JobIDs = append(results[owners[k]].JobIDs, r.Job.ID)
+		}
 	}
 	if err := sp.Commit(ctx); err != nil {
-		return nil, fmt.Errorf("error publishing file %q: %w", a.FileID, err)
+		return nil, fmt.Errorf("error publishing %s: %w", describe(files), err)
 	}
-	p.logger.DebugContext(ctx, "file published", slog.String("file_id", a.FileID), slog.Int64("file_version", version),
-		slog.Int("pois", res.POIs), slog.Int("symbols", res.Symbols), slog.Any("job_ids", res.JobIDs))
-	return res, nil
+	for _, r := range results {
+		p.logger.DebugContext(ctx, "file published", slog.String("file_id", r.FileID), slog.Int64("file_version", r.Version),
+			slog.Int("pois", r.POIs), slog.Int("symbols", r.Symbols), slog.Any("job_ids", r.JobIDs))
+	}
+	return results, nil
+}
+
+// fileBatch is one file of a publish: its analysis and symbols, then what
+// the store found and decided for it.
+type fileBatch struct {
+	a    Analysis
+	syms []resolver.POI
+
+	existed   bool
+	prevCount int
+	version   int64
+	changed   []string
+}
+
+// describe names the files of a publish for errors: the file, or the first
+// one and how many.
+func describe(files []fileBatch) string {
+	if len(files) == 1 {
+		return fmt.Sprintf("file %q", files[0].a.FileID)
+	}
+	return fmt.Sprintf("%d files (first %q)", len(files), files[0].a.FileID)
 }
 
 // check validates what publish itself is responsible for and returns the

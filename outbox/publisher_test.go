@@ -260,3 +260,100 @@ func TestPublishTx_SplitsAFileLargerThanTheJobLimit(t *testing.T) {
 	require.NoError(t, rows.Err())
 	require.Len(t, seen, 100, "every POI carried exactly once")
 }
+
+func TestPublishManyTx_OneJobPerFileAndTheSameStateAsOneByOne(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	many, single := setup(t, nil), setup(t, nil)
+	files := []outbox.Analysis{analysis("src/a.js", 3), analysis("src/b.js", 0), analysis("src/c.js", 5)}
+	// b.js holds only an import and a malformed POI.
+	files[1].POIs = append(files[1].POIs, json.RawMessage(`{"id":"b.i","type":"import","name":"f1","filePath":"src/b.js","lineNumber":1}`),
+		json.RawMessage(`{"id":"b.bad","type":"function_definition","name":"bad","lineNumber":"x"}`))
+
+	var results []*outbox.Result
+	require.NoError(t, pgx.BeginFunc(ctx, many.db.Pool, func(tx pgx.Tx) error {
+		var err error
+		results, err = many.pub.PublishManyTx(ctx, tx, files)
+		return err
+	}))
+	for _, a := range files {
+		_, err := single.publish(t, a)
+		require.NoError(t, err)
+	}
+
+	require.Len(t, results, 3)
+	for i, r := range results {
+		require.Equal(t, files[i].FileID, r.FileID)
+		require.Equal(t, int64(1), r.Version)
+		require.Equal(t, len(files[i].POIs), r.POIs)
+		require.Len(t, r.JobIDs, 1, "file %s", r.FileID)
+	}
+	require.Equal(t, 2, results[1].POIs)
+	require.Equal(t, 1, results[1].Symbols, "the malformed POI is not a symbol")
+	for _, q := range []string{
+		`SELECT string_agg(poi_id || ' ' || file_id || ' ' || name || ' ' || type || ' ' || line_number, ',' ORDER BY poi_id) FROM pois`,
+		`SELECT string_agg(file_id || ' ' || version || ' ' || poi_count, ',' ORDER BY file_id) FROM files`,
+		`SELECT string_agg(args->>'fileId' || ' ' || jsonb_array_length(args->'pois') || ' ' || coalesce(args->>'changedNames', '-'), ',' ORDER BY args->>'fileId') FROM river_job`,
+	} {
+		var got, want string
+		require.NoError(t, many.db.Pool.QueryRow(ctx, q).Scan(&got))
+		require.NoError(t, single.db.Pool.QueryRow(ctx, q).Scan(&want))
+		require.Equal(t, want, got, q)
+	}
+
+	// Re-publishing the three in one call bumps each version once.
+	require.NoError(t, pgx.BeginFunc(ctx, many.db.Pool, func(tx pgx.Tx) error {
+		var err error
+		results, err = many.pub.PublishManyTx(ctx, tx, files)
+		return err
+	}))
+	for _, r := range results {
+		require.Equal(t, int64(2), r.Version)
+	}
+	require.Equal(t, 9, many.count(t, `SELECT count(*) FROM pois`))
+}
+
+func TestPublishManyTx_OneRejectedFilePublishesNoneAndLeavesTheTxUsable(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	b := setup(t, nil)
+	_, err := b.publish(t, outbox.Analysis{FileID: "src/owner.js", POIs: []json.RawMessage{poi("taken", "x", "src/owner.js", 1, "")}})
+	require.NoError(t, err)
+	before := b.count(t, `SELECT count(*) FROM river_job`)
+
+	for _, tc := range []struct {
+		name    string
+		files   []outbox.Analysis
+		wantErr []string
+	}{
+		{"id owned by a file outside the call", []outbox.Analysis{analysis("src/a.js", 2),
+			{FileID: "src/b.js", POIs: []json.RawMessage{poi("taken", "x", "src/b.js", 1, "")}}},
+			[]string{`poi "taken" (file "src/b.js")`, `belongs to a POI of file "src/owner.js"`}},
+		{"id in two files of the call", []outbox.Analysis{
+			{FileID: "src/a.js", POIs: []json.RawMessage{poi("same", "x", "src/a.js", 1, "")}},
+			{FileID: "src/b.js", POIs: []json.RawMessage{poi("same", "y", "src/b.js", 1, "")}}},
+			[]string{`poi "same" (file "src/b.js")`, `file "src/a.js" published with it`}},
+		{"file twice", []outbox.Analysis{analysis("src/a.js", 1), analysis("src/c.js", 1), analysis("src/a.js", 2)},
+			[]string{`file "src/a.js"`, "appears twice", "#0 and #2"}},
+		{"bad POI in the last file", []outbox.Analysis{analysis("src/a.js", 1),
+			{FileID: "src/b.js", POIs: []json.RawMessage{poi("p", "y", "src/elsewhere.js", 1, "")}}},
+			[]string{`poi "p" (file "src/b.js")`, "does not match"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			tx, err := b.db.Pool.Begin(ctx)
+			require.NoError(t, err)
+			defer func() { _ = tx.Rollback(ctx) }()
+			_, err = b.pub.PublishManyTx(ctx, tx, tc.files)
+			require.ErrorIs(t, err, outbox.ErrRejected)
+			for _, s := range tc.wantErr {
+				require.Contains(t, err.Error(), s)
+			}
+			_, err = b.pub.PublishTx(ctx, tx, analysis("src/ok.js", 1))
+			require.NoError(t, err, "the caller's transaction must survive a rejection")
+			require.NoError(t, tx.Commit(ctx))
+		})
+	}
+	require.Equal(t, before+4, b.count(t, `SELECT count(*) FROM river_job`), "only the src/ok.js publishes enqueued")
+	require.Equal(t, 0, b.count(t, `SELECT count(*) FROM files WHERE file_id IN ('src/a.js', 'src/b.js', 'src/c.js')`))
+	require.Equal(t, 0, b.count(t, `SELECT count(*) FROM pois WHERE poi_id = 'same'`))
+}

@@ -2,7 +2,6 @@ package outbox
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"slices"
 
@@ -11,122 +10,159 @@ import (
 	"github.com/relay-dev/relay/resolver"
 )
 
-// store is the publisher's SQL, run in the publish transaction.
+// store is the publisher's SQL, run in the publish transaction (under its
+// savepoint).
 type store struct{ tx pgx.Tx }
-
-// bumpFile creates the file's row or increases its version, locking the row
-// until commit: concurrent publishes of one file, and workers checking the
-// file's version, queue behind it. It also returns the publishing
-// transaction's id (see ResolveFileArgs.PublishXID).
-func (s store) bumpFile(ctx context.Context, fileID string, poiCount int) (existed bool, prevCount int, version, xid int64, err error) {
-	var prev *int32
-	err = s.tx.QueryRow(ctx, `
-		WITH prev AS (SELECT poi_count FROM files WHERE file_id = $1 FOR UPDATE)
-		INSERT INTO files (file_id, version, poi_count, published_at) VALUES ($1, 1, $2, now())
-		ON CONFLICT (file_id) DO UPDATE
-			SET version = files.version + 1, poi_count = excluded.poi_count, published_at = excluded.published_at
-		RETURNING version, (SELECT poi_count FROM prev), (SELECT count(*) FROM prev) > 0,
-			pg_current_xact_id()::text::bigint`,
-		fileID, poiCount).Scan(&version, &prev, &existed, &xid)
-	if err != nil {
-		return false, 0, 0, 0, fmt.Errorf("error recording file version: %w", err)
-	}
-	if prev != nil {
-		prevCount = int(*prev)
-	}
-	return existed, prevCount, version, xid, nil
-}
-
-// foreignOwner returns the file owning one of syms' ids, if another file does.
-func (s store) foreignOwner(ctx context.Context, fileID string, syms []resolver.POI) (owner, poiID string, err error) {
-	ids := make([]string, len(syms))
-	for i, p := range syms {
-		ids[i] = p.ID
-	}
-	err = s.tx.QueryRow(ctx, `SELECT file_id, poi_id FROM pois WHERE poi_id = ANY($1) AND file_id <> $2 ORDER BY poi_id LIMIT 1`,
-		ids, fileID).Scan(&owner, &poiID)
-	if errors.Is(err, pgx.ErrNoRows) {
-		return "", "", nil
-	}
-	if err != nil {
-		return "", "", fmt.Errorf("error checking POI id ownership: %w", err)
-	}
-	return owner, poiID, nil
-}
 
 type symbolKey struct{ id, name, typ string }
 
-// replaceSymbols makes syms the file's whole symbol table entry and removes
-// the relationships and references that originate from the file (its job
-// recreates them). POIs that stay keep their incoming relationships. It
-// returns the names whose definitions changed. Import POIs never count:
-// no relationship can target one (resolver.Accepts), so adding or removing
-// one changes no other file's resolution.
-func (s store) replaceSymbols(ctx context.Context, fileID string, syms []resolver.POI) ([]string, error) {
-	rows, err := s.tx.Query(ctx, `SELECT poi_id, name, type FROM pois WHERE file_id = $1`, fileID)
-	if err != nil {
-		return nil, fmt.Errorf("error reading the file's symbols: %w", err)
-	}
-	old := map[symbolKey]bool{}
-	for rows.Next() {
-		var k symbolKey
-		if err := rows.Scan(&k.id, &k.name, &k.typ); err != nil {
-			rows.Close()
-			return nil, fmt.Errorf("error reading the file's symbols: %w", err)
+// write stores a publish of files in one pipelined round trip, whatever
+// their number:
+//
+//   - each file's row is created, or its version increased, locking the rows
+//     (in file_id order, so concurrent publishes cannot deadlock on them)
+//     until commit: concurrent publishes of one file, and workers checking
+//     the file's version, queue behind it;
+//   - the files' symbols become exactly their syms: POIs that stay keep their
+//     incoming relationships, the references and relationships that
+//     originate from the files go (their jobs recreate them).
+//
+// It fills each file's existed, prevCount, version and changed (the names
+// whose definitions the publish added, removed or moved; import POIs never
+// count: no relationship can target one, see resolver.Accepts), and returns
+// the publishing transaction's id (ResolveFileArgs.PublishXID). A POI id
+// that belongs to another file comes back as a *RejectError; the caller
+// rolls the savepoint back.
+func (s store) write(ctx context.Context, files []fileBatch) (xid int64, rej *RejectError, err error) {
+	index := make(map[string]int, len(files))
+	fileIDs := make([]string, len(files))
+	counts := make([]int32, len(files))
+	var ids, owners, names, types []string
+	var lines []int32
+	for i, f := range files {
+		index[f.a.FileID] = i
+		fileIDs[i], counts[i] = f.a.FileID, int32(len(f.syms))
+		for _, p := range f.syms {
+			ids, owners = append(ids, p.ID), append(owners, f.a.FileID)
+			names, types, lines = append(names, p.Name), append(types, p.Type), append(lines, int32(p.LineNumber))
 		}
-		old[k] = true
 	}
-	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("error reading the file's symbols: %w", err)
-	}
+	old := make([]map[symbolKey]bool, len(files))
+	stored := -1
 
-	n := len(syms)
-	ids, names, types, lines := symbolColumns(syms)
-	changedSet := map[string]bool{}
+	b := &pgx.Batch{}
+	b.Queue(`SELECT file_id, poi_count FROM files WHERE file_id = ANY($1) ORDER BY file_id FOR UPDATE`, fileIDs).
+		Query(func(rows pgx.Rows) error {
+			for rows.Next() {
+				var id string
+				var n int32
+				if err := rows.Scan(&id, &n); err != nil {
+					return err
+				}
+				f := &files[index[id]]
+				f.existed, f.prevCount = true, int(n)
+			}
+			return rows.Err()
+		})
+	b.Queue(`
+		INSERT INTO files AS f (file_id, version, poi_count, published_at)
+		SELECT file_id, 1, poi_count, now() FROM unnest($1::text[], $2::int[]) AS u(file_id, poi_count) ORDER BY file_id
+		ON CONFLICT (file_id) DO UPDATE
+			SET version = f.version + 1, poi_count = excluded.poi_count, published_at = excluded.published_at
+		RETURNING file_id, version, pg_current_xact_id()::text::bigint`, fileIDs, counts).
+		Query(func(rows pgx.Rows) error {
+			for rows.Next() {
+				var id string
+				var v int64
+				if err := rows.Scan(&id, &v, &xid); err != nil {
+					return err
+				}
+				files[index[id]].version = v
+			}
+			return rows.Err()
+		})
+	b.Queue(`
+		SELECT u.file, p.file_id, p.poi_id
+		FROM unnest($1::text[], $2::text[]) WITH ORDINALITY AS u(id, file, ord)
+		JOIN pois p ON p.poi_id = u.id
+		WHERE p.file_id <> u.file
+		ORDER BY u.ord LIMIT 1`, ids, owners).
+		Query(func(rows pgx.Rows) error {
+			for rows.Next() {
+				var file, other, id string
+				if err := rows.Scan(&file, &other, &id); err != nil {
+					return err
+				}
+				rej = &RejectError{FileID: file, POIID: id, POIIndex: -1,
+					Reason: fmt.Sprintf("id already belongs to a POI of file %q; POI ids must be unique across files", other)}
+			}
+			return rows.Err()
+		})
+	b.Queue(`SELECT file_id, poi_id, name, type FROM pois WHERE file_id = ANY($1)`, fileIDs).
+		Query(func(rows pgx.Rows) error {
+			for rows.Next() {
+				var file string
+				var k symbolKey
+				if err := rows.Scan(&file, &k.id, &k.name, &k.typ); err != nil {
+					return err
+				}
+				i := index[file]
+				if old[i] == nil {
+					old[i] = map[symbolKey]bool{}
+				}
+				old[i][k] = true
+			}
+			return rows.Err()
+		})
+	// ids are unique across the files (checked before) and none belongs to
+	// another file (checked above, or the savepoint is rolled back), so
+	// "not among ids" is "no longer among this file's POIs".
+	b.Queue(`DELETE FROM pois WHERE file_id = ANY($1) AND NOT (poi_id = ANY($2))`, fileIDs, ids)
+	b.Queue(`DELETE FROM poi_references WHERE source_file_id = ANY($1)`, fileIDs)
+	b.Queue(`DELETE FROM relationships WHERE source_file_id = ANY($1)`, fileIDs)
+	b.Queue(upsertSymbolsSQL, ids, owners, names, types, lines)
+	b.Queue(`
+		SELECT count(*) FROM unnest($1::text[], $2::text[]) AS u(id, file)
+		JOIN pois p ON p.poi_id = u.id AND p.file_id = u.file`, ids, owners).
+		QueryRow(func(row pgx.Row) error { return row.Scan(&stored) })
+	if err := s.tx.SendBatch(ctx, b).Close(); err != nil {
+		return 0, nil, fmt.Errorf("error storing symbols: %w", err)
+	}
+	if rej != nil {
+		return 0, rej, nil
+	}
+	if stored != len(ids) {
+		// Another file took one of these ids concurrently.
+		return 0, &RejectError{FileID: fileIDs[0], POIIndex: -1,
+			Reason: fmt.Sprintf("%d POI ids of this publish were published by another file at the same time; POI ids must be unique across files", len(ids)-stored)}, nil
+	}
+	for i := range files {
+		files[i].changed = changedNames(old[i], files[i].syms)
+	}
+	return xid, nil, nil
+}
+
+// changedNames returns, sorted, the names whose definitions differ between
+// a file's old symbols and its new ones, imports left out.
+func changedNames(old map[symbolKey]bool, syms []resolver.POI) []string {
+	set := map[string]bool{}
 	for _, p := range syms {
 		k := symbolKey{p.ID, p.Name, p.Type}
 		if old[k] {
 			delete(old, k)
 		} else if p.Type != resolver.TypeImport {
-			changedSet[p.Name] = true
+			set[p.Name] = true
 		}
 	}
 	for k := range old {
 		if k.typ != resolver.TypeImport {
-			changedSet[k.name] = true
+			set[k.name] = true
 		}
 	}
-
-	b := &pgx.Batch{}
-	b.Queue(`DELETE FROM pois WHERE file_id = $1 AND NOT (poi_id = ANY($2))`, fileID, ids)
-	b.Queue(`DELETE FROM poi_references WHERE source_file_id = $1`, fileID)
-	b.Queue(`DELETE FROM relationships WHERE source_file_id = $1`, fileID)
-	b.Queue(upsertSymbolsSQL, fileID, ids, names, types, lines)
-	b.Queue(`SELECT count(*) FROM pois WHERE file_id = $1 AND poi_id = ANY($2)`, fileID, ids)
-	br := s.tx.SendBatch(ctx, b)
-	for range 4 {
-		if _, err := br.Exec(); err != nil {
-			_ = br.Close()
-			return nil, fmt.Errorf("error replacing the file's symbols: %w", err)
-		}
-	}
-	var stored int
-	if err := br.QueryRow().Scan(&stored); err != nil {
-		_ = br.Close()
-		return nil, fmt.Errorf("error replacing the file's symbols: %w", err)
-	}
-	if err := br.Close(); err != nil {
-		return nil, fmt.Errorf("error replacing the file's symbols: %w", err)
-	}
-	if stored != n {
-		// Another file took one of these ids concurrently.
-		return nil, &RejectError{FileID: fileID, POIIndex: -1,
-			Reason: fmt.Sprintf("%d of its POI ids were published by another file at the same time; POI ids must be unique across files", n-stored)}
-	}
-	changed := make([]string, 0, len(changedSet))
-	for name := range changedSet {
+	changed := make([]string, 0, len(set))
+	for name := range set {
 		changed = append(changed, name)
 	}
 	slices.Sort(changed)
-	return changed, nil
+	return changed
 }

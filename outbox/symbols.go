@@ -9,27 +9,16 @@ import (
 	"github.com/relay-dev/relay/resolver"
 )
 
-// upsertSymbolsSQL adds or updates a file's symbols ($1 the file, $2-$5
-// the POIs' ids, names, types and line numbers). An id owned by another
-// file is left alone (the caller checks), and an unchanged row is not
-// rewritten.
+// upsertSymbolsSQL adds or updates symbols ($1-$5 the POIs' ids, files,
+// names, types and line numbers). An id owned by another file is left alone
+// (the caller checks), and an unchanged row is not rewritten.
 const upsertSymbolsSQL = `
 	INSERT INTO pois (poi_id, file_id, name, type, line_number)
-	SELECT id, $1, name, type, line FROM unnest($2::text[], $3::text[], $4::text[], $5::int[]) AS u(id, name, type, line)
+	SELECT id, file, name, type, line FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::int[]) AS u(id, file, name, type, line)
 	ON CONFLICT (poi_id) DO UPDATE
 		SET name = excluded.name, type = excluded.type, line_number = excluded.line_number
 		WHERE pois.file_id = excluded.file_id
 		  AND (pois.name, pois.type, pois.line_number) IS DISTINCT FROM (excluded.name, excluded.type, excluded.line_number)`
-
-// symbolColumns splits syms into the arrays upsertSymbolsSQL takes.
-func symbolColumns(syms []resolver.POI) (ids, names, types []string, lines []int32) {
-	n := len(syms)
-	ids, names, types, lines = make([]string, n), make([]string, n), make([]string, n), make([]int32, n)
-	for i, p := range syms {
-		ids[i], names[i], types[i], lines[i] = p.ID, p.Name, p.Type, int32(p.LineNumber)
-	}
-	return ids, names, types, lines
-}
 
 // UpsertSymbolsTx puts syms into the symbol table as POIs of fileID,
 // creating the file's row if it has none, without touching the file's other
@@ -42,8 +31,12 @@ func UpsertSymbolsTx(ctx context.Context, tx pgx.Tx, fileID string, syms []resol
 	if _, err := tx.Exec(ctx, `INSERT INTO files (file_id) VALUES ($1) ON CONFLICT (file_id) DO NOTHING`, fileID); err != nil {
 		return fmt.Errorf("error recording file %q: %w", fileID, err)
 	}
-	ids, names, types, lines := symbolColumns(syms)
-	if _, err := tx.Exec(ctx, upsertSymbolsSQL, fileID, ids, names, types, lines); err != nil {
+	n := len(syms)
+	ids, files, names, types, lines := make([]string, n), make([]string, n), make([]string, n), make([]string, n), make([]int32, n)
+	for i, p := range syms {
+		ids[i], files[i], names[i], types[i], lines[i] = p.ID, fileID, p.Name, p.Type, int32(p.LineNumber)
+	}
+	if _, err := tx.Exec(ctx, upsertSymbolsSQL, ids, files, names, types, lines); err != nil {
 		return fmt.Errorf("error recording symbols of file %q: %w", fileID, err)
 	}
 	return nil

@@ -58,6 +58,15 @@ func TestResolveFileWorker_ReresolvesOnlyReferencesResolvedBeforeThePublish(t *t
 	// callee's publish, so the callee's job has nothing to redo.
 	e.publish(t, outbox.Analysis{FileID: "src/c.js", POIs: pois(fn("c.c", "c", "src/c.js", "function c() { late2(); }"))})
 	e.publish(t, outbox.Analysis{FileID: "src/d.js", POIs: pois(fn("d.l", "late2", "src/d.js", "function late2() {}"))})
+	// resolved_xmin is the xmin of the whole cluster's snapshot: another
+	// test's open write transaction holds it down, and the skip is then
+	// (correctly) not taken. Wait until every transaction older than the
+	// publish has ended, so the case under test is the one that runs.
+	var xid int64
+	require.NoError(t, db.Pool.QueryRow(context.Background(),
+		`SELECT (args->>'publishXid')::bigint FROM river_job WHERE args->>'fileId' = 'src/d.js'`).Scan(&xid))
+	require.NotZero(t, xid, "the publish did not record its transaction id in the job")
+	waitXminPast(t, db, xid)
 	e.start(t)
 	waitDrained(t, client, db.Pool)
 	order, last := obs.byFile()
@@ -97,3 +106,22 @@ func TestResolveFileWorker_ReresolvesOnlyReferencesResolvedBeforeThePublish(t *t
 }
 
 func pois(p ...json.RawMessage) []json.RawMessage { return p }
+
+// waitXminPast waits until every transaction with an id up to xid has ended
+// (the snapshot's xmin is above it), failing the test after a deadline.
+func waitXminPast(t *testing.T, db *testdb.DB, xid int64) {
+	t.Helper()
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		var past bool
+		require.NoError(t, db.Pool.QueryRow(context.Background(),
+			`SELECT pg_snapshot_xmin(pg_current_snapshot()) > $1::bigint::text::xid8`, xid).Scan(&past))
+		if past {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("transactions older than %d still open after 60s", xid)
+		}
+		time.Sleep(20 * time.Millisecond) // polling PostgreSQL, not waiting for a worker
+	}
+}

@@ -90,12 +90,8 @@ func (b *bench) runCorpus(ctx context.Context, src source, perPOI bool) (*RunRes
 			return nil
 		}
 		err := pgx.BeginFunc(ctx, b.pool, func(tx pgx.Tx) error {
-			for _, a := range batch {
-				if _, err := pub.PublishTx(ctx, tx, a); err != nil {
-					return err
-				}
-			}
-			return nil
+			_, err := pub.PublishManyTx(ctx, tx, batch)
+			return err
 		})
 		batch = batch[:0]
 		return err

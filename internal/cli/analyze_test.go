@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -55,4 +56,30 @@ func TestAnalyze_RejectsAMissingDirectory(t *testing.T) {
 	r := run(t, nil, "", nil, "analyze", filepath.Join(t.TempDir(), "nope"))
 	require.Equal(t, cli.ExitUsage, r.code)
 	require.Contains(t, r.stderr, "is not a directory")
+}
+
+func TestAnalyze_ARejectedFileDoesNotStopTheOthersOfItsTransaction(t *testing.T) {
+	t.Parallel()
+	db := testdb.New(t)
+	root := t.TempDir()
+	for rel, src := range map[string]string{
+		"p/a.go": "package p\n\nfunc A() { B() }\n",
+		// A name over the outbox's 1,024-byte limit: the file is rejected.
+		"p/dup.go": "package p\n\nfunc " + strings.Repeat("Long", 300) + "() {}\n",
+		"p/b.go":   "package p\n\nfunc B() {}\n",
+	} {
+		p := filepath.Join(root, filepath.FromSlash(rel))
+		require.NoError(t, os.MkdirAll(filepath.Dir(p), 0o755))
+		require.NoError(t, os.WriteFile(p, []byte(src), 0o600))
+	}
+	r := run(t, db, "", nil, "analyze", root, "--json", "--work")
+	require.Equal(t, cli.ExitOK, r.code, r.stderr)
+	var sum cli.AnalyzeSummary
+	require.NoError(t, json.Unmarshal([]byte(r.stdout), &sum))
+	require.Equal(t, 2, sum.Files)
+	require.Len(t, sum.Rejected, 1)
+	require.Equal(t, "p/dup.go", sum.Rejected[0].File)
+	require.Contains(t, sum.Rejected[0].Error, "1024-byte limit")
+	require.Equal(t, 1, testdb.Count(t, db.Pool, `SELECT count(*) FROM relationships WHERE source_poi_id = 'p/a.go:3:A'`))
+	require.Equal(t, 0, testdb.Count(t, db.Pool, `SELECT count(*) FROM files WHERE file_id = 'p/dup.go'`))
 }

@@ -66,6 +66,17 @@ func Publish(ctx context.Context, db Beginner, pub *outbox.Publisher, root strin
 		var rejected []Rejected
 		err := pgx.BeginFunc(ctx, db, func(tx pgx.Tx) error {
 			files, pois, jobs, rejected = 0, 0, 0, nil
+			results, err := pub.PublishManyTx(ctx, tx, pending)
+			if err == nil {
+				for _, res := range results {
+					files, pois, jobs = files+1, pois+res.POIs, jobs+len(res.JobIDs)
+				}
+				return nil
+			}
+			if !errors.Is(err, outbox.ErrRejected) {
+				return err
+			}
+			// One of them was refused: publish the others one by one.
 			for _, a := range pending {
 				res, err := pub.PublishTx(ctx, tx, a)
 				if errors.Is(err, outbox.ErrRejected) {
