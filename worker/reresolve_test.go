@@ -125,3 +125,49 @@ func waitXminPast(t *testing.T, db *testdb.DB, xid int64) {
 		time.Sleep(20 * time.Millisecond) // polling PostgreSQL, not waiting for a worker
 	}
 }
+
+// A batch re-resolving another file's references must not race a re-publish
+// of that file: the publish removes the file's references and edges, and an
+// edge written from a reference read before the publish committed would
+// outlive it.
+func TestResolveFileWorker_ReresolutionWaitsForARepublishOfTheReferringFile(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	e := setupE2E(t, 1)
+	e.publish(t, outbox.Analysis{FileID: "src/f.js", POIs: pois(fn("f.a", "a", "src/f.js", "function a() { late(); }"))})
+	e.start(t)
+	waitDrained(t, e.client, e.db.Pool)
+
+	// f.js is re-published without its call to late, in a transaction left
+	// open while late is published and its job runs.
+	repub, err := e.db.Pool.Begin(ctx)
+	require.NoError(t, err)
+	defer func() { _ = repub.Rollback(ctx) }()
+	_, err = e.pub.PublishTx(ctx, repub, outbox.Analysis{FileID: "src/f.js", POIs: pois(fn("f.a", "a", "src/f.js", "function a() { other(); }"))})
+	require.NoError(t, err)
+	var repubXID int64
+	require.NoError(t, repub.QueryRow(ctx, `SELECT pg_current_xact_id()::text::bigint`).Scan(&repubXID))
+
+	e.publish(t, outbox.Analysis{FileID: "src/y.js", POIs: pois(fn("y.l", "late", "src/y.js", "function late() {}"))})
+	// Wait until late's job either finished (the race lost) or waits for
+	// the open re-publish, then let the re-publish commit.
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		var waiting, done bool
+		require.NoError(t, e.db.Pool.QueryRow(ctx, `
+			SELECT EXISTS (SELECT 1 FROM pg_locks WHERE locktype = 'transactionid' AND NOT granted
+			                 AND transactionid::text = ($1::bigint & 4294967295)::text),
+			       EXISTS (SELECT 1 FROM river_job WHERE args->>'fileId' = 'src/y.js' AND state = 'completed')`,
+			repubXID).Scan(&waiting, &done))
+		if waiting || done {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("late's job neither finished nor waited for the re-publish within 60s")
+		}
+		time.Sleep(10 * time.Millisecond) // polling PostgreSQL's lock table
+	}
+	require.NoError(t, repub.Commit(ctx))
+	waitDrained(t, e.client, e.db.Pool)
+	require.NotContains(t, relationships(t, e.db.Pool), "f.a CALLS y.l", "an edge from a reference the re-publish removed survived")
+}
