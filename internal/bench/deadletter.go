@@ -2,27 +2,23 @@ package bench
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"slices"
 	"time"
 
-	"github.com/jackc/pgx/v5"
-	"github.com/riverqueue/river"
-
-	"github.com/relay-dev/relay/outbox"
+	"github.com/relay-dev/relay/deadletter"
 	"github.com/relay-dev/relay/worker"
 )
 
-// DeadLetter is phase 5: the queries behind `relay failed list` (first
-// page), `inspect`, `stats` and `analyze` on a failed_pois table of
-// FailedRows rows, timed inside the database (EXPLAIN ANALYZE's planning +
-// execution time, median of 5), and the rate of reprocessing ReprocessRows
-// of them (mark and enqueue, one resolve_file job per file, in one
-// transaction).
+// DeadLetter is phase 5: the deadletter.Store calls behind `relay failed
+// list` (first page), `inspect`, `stats` and `analyze` on a failed_pois
+// table of FailedRows rows, each the median of 5 wall-clock runs over
+// loopback (an upper bound of their in-database time), and the rate of
+// `relay reprocess` (deadletter.Reprocessor.Run) on ReprocessRows of them.
 type DeadLetter struct {
 	Rows int64 `json:"rows"`
-	// Source says what was timed: "sql", the equivalent SQL on failed_pois.
+	// Source says what was timed: "store", relay's own deadletter.Store and
+	// Reprocessor.
 	Source    string  `json:"source"`
 	ListMS    float64 `json:"list_ms"`
 	InspectMS float64 `json:"inspect_ms"`
@@ -34,21 +30,6 @@ type DeadLetter struct {
 	ReprocessJobs       int64   `json:"reprocess_jobs"`
 	ReprocessSeconds    float64 `json:"reprocess_seconds"`
 	ReprocessRowsPerSec float64 `json:"reprocess_rows_per_sec"`
-}
-
-// The dead-letter queries timed, as `relay failed` would run them.
-var deadLetterQueries = []struct {
-	name, sql string
-}{
-	{"list", `SELECT id, file_id, poi_id, error_class, error_signature, error_message, status, attempts, failed_at
-		FROM failed_pois WHERE status = 'new' ORDER BY failed_at DESC, id DESC LIMIT 50`},
-	{"inspect", `SELECT * FROM failed_pois WHERE id = 500000`},
-	{"stats", `SELECT status, error_class, count(*), min(failed_at), max(failed_at) FROM failed_pois GROUP BY status, error_class`},
-	{"analyze", `WITH g AS (
-			SELECT error_signature, min(error_class) AS error_class, count(*) AS n, min(failed_at) AS first_seen,
-			       max(failed_at) AS last_seen, (array_agg(poi_id ORDER BY id DESC))[1:3] AS samples
-			FROM failed_pois GROUP BY error_signature)
-		SELECT g.*, round(100.0 * n / sum(n) OVER (), 2) AS share FROM g ORDER BY n DESC`},
 }
 
 func (b *bench) deadLetter(ctx context.Context, res *Result) error {
@@ -78,23 +59,41 @@ func (b *bench) deadLetter(ctx context.Context, res *Result) error {
 	if _, err := b.pool.Exec(ctx, `VACUUM ANALYZE failed_pois`); err != nil {
 		return fmt.Errorf("error analysing failed_pois: %w", err)
 	}
+	// VACUUM as autovacuum would; it may need more than one pass to mark
+	// every page all-visible while other sessions hold snapshots.
+	for try := 0; try < 20; try++ {
+		var visible bool
+		if err := b.pool.QueryRow(ctx, `SELECT relallvisible >= relpages * 0.99 FROM pg_class WHERE oid = 'failed_pois'::regclass`).
+			Scan(&visible); err != nil {
+			return fmt.Errorf("error reading failed_pois' visibility: %w", err)
+		}
+		if visible {
+			break
+		}
+		if _, err := b.pool.Exec(ctx, `VACUUM ANALYZE failed_pois`); err != nil {
+			return fmt.Errorf("error vacuuming failed_pois: %w", err)
+		}
+	}
 	b.progress("  %d failed_pois rows in %.1fs", n, time.Since(start).Seconds())
-	d := &DeadLetter{Rows: int64(n), Source: "sql"}
-	for _, q := range deadLetterQueries {
-		ms, err := b.explainMillis(ctx, q.sql)
+	d := &DeadLetter{Rows: int64(n), Source: "store"}
+	store := deadletter.NewStore(b.pool)
+	for _, q := range []struct {
+		out *float64
+		fn  func() error
+	}{
+		{&d.ListMS, func() error {
+			_, err := store.List(ctx, deadletter.Filter{Status: deadletter.StatusNew}, 50)
+			return err
+		}},
+		{&d.InspectMS, func() error { _, err := store.Get(ctx, int64(n/2)); return err }},
+		{&d.StatsMS, func() error { _, err := store.Stats(ctx); return err }},
+		{&d.AnalyzeMS, func() error { _, err := store.Analyze(ctx, deadletter.Filter{}, 20); return err }},
+	} {
+		ms, err := medianMillis(q.fn)
 		if err != nil {
-			return fmt.Errorf("error timing %s: %w", q.name, err)
+			return fmt.Errorf("error timing the dead-letter queries: %w", err)
 		}
-		switch q.name {
-		case "list":
-			d.ListMS = ms
-		case "inspect":
-			d.InspectMS = ms
-		case "stats":
-			d.StatsMS = ms
-		case "analyze":
-			d.AnalyzeMS = ms
-		}
+		*q.out = ms
 	}
 	if err := b.reprocess(ctx, d); err != nil {
 		return err
@@ -103,94 +102,34 @@ func (b *bench) deadLetter(ctx context.Context, res *Result) error {
 	return nil
 }
 
-// explainMillis is the median over five runs of a query's planning plus
-// execution time inside the database.
-func (b *bench) explainMillis(ctx context.Context, sql string) (float64, error) {
+// medianMillis is the median over five runs of fn's wall-clock time.
+func medianMillis(fn func() error) (float64, error) {
 	var times []float64
 	for range 5 {
-		var plan []struct {
-			Planning  float64 `json:"Planning Time"`
-			Execution float64 `json:"Execution Time"`
-		}
-		var raw []byte
-		if err := b.pool.QueryRow(ctx, "EXPLAIN (ANALYZE, FORMAT JSON) "+sql).Scan(&raw); err != nil {
+		start := time.Now()
+		if err := fn(); err != nil {
 			return 0, err
 		}
-		if err := json.Unmarshal(raw, &plan); err != nil || len(plan) == 0 {
-			return 0, fmt.Errorf("error reading EXPLAIN output: %v", err)
-		}
-		times = append(times, plan[0].Planning+plan[0].Execution)
+		times = append(times, float64(time.Since(start).Microseconds())/1000)
 	}
 	slices.Sort(times)
 	return times[len(times)/2], nil
 }
 
-// reprocess marks ReprocessRows new rows reprocessing and enqueues their
-// POIs, one resolve_file job per file, in one transaction per 10,000 rows,
-// as `relay reprocess` does.
+// reprocess runs `relay reprocess --status new --limit ReprocessRows`.
 func (b *bench) reprocess(ctx context.Context, d *DeadLetter) error {
 	inserter, err := worker.NewInsertClient(b.pool, b.workerConfig(), b.cfg.Logger)
 	if err != nil {
 		return err
 	}
-	start := time.Now()
-	for d.ReprocessRows < int64(b.cfg.ReprocessRows) {
-		limit := min(10_000, int64(b.cfg.ReprocessRows)-d.ReprocessRows)
-		var rows, jobs int64
-		err := pgx.BeginFunc(ctx, b.pool, func(tx pgx.Tx) error {
-			rs, err := tx.Query(ctx, `
-				UPDATE failed_pois f SET status = 'reprocessing', updated_at = now()
-				FROM (SELECT id FROM failed_pois WHERE status = 'new' ORDER BY id LIMIT $1 FOR UPDATE SKIP LOCKED) s
-				WHERE f.id = s.id
-				RETURNING f.id, f.file_id, f.original_poi_data`, limit)
-			if err != nil {
-				return err
-			}
-			byFile := map[string]*outbox.ResolveFileArgs{}
-			var order []string
-			for rs.Next() {
-				var id int64
-				var file string
-				var data []byte
-				if err := rs.Scan(&id, &file, &data); err != nil {
-					rs.Close()
-					return err
-				}
-				a := byFile[file]
-				if a == nil {
-					a = &outbox.ResolveFileArgs{FileID: file, FileVersion: 1}
-					byFile[file] = a
-					order = append(order, file)
-				}
-				a.POIs = append(a.POIs, data)
-				a.FailedPOIIDs = append(a.FailedPOIIDs, id)
-				rows++
-			}
-			if err := rs.Err(); err != nil {
-				return err
-			}
-			params := make([]river.InsertManyParams, 0, len(order))
-			for _, f := range order {
-				params = append(params, river.InsertManyParams{Args: *byFile[f]})
-			}
-			if len(params) > 0 {
-				if _, err := inserter.InsertManyTx(ctx, tx, params); err != nil {
-					return err
-				}
-			}
-			jobs = int64(len(params))
-			return nil
-		})
-		if err != nil {
-			return fmt.Errorf("error reprocessing: %w", err)
-		}
-		if rows == 0 {
-			break
-		}
-		d.ReprocessRows += rows
-		d.ReprocessJobs += jobs
+	r := deadletter.NewReprocessor(b.pool, inserter, nil, b.cfg.Logger)
+	run, err := r.Run(ctx, deadletter.Selection{Filter: deadletter.Filter{Status: deadletter.StatusNew}, Limit: int64(b.cfg.ReprocessRows)},
+		"relay-bench", nil)
+	if err != nil {
+		return fmt.Errorf("error reprocessing: %w", err)
 	}
-	d.ReprocessSeconds = time.Since(start).Seconds()
+	d.ReprocessRows, d.ReprocessJobs = run.Rows, run.Jobs
+	d.ReprocessSeconds = run.Duration.Seconds()
 	d.ReprocessRowsPerSec = ratio(float64(d.ReprocessRows), d.ReprocessSeconds)
 	return nil
 }
