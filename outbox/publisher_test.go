@@ -357,3 +357,17 @@ func TestPublishManyTx_OneRejectedFilePublishesNoneAndLeavesTheTxUsable(t *testi
 	require.Equal(t, 0, b.count(t, `SELECT count(*) FROM files WHERE file_id IN ('src/a.js', 'src/b.js', 'src/c.js')`))
 	require.Equal(t, 0, b.count(t, `SELECT count(*) FROM pois WHERE poi_id = 'same'`))
 }
+
+func TestPublishTx_EmptyRepublishRemovesTheFilesSymbols(t *testing.T) {
+	t.Parallel()
+	b := setup(t, nil)
+	_, err := b.publish(t, analysis("src/gone.js", 3))
+	require.NoError(t, err)
+	require.Equal(t, 3, b.count(t, `SELECT count(*) FROM pois WHERE file_id = 'src/gone.js'`))
+
+	res, err := b.publish(t, outbox.Analysis{FileID: "src/gone.js", POIs: []json.RawMessage{}})
+	require.NoError(t, err)
+	require.Equal(t, int64(2), res.Version)
+	require.Len(t, res.JobIDs, 1, "the removed names are re-resolved by the file's job")
+	require.Equal(t, 0, b.count(t, `SELECT count(*) FROM pois WHERE file_id = 'src/gone.js'`))
+}

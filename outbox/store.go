@@ -37,8 +37,10 @@ func (s store) write(ctx context.Context, files []fileBatch) (xid int64, rej *Re
 	index := make(map[string]int, len(files))
 	fileIDs := make([]string, len(files))
 	counts := make([]int32, len(files))
-	var ids, owners, names, types []string
-	var lines []int32
+	// Empty, not nil, when there are no symbols: pgx sends a nil slice as
+	// NULL, and "NOT (poi_id = ANY(NULL))" would keep every old POI.
+	ids, owners, names, types := []string{}, []string{}, []string{}, []string{}
+	lines := []int32{}
 	for i, f := range files {
 		index[f.a.FileID] = i
 		fileIDs[i], counts[i] = f.a.FileID, int32(len(f.syms))
