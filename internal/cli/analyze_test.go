@@ -16,16 +16,12 @@ import (
 func TestAnalyze_PublishesOneJobPerGoFileAndResolvesCalls(t *testing.T) {
 	t.Parallel()
 	db := testdb.New(t)
-	root := t.TempDir()
-	write := func(rel, src string) {
-		p := filepath.Join(root, filepath.FromSlash(rel))
-		require.NoError(t, os.MkdirAll(filepath.Dir(p), 0o755))
-		require.NoError(t, os.WriteFile(p, []byte(src), 0o600))
-	}
-	write("calc/add.go", "package calc\n\nimport \"fmt\"\n\nfunc Add(a, b int) int { return a + b }\n\nfunc Show(a int) { fmt.Println(Twice(a)) }\n")
-	write("calc/twice.go", "package calc\n\ntype Pair struct{ A, B int }\n\nfunc Twice(a int) int { return Add(a, a) }\n")
-	write("calc/broken.go", "package calc\n\nfunc {\n")
-	write("calc/testdata/skip.go", "package skip\n\nfunc Skip() {}\n")
+	root := writeTree(t, map[string]string{
+		"calc/add.go":           "package calc\n\nimport \"fmt\"\n\nfunc Add(a, b int) int { return a + b }\n\nfunc Show(a int) { fmt.Println(Twice(a)) }\n",
+		"calc/twice.go":         "package calc\n\ntype Pair struct{ A, B int }\n\nfunc Twice(a int) int { return Add(a, a) }\n",
+		"calc/broken.go":        "package calc\n\nfunc {\n",
+		"calc/testdata/skip.go": "package skip\n\nfunc Skip() {}\n",
+	})
 
 	r := run(t, db, "", nil, "analyze", root, "--json", "--work", "--files-per-tx", "1")
 	require.Equal(t, cli.ExitOK, r.code, r.stderr)
@@ -61,17 +57,12 @@ func TestAnalyze_RejectsAMissingDirectory(t *testing.T) {
 func TestAnalyze_ARejectedFileDoesNotStopTheOthersOfItsTransaction(t *testing.T) {
 	t.Parallel()
 	db := testdb.New(t)
-	root := t.TempDir()
-	for rel, src := range map[string]string{
+	root := writeTree(t, map[string]string{
 		"p/a.go": "package p\n\nfunc A() { B() }\n",
 		// A name over the outbox's 1,024-byte limit: the file is rejected.
 		"p/dup.go": "package p\n\nfunc " + strings.Repeat("Long", 300) + "() {}\n",
 		"p/b.go":   "package p\n\nfunc B() {}\n",
-	} {
-		p := filepath.Join(root, filepath.FromSlash(rel))
-		require.NoError(t, os.MkdirAll(filepath.Dir(p), 0o755))
-		require.NoError(t, os.WriteFile(p, []byte(src), 0o600))
-	}
+	})
 	r := run(t, db, "", nil, "analyze", root, "--json", "--work")
 	require.Equal(t, cli.ExitOK, r.code, r.stderr)
 	var sum cli.AnalyzeSummary
@@ -82,4 +73,17 @@ func TestAnalyze_ARejectedFileDoesNotStopTheOthersOfItsTransaction(t *testing.T)
 	require.Contains(t, sum.Rejected[0].Error, "1024-byte limit")
 	require.Equal(t, 1, testdb.Count(t, db.Pool, `SELECT count(*) FROM relationships WHERE source_poi_id = 'p/a.go:3:A'`))
 	require.Equal(t, 0, testdb.Count(t, db.Pool, `SELECT count(*) FROM files WHERE file_id = 'p/dup.go'`))
+}
+
+// writeTree writes files (slash-separated paths relative to the root) into a
+// new temporary directory and returns it.
+func writeTree(t *testing.T, files map[string]string) string {
+	t.Helper()
+	root := t.TempDir()
+	for rel, src := range files {
+		p := filepath.Join(root, filepath.FromSlash(rel))
+		require.NoError(t, os.MkdirAll(filepath.Dir(p), 0o755))
+		require.NoError(t, os.WriteFile(p, []byte(src), 0o600))
+	}
+	return root
 }
