@@ -36,6 +36,16 @@ const maxQuotedValue = 40
 // lineNumber, filePath, rawCode, context. When the id is usable it is set in
 // POIID even if another field is at fault. DecodePOI never panics.
 func DecodePOI(raw []byte) (POI, error) {
+	if fields, ok := scanObject(raw); ok {
+		return validate(fields)
+	}
+	return decodeGeneral(raw)
+}
+
+// decodeGeneral is DecodePOI through encoding/json, for any input: it gives
+// the error for invalid JSON and a value that is not an object, and decodes
+// what the fast path (scanObject) leaves to it.
+func decodeGeneral(raw []byte) (POI, error) {
 	var top json.RawMessage
 	if err := json.Unmarshal(raw, &top); err != nil {
 		return POI{}, &ValidationError{Reason: "is not valid JSON: " + err.Error()}
@@ -48,7 +58,12 @@ func DecodePOI(raw []byte) (POI, error) {
 		// Unreachable for a valid JSON object; kept so a decoder change cannot panic us.
 		return POI{}, &ValidationError{Reason: "is not valid JSON: " + err.Error()}
 	}
+	return validate(fields)
+}
 
+// validate builds a POI from the members of a valid JSON object, or gives
+// the *ValidationError for the first field at fault.
+func validate(fields map[string]json.RawMessage) (POI, error) {
 	var p POI
 	var reason string
 	if p.ID, reason = requiredString(fields, fieldID); reason != "" {
@@ -83,9 +98,11 @@ func DecodePOI(raw []byte) (POI, error) {
 // a string (an empty string counts). It never panics; invalid JSON or a value
 // that is not an object gives all zero results.
 func Peek(raw []byte) (id string, idOK bool, filePath string, filePathOK bool) {
-	var fields map[string]json.RawMessage
-	if err := json.Unmarshal(raw, &fields); err != nil {
-		return "", false, "", false
+	fields, ok := scanObject(raw)
+	if !ok {
+		if err := json.Unmarshal(raw, &fields); err != nil {
+			return "", false, "", false
+		}
 	}
 	id, idOK = asString(fields[fieldID])
 	filePath, filePathOK = asString(fields[fieldFilePath])
@@ -141,16 +158,13 @@ func lineNumber(fields map[string]json.RawMessage) (int, string) {
 	return n, ""
 }
 
-// asString reports whether v is a JSON string and returns its value.
+// asString reports whether v, a valid JSON value, is a string and returns
+// its value.
 func asString(v json.RawMessage) (string, bool) {
 	if jsonKind(v) != '"' {
 		return "", false
 	}
-	var s string
-	if err := json.Unmarshal(v, &s); err != nil {
-		return "", false
-	}
-	return s, true
+	return unquote(v)
 }
 
 // jsonKind classifies a JSON value by its first significant byte: '{', '[', '"',

@@ -2,6 +2,7 @@ package resolver
 
 import (
 	"context"
+	"encoding/json"
 	"strings"
 	"testing"
 )
@@ -81,6 +82,32 @@ func BenchmarkExtract(b *testing.B) {
 			b.ReportAllocs()
 			for b.Loop() {
 				if _, err := Extract(ctx, bm.poi); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
+
+// BenchmarkDecodePOI decodes a POI carrying benchJSFunction as its rawCode,
+// through DecodePOI (the fast path) and through encoding/json alone.
+func BenchmarkDecodePOI(b *testing.B) {
+	raw, err := json.Marshal(map[string]any{
+		"id": "src/cache/sync.js#syncCache", "type": TypeFunction, "name": "syncCache",
+		"filePath": "src/cache/sync.js", "lineNumber": 12, "rawCode": benchJSFunction, "context": "module cache",
+	})
+	if err != nil {
+		b.Fatal(err)
+	}
+	for _, bc := range []struct {
+		name   string
+		decode func([]byte) (POI, error)
+	}{{"fast", DecodePOI}, {"encoding_json", decodeGeneral}} {
+		b.Run(bc.name, func(b *testing.B) {
+			b.SetBytes(int64(len(raw)))
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, err := bc.decode(raw); err != nil {
 					b.Fatal(err)
 				}
 			}

@@ -51,7 +51,20 @@ func FuzzDecodePOI(f *testing.F) {
 	f.Add([]byte(`{"id":"a","type":"b","name":"c","lineNumber":1e400}`))
 	f.Add([]byte(`{"id":"\ud800","type":"b","name":"c","lineNumber":"1"}`))
 
+	f.Add([]byte(` { "id" : "a\\\"\n\t\/\b\f\r" , "type":"b","name":"c","lineNumber":0,"x":[1],"rawCode":null} `))
+	f.Add([]byte(`{"id":"a","type":"b","name":"c","lineNumber":1,"id":"d","context":"\u00e9\ud83d\ude00"}`))
+	f.Add([]byte("{\"id\":\"a\xff\",\"type\":\"b\",\"name\":\"c\",\"lineNumber\":1,\"i\\u0064\":2}"))
+
 	f.Fuzz(func(t *testing.T, raw []byte) {
+		// The fast path (scanObject) and encoding/json agree on every input.
+		general, generalErr := decodeGeneral(raw)
+		if fields, ok := scanObject(raw); ok {
+			require.True(t, json.Valid(raw), "scanObject accepted invalid JSON %q", raw)
+			fast, fastErr := validate(fields)
+			require.Equal(t, general, fast, "input %q", raw)
+			require.Equal(t, generalErr, fastErr, "input %q", raw)
+		}
+
 		id, idOK, _, _ := Peek(raw)
 		p, err := DecodePOI(raw)
 		if err != nil {
