@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"slices"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -89,11 +90,24 @@ func NewClient(pool *pgxpool.Pool, cfg *config.Config, logger *slog.Logger, opts
 		SoftStopTimeout:             cfg.ShutdownTimeout,
 		FetchCooldown:               cfg.FetchCooldown,
 		PeriodicJobs:                periodic,
+		ReindexerIndexNames:         ReindexerIndexNames(),
 	})
 	if err != nil {
 		return nil, fmt.Errorf("error creating River client: %w", err)
 	}
 	return client, nil
+}
+
+// droppedRiverIndex is the River index migration 00007 drops: the GIN
+// index on river_job.args, which every resolve_file job's batch of POIs
+// made expensive to maintain and nothing in relay reads.
+const droppedRiverIndex = "river_job_args_index"
+
+// ReindexerIndexNames is the set of indexes River's reindexer rebuilds for
+// relay: River's default without the index relay drops, which River would
+// otherwise warn about every run.
+func ReindexerIndexNames() []string {
+	return slices.DeleteFunc(river.ReindexerIndexNamesDefault(), func(n string) bool { return n == droppedRiverIndex })
 }
 
 // NewInsertClient builds an insert-only River client (no queues worked), as

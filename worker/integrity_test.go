@@ -1,0 +1,62 @@
+package worker_test
+
+import (
+	"context"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/relay-dev/relay/internal/testdb"
+	"github.com/relay-dev/relay/outbox"
+	"github.com/relay-dev/relay/worker"
+)
+
+// Deleting POIs by hand (here through their file's row) removes the
+// references and relationships that start at them, as the source-side
+// foreign keys' ON DELETE CASCADE did before migration 00006 replaced them
+// with a statement trigger, and the relationships that end at them (the
+// target-side foreign key).
+func TestDeletingAFileRemovesItsReferencesAndEdgesBothWays(t *testing.T) {
+	t.Parallel()
+	db := testdb.New(t)
+	client, err := worker.NewClient(db.Pool, db.Config(), testdb.Logger(t), &worker.Options{Queues: []string{outbox.QueueResolve}})
+	require.NoError(t, err)
+	e := &e2e{db: db, pub: outbox.New(client, nil, testdb.Logger(t)), client: client}
+	e.publish(t, outbox.Analysis{FileID: "src/a.js", POIs: pois(fn("a.a", "a", "src/a.js", "function a() { b(); missing(); }"))})
+	e.publish(t, outbox.Analysis{FileID: "src/b.js", POIs: pois(fn("b.b", "b", "src/b.js", "function b() { c(); }"))})
+	e.publish(t, outbox.Analysis{FileID: "src/c.js", POIs: pois(fn("c.c", "c", "src/c.js", "function c() { a(); }"))})
+	e.start(t)
+	waitDrained(t, client, db.Pool)
+	require.ElementsMatch(t, []string{"a.a CALLS b.b", "b.b CALLS c.c", "c.c CALLS a.a"}, relationships(t, db.Pool))
+
+	ctx := context.Background()
+	countRefs := func(src string) (n int) {
+		require.NoError(t, db.Pool.QueryRow(ctx, `SELECT count(*) FROM poi_references WHERE source_poi_id = $1`, src).Scan(&n))
+		return n
+	}
+	require.Equal(t, 2, countRefs("a.a"), "a.a refers to b and missing")
+
+	_, err = db.Pool.Exec(ctx, `DELETE FROM files WHERE file_id = $1`, "src/a.js")
+	require.NoError(t, err)
+	require.Zero(t, countRefs("a.a"), "the deleted POI's references stayed")
+	require.Equal(t, []string{"b.b CALLS c.c"}, relationships(t, db.Pool),
+		"edges from (a.a CALLS b.b) or to (c.c CALLS a.a) the deleted POI stayed")
+	require.Equal(t, 1, countRefs("c.c"), "another file's reference to the deleted name must stay, to resolve a later publish of it")
+}
+
+// The indexes River's reindexer is told to rebuild all exist after relay's
+// migrations (River would warn on every run otherwise), and the args index
+// migration 00007 drops is not among them.
+func TestReindexerIndexNames_ExistAfterMigrationWithoutTheArgsIndex(t *testing.T) {
+	t.Parallel()
+	db := testdb.New(t)
+	names := worker.ReindexerIndexNames()
+	require.NotContains(t, names, "river_job_args_index")
+	require.NotEmpty(t, names)
+	var existing []string
+	require.NoError(t, db.Pool.QueryRow(context.Background(),
+		`SELECT coalesce(array_agg(indexname::text), '{}') FROM pg_indexes WHERE schemaname = $1 AND tablename = 'river_job'`,
+		db.Schema).Scan(&existing))
+	require.NotContains(t, existing, "river_job_args_index")
+	require.Subset(t, existing, names)
+}
