@@ -66,11 +66,15 @@ const globalLinkLock int64 = 0x72656c6179 // "relay"
 //
 // Correctness under concurrency: the resolution of a name depends on the
 // symbol table (written at publish) and on who refers to it (written here).
-// Every batch locks each name it refers to or changed before reading the
-// symbol table, and holds the locks until commit. So of two batches touching
-// one name, the second sees the first's committed references, and the
-// publish that changed the symbol table committed before its own batch
-// started: the final relationships do not depend on order or concurrency.
+// Before reading the symbol table, every batch share-locks each name it
+// refers to until commit, and a batch that changed names waits out the
+// batches holding them and locks them against other changers (queueLocks).
+// So a changer sees the committed references of every batch that resolved
+// a name it changed without seeing its publish, a batch that locks a name
+// after a changer reads a symbol table that holds the publish (committed
+// before the changer's job started), and two changers of a name run one
+// after the other: the final relationships do not depend on order or
+// concurrency.
 //
 // A reference stored with a resolved_xmin above publishXID was resolved
 // under a snapshot that already saw that publish (every transaction below a
@@ -93,8 +97,8 @@ const globalLinkLock int64 = 0x72656c6179 // "relay"
 func (s store) link(ctx context.Context, jobID int64, fileID string, ok []poiResult, changed []string, publishXID int64) (linkResult, error) {
 	var res linkResult
 	var srcIDs, refNames, refTypes []string
-	// nameSet maps each name to whether this batch changed it (exclusive
-	// lock) or only refers to it (shared lock).
+	// nameSet maps each name to whether this batch changed it or only
+	// refers to it (see queueLocks).
 	nameSet := map[string]bool{}
 	for _, r := range ok {
 		for _, ref := range r.refs {
@@ -199,40 +203,80 @@ func (s store) link(ctx context.Context, jobID int64, fileID string, ok []poiRes
 	return res, nil
 }
 
-// queueLocks queues the link locks for names: exclusive for the names the
-// batch changed (true), shared for those it only refers to (false). Only a
-// batch that changes a name must be serialized with the batches that refer
-// to it (see link); batches that merely refer to the same name, such as
-// every file calling Errorf, read the symbol table and write edges from
-// their own POIs only, so they proceed together. Locks are taken in key
-// order, whatever their mode, so batches cannot deadlock on each other; the
-// global lock comes first, in its own statement.
+// queueLocks queues the link locks for names: the batch changed the names
+// mapped to true and only refers to the others.
+//
+// A referrer holds a shared lock on each name it refers to until commit. A
+// changer needs less than an exclusive lock held to commit: it needs every
+// referrer that read the symbol table before the publish committed to have
+// committed its references before the changer looks for them. Such a
+// referrer holds its shared lock then, and a referrer that asks for the
+// lock later reads the symbol table after the publish (which committed
+// before its job started). So the changer takes each changed name's lock
+// exclusively inside a savepoint and rolls the savepoint back, which
+// releases the locks at once: a barrier that waits out the referrers
+// holding the name, without making later referrers wait for the changer's
+// commit (that wait was the largest cost of a batch). Changers of one name
+// must still not interleave (each reads the symbol table and rewrites the
+// same references), so a changer also holds, until commit, an exclusive
+// lock on the name in a second lock space (pg_advisory_xact_lock's two-key
+// form) that referrers never take.
+//
+// Deadlock freedom: each phase takes its keys in ascending order (unnest
+// yields an array's elements in order), the phases come in the same order
+// in every batch (global, barrier, shared, changer), and a transaction only
+// ever waits for a key above every key it holds in the phase it is in, so
+// a chain of waits climbs in key order and cannot close. A batch naming
+// more than maxNameLocks names takes the global lock exclusively instead.
 func queueLocks(b *pgx.Batch, names map[string]bool) {
 	if len(names) > maxNameLocks {
 		b.Queue(`SELECT pg_advisory_xact_lock($1)`, globalLinkLock)
 		return
 	}
-	exclusive := make(map[int64]bool, len(names))
+	changed, referred := map[int64]bool{}, map[int64]bool{}
 	for n, x := range names {
-		h := fnv.New64a()
-		_, _ = h.Write([]byte(n))
-		k := int64(h.Sum64())
-		exclusive[k] = exclusive[k] || x
+		if k := nameKey(n); x {
+			changed[k] = true
+		} else {
+			referred[k] = true
+		}
 	}
-	keys := make([]int64, 0, len(exclusive))
-	for k := range exclusive {
+	b.Queue(`SELECT pg_advisory_xact_lock_shared($1)`, globalLinkLock)
+	changedKeys := sortedKeys(changed)
+	if len(changedKeys) > 0 {
+		b.Queue(`SAVEPOINT relay_name_barrier`)
+		b.Queue(`SELECT count(pg_advisory_xact_lock(k)) FROM unnest($1::bigint[]) AS u(k)`, changedKeys)
+		b.Queue(`ROLLBACK TO SAVEPOINT relay_name_barrier`)
+		b.Queue(`RELEASE SAVEPOINT relay_name_barrier`)
+	}
+	if len(referred) > 0 {
+		b.Queue(`SELECT count(pg_advisory_xact_lock_shared(k)) FROM unnest($1::bigint[]) AS u(k)`, sortedKeys(referred))
+	}
+	if len(changedKeys) > 0 {
+		// The second lock space: the same 64-bit key as two int4 halves, in
+		// the same (ascending 64-bit) order.
+		hi, lo := make([]int32, len(changedKeys)), make([]int32, len(changedKeys))
+		for i, k := range changedKeys {
+			hi[i], lo[i] = int32(k>>32), int32(k)
+		}
+		b.Queue(`SELECT count(pg_advisory_xact_lock(h, l)) FROM unnest($1::int[], $2::int[]) AS u(h, l)`, hi, lo)
+	}
+}
+
+// nameKey is a name's advisory lock key.
+func nameKey(name string) int64 {
+	h := fnv.New64a()
+	_, _ = h.Write([]byte(name))
+	return int64(h.Sum64())
+}
+
+func sortedKeys(set map[int64]bool) []int64 {
+	keys := make([]int64, 0, len(set))
+	for k := range set {
 		keys = append(keys, k)
 	}
 	slices.Sort(keys)
-	modes := make([]bool, len(keys))
-	for i, k := range keys {
-		modes[i] = exclusive[k]
-	}
-	b.Queue(`SELECT pg_advisory_xact_lock_shared($1)`, globalLinkLock)
-	// unnest yields the keys in array order, so locks are taken sorted.
-	b.Queue(`
-		SELECT count(CASE WHEN x THEN pg_advisory_xact_lock(k) ELSE pg_advisory_xact_lock_shared(k) END)
-		FROM unnest($1::bigint[], $2::bool[]) AS u(k, x)`, keys, modes)
+	return keys
 }
 
 // scanCandidates reads symbols by name. Import POIs are left out by the

@@ -83,9 +83,7 @@ type Config struct {
 	ReprocessRows int
 	// MemoryFiles sizes the large memory run (x POIsPerFile POIs).
 	MemoryFiles int
-	// FetchCooldown, when positive, works the jobs with a River client
-	// whose FetchCooldown (and FetchPollInterval) is this instead of
-	// worker.NewClient's River defaults (100 ms, 1 s).
+	// FetchCooldown, when positive, overrides relay's fetch_cooldown.
 	FetchCooldown time.Duration
 	// Keep leaves the database in place.
 	Keep bool

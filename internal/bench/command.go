@@ -37,7 +37,7 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs.IntVar(&cfg.FailedRows, "failed-rows", FailedRowsDefault, "failed_pois rows for the dead-letter phase")
 	fs.IntVar(&cfg.ReprocessRows, "reprocess-rows", 0, fmt.Sprintf("rows reprocessed in the dead-letter phase (default min(failed-rows, %d))", ReprocessRowsDefault))
 	fs.IntVar(&cfg.MemoryFiles, "memory-files", MemoryFilesDefault, "files in the large memory run (x pois-per-file POIs)")
-	fs.DurationVar(&cfg.FetchCooldown, "fetch-cooldown", 0, "work with River's FetchCooldown set to this instead of relay's worker client (experiment; see BENCHMARKS.md)")
+	fs.DurationVar(&cfg.FetchCooldown, "fetch-cooldown", 0, "the worker's fetch_cooldown (default: relay's default)")
 	fs.BoolVar(&cfg.Keep, "keep", false, "keep the benchmark database instead of dropping it")
 	fs.BoolVar(&asJSON, "json", false, "print one JSON object with every figure instead of the table")
 	fs.StringVar(&logLevel, "log-level", "", "relay's log level (debug, info, warn, error) to stderr; off by default")

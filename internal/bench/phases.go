@@ -6,8 +6,6 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
-	"github.com/riverqueue/river"
-	"github.com/riverqueue/river/riverdriver/riverpgxv5"
 
 	"github.com/relay-dev/relay/config"
 	"github.com/relay-dev/relay/internal/goanalyze"
@@ -52,6 +50,9 @@ func (b *bench) workerConfig() *config.Config {
 	cfg := config.Default()
 	cfg.DatabaseURL = b.url
 	cfg.WorkerConcurrency = b.cfg.Workers
+	if b.cfg.FetchCooldown > 0 {
+		cfg.FetchCooldown = b.cfg.FetchCooldown
+	}
 	return cfg
 }
 
@@ -129,7 +130,7 @@ func (b *bench) runCorpus(ctx context.Context, src source, perPOI bool) (*RunRes
 
 // work runs relay's worker until the queue is idle.
 func (b *bench) work(ctx context.Context, wcfg *config.Config, res *RunResult) error {
-	client, err := b.client(wcfg)
+	client, err := worker.NewClient(b.pool, wcfg, b.cfg.Logger, nil)
 	if err != nil {
 		return err
 	}
@@ -146,34 +147,6 @@ func (b *bench) work(ctx context.Context, wcfg *config.Config, res *RunResult) e
 	}
 	res.WorkSeconds = time.Since(start).Seconds()
 	return nil
-}
-
-// client is relay's worker client (worker.NewClient), or, with
-// --fetch-cooldown, the same resolve_file worker in a River client whose
-// fetch cooldown and poll interval are set: the experiment behind the
-// change proposed for worker.NewClient in BENCHMARKS.md.
-func (b *bench) client(wcfg *config.Config) (*river.Client[pgx.Tx], error) {
-	if b.cfg.FetchCooldown <= 0 {
-		return worker.NewClient(b.pool, wcfg, b.cfg.Logger, nil)
-	}
-	workers := river.NewWorkers()
-	river.AddWorker(workers, worker.NewResolveFileWorker(b.pool, worker.ResolveFileConfig{
-		POITimeout: wcfg.POITimeout, JobTimeout: wcfg.JobTimeout}, b.cfg.Logger, nil))
-	client, err := river.NewClient(riverpgxv5.New(b.pool), &river.Config{
-		Logger:               b.cfg.Logger,
-		Workers:              workers,
-		Queues:               map[string]river.QueueConfig{outbox.QueueResolve: {MaxWorkers: wcfg.WorkerConcurrency}},
-		JobTimeout:           wcfg.JobTimeout,
-		MaxAttempts:          wcfg.MaxAttempts,
-		RescueStuckJobsAfter: wcfg.RescueStuckJobsAfter,
-		SoftStopTimeout:      wcfg.ShutdownTimeout,
-		FetchCooldown:        b.cfg.FetchCooldown,
-		FetchPollInterval:    max(b.cfg.FetchCooldown, 50*time.Millisecond),
-	})
-	if err != nil {
-		return nil, fmt.Errorf("error creating River client: %w", err)
-	}
-	return client, nil
 }
 
 // count fills in what the run wrote and the rates.

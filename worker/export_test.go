@@ -1,0 +1,4 @@
+package worker
+
+// NameKey exposes a name's advisory lock key to the tests of package worker_test.
+var NameKey = nameKey
