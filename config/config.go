@@ -26,7 +26,7 @@ const (
 	DiscardedJobRetentionDefault    = 30 * 24 * time.Hour
 	SweepIntervalDefault            = time.Minute
 	ShutdownTimeoutDefault          = 30 * time.Second
-	FetchCooldownDefault            = 10 * time.Millisecond
+	FetchCooldownDefault            = 5 * time.Millisecond
 	MaxJobBytesDefault              = 4 << 20
 	MaxPOIBytesDefault              = 16 << 20
 	StatementTimeoutDefault         = 60 * time.Second
