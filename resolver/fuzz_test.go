@@ -54,6 +54,10 @@ func FuzzDecodePOI(f *testing.F) {
 	f.Add([]byte(` { "id" : "a\\\"\n\t\/\b\f\r" , "type":"b","name":"c","lineNumber":0,"x":[1],"rawCode":null} `))
 	f.Add([]byte(`{"id":"a","type":"b","name":"c","lineNumber":1,"id":"d","context":"\u00e9\ud83d\ude00"}`))
 	f.Add([]byte("{\"id\":\"a\xff\",\"type\":\"b\",\"name\":\"c\",\"lineNumber\":1,\"i\\u0064\":2}"))
+	// Flat objects, so that the fast path (not the fallback) decodes the
+	// escapes, surrogate pairs and invalid UTF-8.
+	f.Add([]byte(`{"id":"a\\\"\n\t\/\b\f\r\u003c","type":"b","name":"c","lineNumber":0,"rawCode":null,"x":true}`))
+	f.Add([]byte("{\"id\":\"a\xff\",\"type\":\"b\",\"name\":\"c\",\"lineNumber\":1,\"context\":\"\\ud800x\"}"))
 
 	f.Fuzz(func(t *testing.T, raw []byte) {
 		// The fast path (scanObject) and encoding/json agree on every input.
