@@ -7,6 +7,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/relay-dev/relay/internal/indexplan"
 	"github.com/relay-dev/relay/resolver"
 )
 
@@ -53,6 +54,9 @@ func (s store) write(ctx context.Context, files []fileBatch) (xid int64, rej *Re
 	stored := -1
 
 	b := &pgx.Batch{}
+	// Lookups by file and POI id: index plans whatever the tables' sizes
+	// when this connection first planned them.
+	indexplan.Begin(b)
 	b.Queue(`SELECT file_id, poi_count FROM files WHERE file_id = ANY($1) ORDER BY file_id FOR UPDATE`, fileIDs).
 		Query(func(rows pgx.Rows) error {
 			for rows.Next() {
@@ -120,13 +124,24 @@ func (s store) write(ctx context.Context, files []fileBatch) (xid int64, rej *Re
 	// another file (checked above, or the savepoint is rolled back), so
 	// "not among ids" is "no longer among this file's POIs".
 	b.Queue(`DELETE FROM pois WHERE file_id = ANY($1) AND NOT (poi_id = ANY($2))`, fileIDs, ids)
-	b.Queue(`DELETE FROM poi_references WHERE source_file_id = ANY($1)`, fileIDs)
-	b.Queue(`DELETE FROM relationships WHERE source_file_id = ANY($1)`, fileIDs)
+	// The files' references and relationships, found through their
+	// remaining POIs (the trigger on pois took those of the POIs just
+	// deleted): the tables are keyed by source POI, not by file.
+	// The LATERAL (fenced by OFFSET 0) keeps the plan driven from the
+	// files' POIs; as a join, the planner may walk the whole table instead.
+	for _, table := range []string{"poi_references", "relationships"} {
+		b.Queue(`
+			DELETE FROM `+table+` WHERE ctid = ANY(ARRAY(
+				SELECT r.ctid FROM pois p
+				CROSS JOIN LATERAL (SELECT ctid FROM `+table+` r WHERE r.source_poi_id = p.poi_id OFFSET 0) r
+				WHERE p.file_id = ANY($1)))`, fileIDs)
+	}
 	b.Queue(upsertSymbolsSQL, ids, owners, names, types, lines)
 	b.Queue(`
 		SELECT count(*) FROM unnest($1::text[], $2::text[]) AS u(id, file)
 		JOIN pois p ON p.poi_id = u.id AND p.file_id = u.file`, ids, owners).
 		QueryRow(func(row pgx.Row) error { return row.Scan(&stored) })
+	indexplan.End(b)
 	if err := s.tx.SendBatch(ctx, b).Close(); err != nil {
 		return 0, nil, fmt.Errorf("error storing symbols: %w", err)
 	}

@@ -125,23 +125,36 @@ func NewInsertClient(pool *pgxpool.Pool, cfg *config.Config, logger *slog.Logger
 const IdleGrace = 10 * time.Second
 
 // RunUntilIdle starts client and stops it once the resolve and MapReduce
-// queues have no job available or running and none due within IdleGrace;
-// then it captures any discarded batches and MapReduce items. It returns early, with ctx's error, if ctx ends first.
+// queues are idle (WaitIdle); then it captures any discarded batches and
+// MapReduce items. It returns early, with ctx's error, if ctx ends first.
 func RunUntilIdle(ctx context.Context, client *river.Client[pgx.Tx], pool *pgxpool.Pool, logger *slog.Logger, progress func(Progress)) error {
-	events, cancelSub := client.Subscribe(river.EventKindJobCompleted, river.EventKindJobFailed)
-	defer cancelSub()
 	// Jobs must not inherit ctx: cancelling it (SIGTERM) starts a graceful
 	// stop below instead of cancelling in-flight batches at once.
 	if err := client.Start(context.WithoutCancel(ctx)); err != nil {
 		return fmt.Errorf("error starting River client: %w", err)
 	}
-	stop := func() error { return client.Stop(context.WithoutCancel(ctx)) }
+	if err := WaitIdle(ctx, client, pool, progress); err != nil {
+		_ = client.Stop(context.WithoutCancel(ctx))
+		return err
+	}
+	if err := client.Stop(context.WithoutCancel(ctx)); err != nil {
+		return fmt.Errorf("error stopping River client: %w", err)
+	}
+	return sweepDiscarded(ctx, pool, logger)
+}
+
+// WaitIdle waits, while client works, until the resolve and MapReduce
+// queues have no job available or running and none due within IdleGrace,
+// reporting the queues' state to progress (may be nil) as it goes. It reads
+// the queues every 250ms; River's completion events keep it awake between.
+func WaitIdle(ctx context.Context, client *river.Client[pgx.Tx], pool *pgxpool.Pool, progress func(Progress)) error {
+	events, cancelSub := client.Subscribe(river.EventKindJobCompleted, river.EventKindJobFailed)
+	defer cancelSub()
 	tick := time.NewTicker(250 * time.Millisecond)
 	defer tick.Stop()
 	for {
 		select {
 		case <-ctx.Done():
-			_ = stop()
 			return ctx.Err()
 		case <-events:
 			continue // counts are read on the tick; events just keep us awake
@@ -149,17 +162,13 @@ func RunUntilIdle(ctx context.Context, client *river.Client[pgx.Tx], pool *pgxpo
 		}
 		p, err := QueueProgress(ctx, pool)
 		if err != nil {
-			_ = stop()
 			return err
 		}
 		if progress != nil {
 			progress(p)
 		}
 		if p.Pending == 0 && p.MapReduce.Pending == 0 {
-			if err := stop(); err != nil {
-				return fmt.Errorf("error stopping River client: %w", err)
-			}
-			return sweepDiscarded(ctx, pool, logger)
+			return nil
 		}
 	}
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 
+	"github.com/relay-dev/relay/internal/indexplan"
 	"github.com/relay-dev/relay/outbox"
 	"github.com/relay-dev/relay/resolver"
 )
@@ -127,6 +128,10 @@ func (s store) link(ctx context.Context, jobID int64, fileID string, ok []poiRes
 	// candidates and the references to the changed names that may have been
 	// resolved without this publish.
 	b := &pgx.Batch{}
+	// Lookups by name and source POI in tables that grow: index plans
+	// whatever their sizes when this connection first planned them, until
+	// the last round trip's End.
+	indexplan.Begin(b)
 	if len(srcIDs) > 0 {
 		b.Queue(`
 			INSERT INTO poi_references (source_poi_id, source_file_id, name, type, resolved_xmin)
@@ -197,6 +202,7 @@ func (s store) link(ctx context.Context, jobID int64, fileID string, ok []poiRes
 		res.reresolved = queueReresolve(b, jobID, fileID, changed, cands, refs, &res.written)
 	}
 	queueInsertEdges(b, jobID, own, &res.written)
+	indexplan.End(b)
 	if err := s.tx.SendBatch(ctx, b).Close(); err != nil {
 		return res, fmt.Errorf("error writing relationships: %w", err)
 	}

@@ -50,6 +50,13 @@ const (
 	MemoryFilesDefault   = 20_000
 )
 
+// Config.RelayRuns values.
+const (
+	RelayRunsBoth       = "both"
+	RelayRunsSequential = "sequential"
+	RelayRunsConcurrent = "concurrent"
+)
+
 // Config is one benchmark run.
 type Config struct {
 	// DatabaseURL names the server; the benchmark creates (and drops) its
@@ -83,6 +90,10 @@ type Config struct {
 	ReprocessRows int
 	// MemoryFiles sizes the large memory run (x POIsPerFile POIs).
 	MemoryFiles int
+	// RelayRuns is which runs the relay phase does: "both" (the default),
+	// "sequential" (publish, then work) or "concurrent" (publish while the
+	// workers run).
+	RelayRuns string
 	// FetchCooldown, when positive, overrides relay's fetch_cooldown.
 	FetchCooldown time.Duration
 	// Keep leaves the database in place.
@@ -105,6 +116,7 @@ func (c *Config) defaults() {
 	c.FailedRows = cmp.Or(c.FailedRows, FailedRowsDefault)
 	c.ReprocessRows = cmp.Or(c.ReprocessRows, min(ReprocessRowsDefault, c.FailedRows))
 	c.MemoryFiles = cmp.Or(c.MemoryFiles, MemoryFilesDefault)
+	c.RelayRuns = cmp.Or(c.RelayRuns, RelayRunsBoth)
 	if len(c.Phases) == 0 {
 		c.Phases = DefaultPhases
 	}
@@ -131,6 +143,8 @@ func (c *Config) validate() error {
 		return fmt.Errorf("invalid workers: %d must be at least 1", c.Workers)
 	case c.FilesPerTx < 1:
 		return fmt.Errorf("invalid files-per-tx: %d must be at least 1", c.FilesPerTx)
+	case c.RelayRuns != RelayRunsBoth && c.RelayRuns != RelayRunsSequential && c.RelayRuns != RelayRunsConcurrent:
+		return fmt.Errorf("invalid relay-runs: %q must be %s, %s or %s", c.RelayRuns, RelayRunsBoth, RelayRunsSequential, RelayRunsConcurrent)
 	}
 	for i, p := range c.Phases {
 		name, err := phaseName(p)

@@ -21,6 +21,7 @@ func TestMain_SmokeRunOfPhasesOneToFour(t *testing.T) {
 	code := bench.Main(context.Background(), []string{
 		"--database-url", testdb.ServerURL(t), "--files", "5", "--pois-per-file", "4", "--malformed", "0.1",
 		"--phases", "1,2,3,4", "--failure-rate", "0.2", "--failures-files", "5", "--json",
+		"--files-per-tx", "1", // the concurrent run: workers between the publishes
 	}, &out, &errOut)
 	require.Equal(t, 0, code, errOut.String())
 
@@ -37,6 +38,16 @@ func TestMain_SmokeRunOfPhasesOneToFour(t *testing.T) {
 	require.Equal(t, 2, res.Relay.Malformed)
 	require.EqualValues(t, 2, res.Relay.FailedPOIs, "every malformed POI is in failed_pois")
 	require.Equal(t, res.Ceiling.RelationshipRows, res.Relay.Relationships, "relay writes the ceiling's relationships")
+
+	// Published while the workers run, referrers often resolve before the
+	// files they call are published: the edges must come out the same.
+	require.NotNil(t, res.RelayConcurrent)
+	require.True(t, res.RelayConcurrent.Concurrent)
+	require.EqualValues(t, res.RelayConcurrent.Files, res.RelayConcurrent.Jobs, "one job per file")
+	require.EqualValues(t, 2, res.RelayConcurrent.FailedPOIs)
+	require.Equal(t, res.Ceiling.RelationshipRows, res.RelayConcurrent.Relationships, "relay writes the ceiling's relationships")
+	require.Positive(t, res.RelayVsCeiling)
+	require.Positive(t, res.RelayVsCeilingSequential)
 
 	require.NotNil(t, res.Baseline)
 	require.EqualValues(t, res.Baseline.POIs, res.Baseline.Jobs, "the baseline has one job per POI")
@@ -59,6 +70,7 @@ func TestMain_RejectsBadFlags(t *testing.T) {
 		{"--phases", "nope"},
 		{"--files", "-1"},
 		{"--malformed", "1"},
+		{"--relay-runs", "parallel"},
 	} {
 		var out, errOut bytes.Buffer
 		code := bench.Main(context.Background(), append(args, "--database-url", "postgres://nobody@127.0.0.1:1/x"), &out, &errOut)

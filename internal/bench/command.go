@@ -37,6 +37,7 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs.IntVar(&cfg.FailedRows, "failed-rows", FailedRowsDefault, "failed_pois rows for the dead-letter phase")
 	fs.IntVar(&cfg.ReprocessRows, "reprocess-rows", 0, fmt.Sprintf("rows reprocessed in the dead-letter phase (default min(failed-rows, %d))", ReprocessRowsDefault))
 	fs.IntVar(&cfg.MemoryFiles, "memory-files", MemoryFilesDefault, "files in the large memory run (x pois-per-file POIs)")
+	fs.StringVar(&cfg.RelayRuns, "relay-runs", RelayRunsBoth, "runs of the relay phase: both, sequential (publish, then work) or concurrent (publish while working)")
 	fs.DurationVar(&cfg.FetchCooldown, "fetch-cooldown", 0, "the worker's fetch_cooldown (default: relay's default)")
 	fs.BoolVar(&cfg.Keep, "keep", false, "keep the benchmark database instead of dropping it")
 	fs.BoolVar(&asJSON, "json", false, "print one JSON object with every figure instead of the table")

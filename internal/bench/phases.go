@@ -18,6 +18,9 @@ import (
 type RunResult struct {
 	Files int `json:"files"`
 	POIs  int `json:"pois"`
+	// Concurrent runs publish while the workers run; the others publish
+	// first and then work.
+	Concurrent bool `json:"concurrent"`
 	// Malformed is how many POIs were malformed (expected in failed_pois).
 	Malformed int `json:"malformed"`
 	// Jobs is the resolve_file jobs enqueued; JobsPerFile Jobs / Files.
@@ -29,7 +32,9 @@ type RunResult struct {
 	// Symbols is the rows in pois.
 	Symbols int64 `json:"symbols"`
 	// Seconds of publishing (outbox), of working (first job fetched to queue
-	// idle), and of both.
+	// idle), and of both. In a concurrent run the workers run from the
+	// start: work and total seconds are both the wall clock from the first
+	// publish to an idle queue.
 	PublishSeconds float64 `json:"publish_seconds"`
 	WorkSeconds    float64 `json:"work_seconds"`
 	TotalSeconds   float64 `json:"total_seconds"`
@@ -63,10 +68,12 @@ type source struct {
 }
 
 // runCorpus publishes src through the outbox (FilesPerTx files per
-// transaction) and then works every job with relay's real worker. With
-// perPOI, the publisher splits every file into one job per POI: the same
-// symbols, the same worker and the same writes, only no batching.
-func (b *bench) runCorpus(ctx context.Context, src source, perPOI bool) (*RunResult, error) {
+// transaction) and works every job with relay's real worker: after the
+// publishing (sequential), or while it goes on, as a service and relay's
+// workers run in production (concurrent). With perPOI, the publisher splits
+// every file into one job per POI: the same symbols, the same worker and
+// the same writes, only no batching.
+func (b *bench) runCorpus(ctx context.Context, src source, perPOI, concurrent bool) (*RunResult, error) {
 	if err := b.reset(ctx); err != nil {
 		return nil, err
 	}
@@ -82,9 +89,52 @@ func (b *bench) runCorpus(ctx context.Context, src source, perPOI bool) (*RunRes
 		pcfg.MaxJobBytes = 1 // every POI is larger: one job each
 	}
 	pub := outbox.New(inserter, pcfg, b.cfg.Logger)
+	res := &RunResult{Files: src.files, Concurrent: concurrent}
 
-	res := &RunResult{Files: src.files}
+	if !concurrent {
+		start := time.Now()
+		if err := b.publish(ctx, src, pub, res); err != nil {
+			return nil, err
+		}
+		res.PublishSeconds = time.Since(start).Seconds()
+		b.progress("  published %d POIs of %d files in %.1fs; working", res.POIs, res.Files, res.PublishSeconds)
+		if err := b.work(ctx, wcfg, res); err != nil {
+			return nil, err
+		}
+		res.TotalSeconds = res.PublishSeconds + res.WorkSeconds
+		res.PeakRSSBytes = rss.Stop()
+		return res, b.count(ctx, res)
+	}
+
+	client, err := worker.NewClient(b.pool, wcfg, b.cfg.Logger, nil)
+	if err != nil {
+		return nil, err
+	}
 	start := time.Now()
+	if err := client.Start(context.WithoutCancel(ctx)); err != nil {
+		return nil, fmt.Errorf("error starting River client: %w", err)
+	}
+	defer func() { _ = client.Stop(context.WithoutCancel(ctx)) }()
+	if err := b.publish(ctx, src, pub, res); err != nil {
+		return nil, err
+	}
+	res.PublishSeconds = time.Since(start).Seconds()
+	b.progress("  published %d POIs of %d files in %.1fs while working; draining", res.POIs, res.Files, res.PublishSeconds)
+	if err := worker.WaitIdle(ctx, client, b.pool, b.workProgress()); err != nil {
+		return nil, err
+	}
+	res.TotalSeconds = time.Since(start).Seconds()
+	res.WorkSeconds = res.TotalSeconds
+	if err := client.Stop(context.WithoutCancel(ctx)); err != nil {
+		return nil, fmt.Errorf("error stopping River client: %w", err)
+	}
+	res.PeakRSSBytes = rss.Stop()
+	return res, b.count(ctx, res)
+}
+
+// publish publishes every file of src with pub, FilesPerTx files per
+// transaction, counting the POIs into res.
+func (b *bench) publish(ctx context.Context, src source, pub *outbox.Publisher, res *RunResult) error {
 	batch := make([]outbox.Analysis, 0, b.cfg.FilesPerTx)
 	flush := func() error {
 		if len(batch) == 0 {
@@ -101,13 +151,13 @@ func (b *bench) runCorpus(ctx context.Context, src source, perPOI bool) (*RunRes
 	for k := range src.files {
 		a, err := src.next(k)
 		if err != nil {
-			return nil, err
+			return err
 		}
 		res.POIs += len(a.POIs)
 		batch = append(batch, a)
 		if len(batch) == cap(batch) {
 			if err := flush(); err != nil {
-				return nil, err
+				return err
 			}
 		}
 		if time.Since(lastLog) > 5*time.Second {
@@ -115,17 +165,7 @@ func (b *bench) runCorpus(ctx context.Context, src source, perPOI bool) (*RunRes
 			lastLog = time.Now()
 		}
 	}
-	if err := flush(); err != nil {
-		return nil, err
-	}
-	res.PublishSeconds = time.Since(start).Seconds()
-	b.progress("  published %d POIs of %d files in %.1fs; working", res.POIs, res.Files, res.PublishSeconds)
-
-	if err := b.work(ctx, wcfg, res); err != nil {
-		return nil, err
-	}
-	res.PeakRSSBytes = rss.Stop()
-	return res, b.count(ctx, res)
+	return flush()
 }
 
 // work runs relay's worker until the queue is idle.
@@ -135,18 +175,22 @@ func (b *bench) work(ctx context.Context, wcfg *config.Config, res *RunResult) e
 		return err
 	}
 	start := time.Now()
-	lastLog := time.Now()
-	err = worker.RunUntilIdle(ctx, client, b.pool, b.cfg.Logger, func(p worker.Progress) {
-		if time.Since(lastLog) > 5*time.Second {
-			b.progress("  working: %d jobs pending, %d completed", p.Pending, p.Completed)
-			lastLog = time.Now()
-		}
-	})
-	if err != nil {
+	if err := worker.RunUntilIdle(ctx, client, b.pool, b.cfg.Logger, b.workProgress()); err != nil {
 		return err
 	}
 	res.WorkSeconds = time.Since(start).Seconds()
 	return nil
+}
+
+// workProgress reports the queue every 5 seconds.
+func (b *bench) workProgress() func(worker.Progress) {
+	lastLog := time.Now()
+	return func(p worker.Progress) {
+		if time.Since(lastLog) > 5*time.Second {
+			b.progress("  working: %d jobs pending, %d completed", p.Pending, p.Completed)
+			lastLog = time.Now()
+		}
+	}
 }
 
 // count fills in what the run wrote and the rates.
@@ -163,7 +207,6 @@ func (b *bench) count(ctx context.Context, res *RunResult) error {
 	if discarded > 0 {
 		return fmt.Errorf("%d resolve_file jobs were discarded; run with --log-level debug to see why", discarded)
 	}
-	res.TotalSeconds = res.PublishSeconds + res.WorkSeconds
 	res.JobsPerFile = ratio(float64(res.Jobs), float64(res.Files))
 	res.PublishPOIsPerSec = ratio(float64(res.POIs), res.PublishSeconds)
 	res.WorkPOIsPerSec = ratio(float64(res.POIs), res.WorkSeconds)
@@ -186,23 +229,34 @@ func (b *bench) mainCorpus() corpus {
 
 func corpusSource(c corpus) source { return source{files: c.files, next: c.analysis} }
 
-// relay is phase 2.
+// relay is phase 2: the corpus published and then worked, and published
+// again (on a fresh database) while the workers run.
 func (b *bench) relay(ctx context.Context, res *Result) error {
 	c := b.mainCorpus()
-	r, err := b.runCorpus(ctx, corpusSource(c), false)
-	if err != nil {
-		return err
+	if b.cfg.RelayRuns != RelayRunsConcurrent {
+		r, err := b.runCorpus(ctx, corpusSource(c), false, false)
+		if err != nil {
+			return err
+		}
+		r.Malformed = c.malformedCount()
+		res.Relay = r
 	}
-	r.Malformed = c.malformedCount()
-	res.Relay = r
+	if b.cfg.RelayRuns != RelayRunsSequential {
+		b.progress("  publishing while the workers run")
+		r, err := b.runCorpus(ctx, corpusSource(c), false, true)
+		if err != nil {
+			return err
+		}
+		r.Malformed = c.malformedCount()
+		res.RelayConcurrent = r
+	}
 	return nil
 }
 
-// baseline is phase 3: the same kind of corpus, one job per POI.
 func (b *bench) baseline(ctx context.Context, res *Result) error {
 	c := b.mainCorpus()
 	c.files = b.cfg.BaselineFiles
-	r, err := b.runCorpus(ctx, corpusSource(c), true)
+	r, err := b.runCorpus(ctx, corpusSource(c), true, false)
 	if err != nil {
 		return err
 	}
@@ -227,10 +281,10 @@ func (b *bench) failures(ctx context.Context, res *Result) error {
 	failing.extraMalformed = b.cfg.FailureRate
 	f := &Failures{}
 	var err error
-	if f.Clean, err = b.runCorpus(ctx, corpusSource(clean), false); err != nil {
+	if f.Clean, err = b.runCorpus(ctx, corpusSource(clean), false, false); err != nil {
 		return err
 	}
-	if f.Failing, err = b.runCorpus(ctx, corpusSource(failing), false); err != nil {
+	if f.Failing, err = b.runCorpus(ctx, corpusSource(failing), false, false); err != nil {
 		return err
 	}
 	f.Failing.Malformed = failing.malformedCount()
@@ -291,14 +345,14 @@ func (b *bench) memory(ctx context.Context, res *Result) error {
 	m := &Memory{Small: res.Relay}
 	if m.Small == nil {
 		var err error
-		if m.Small, err = b.runCorpus(ctx, corpusSource(b.mainCorpus()), false); err != nil {
+		if m.Small, err = b.runCorpus(ctx, corpusSource(b.mainCorpus()), false, false); err != nil {
 			return err
 		}
 	}
 	large := b.mainCorpus()
 	large.files = b.cfg.MemoryFiles
 	var err error
-	if m.Large, err = b.runCorpus(ctx, corpusSource(large), false); err != nil {
+	if m.Large, err = b.runCorpus(ctx, corpusSource(large), false, false); err != nil {
 		return err
 	}
 	m.Large.Malformed = large.malformedCount()

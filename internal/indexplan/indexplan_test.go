@@ -1,0 +1,123 @@
+package indexplan_test
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/stretchr/testify/require"
+
+	"github.com/relay-dev/relay/internal/indexplan"
+	"github.com/relay-dev/relay/internal/testdb"
+)
+
+// runLookups runs stmt (an EXECUTE) seven times, enough for PostgreSQL to settle
+// on a cached generic plan, with or without Begin and End around it.
+func runLookups(t *testing.T, tx pgx.Tx, stmt string, wrap bool) {
+	t.Helper()
+	b := &pgx.Batch{}
+	if wrap {
+		indexplan.Begin(b)
+	}
+	for range 7 {
+		b.Queue(stmt)
+	}
+	if wrap {
+		indexplan.End(b)
+	}
+	require.NoError(t, tx.SendBatch(context.Background(), b).Close())
+}
+
+func explain(t *testing.T, tx pgx.Tx, stmt string, wrap bool) string {
+	t.Helper()
+	b := &pgx.Batch{}
+	if wrap {
+		indexplan.Begin(b)
+	}
+	var lines []string
+	b.Queue("EXPLAIN " + stmt).Query(func(rows pgx.Rows) error {
+		for rows.Next() {
+			var l string
+			if err := rows.Scan(&l); err != nil {
+				return err
+			}
+			lines = append(lines, l)
+		}
+		return rows.Err()
+	})
+	if wrap {
+		indexplan.End(b)
+	}
+	require.NoError(t, tx.SendBatch(context.Background(), b).Close())
+	return strings.Join(lines, "\n")
+}
+
+// A lookup by name first planned while pois is small keeps a sequential
+// scan once the table has grown; between Begin and End it is planned (and
+// cached) as index probes.
+func TestBegin_CachesIndexPlansWhileATableIsSmall(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	db := testdb.New(t)
+	tx, err := db.Pool.Begin(ctx)
+	require.NoError(t, err)
+	defer func() { _ = tx.Rollback(ctx) }()
+
+	fill := func(from, to int) {
+		_, err := tx.Exec(ctx, `INSERT INTO files (file_id) SELECT DISTINCT 'f' || (g / 50) FROM generate_series($1::int, $2::int) g
+			ON CONFLICT DO NOTHING`, from, to)
+		require.NoError(t, err)
+		_, err = tx.Exec(ctx, `INSERT INTO pois (poi_id, file_id, name, type, line_number)
+			SELECT 'p' || g, 'f' || (g / 50), 'name' || g, 'function', 1 FROM generate_series($1::int, $2::int) g`, from, to)
+		require.NoError(t, err)
+	}
+	fill(1, 2000)
+
+	names := make([]string, 100)
+	for i := range names {
+		names[i] = fmt.Sprintf("name%d", i*7+1)
+	}
+	arg := "'{" + strings.Join(names, ",") + "}'"
+	for _, s := range []string{"plain", "wrapped"} {
+		_, err := tx.Exec(ctx, "PREPARE lookup_"+s+"(text[]) AS SELECT poi_id, file_id FROM pois WHERE name = ANY($1) AND type <> 'import'")
+		require.NoError(t, err)
+	}
+	runLookups(t, tx, "EXECUTE lookup_plain("+arg+")", false)
+	runLookups(t, tx, "EXECUTE lookup_wrapped("+arg+")", true)
+
+	fill(2001, 60000)
+	plain := explain(t, tx, "EXECUTE lookup_plain("+arg+")", false)
+	require.Contains(t, plain, "Seq Scan",
+		"the hazard this package exists for: a plan cached while the table was small scans it whole once it has grown")
+	wrapped := explain(t, tx, "EXECUTE lookup_wrapped("+arg+")", true)
+	require.NotContains(t, wrapped, "Seq Scan", "between Begin and End, plans are index probes:\n%s", wrapped)
+	require.Contains(t, wrapped, "pois_name_idx")
+}
+
+// End puts back what Begin found, not the server's defaults: the caller's
+// transaction (a publish runs in the caller's) keeps its own settings.
+func TestEnd_RestoresTheTransactionsSettings(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	db := testdb.New(t)
+	tx, err := db.Pool.Begin(ctx)
+	require.NoError(t, err)
+	defer func() { _ = tx.Rollback(ctx) }()
+	_, err = tx.Exec(ctx, `SET LOCAL enable_hashjoin = off; SET LOCAL jit = off; SET LOCAL enable_seqscan = on; SET LOCAL enable_mergejoin = on`)
+	require.NoError(t, err)
+
+	var inside, after [4]string
+	b := &pgx.Batch{}
+	indexplan.Begin(b)
+	b.Queue(`SELECT current_setting('enable_seqscan'), current_setting('enable_hashjoin'), current_setting('enable_mergejoin'), current_setting('jit')`).
+		QueryRow(func(r pgx.Row) error { return r.Scan(&inside[0], &inside[1], &inside[2], &inside[3]) })
+	indexplan.End(b)
+	b.Queue(`SELECT current_setting('enable_seqscan'), current_setting('enable_hashjoin'), current_setting('enable_mergejoin'), current_setting('jit')`).
+		QueryRow(func(r pgx.Row) error { return r.Scan(&after[0], &after[1], &after[2], &after[3]) })
+	require.NoError(t, tx.SendBatch(ctx, b).Close())
+
+	require.Equal(t, [4]string{"off", "off", "off", "off"}, inside)
+	require.Equal(t, [4]string{"on", "off", "on", "off"}, after)
+}
