@@ -25,8 +25,8 @@ type symbolKey struct{ id, name, typ string }
 //     until commit: concurrent publishes of one file, and workers checking
 //     the file's version, queue behind it;
 //   - the files' symbols become exactly their syms: POIs that stay keep their
-//     incoming relationships, the references and relationships that
-//     originate from the files go (their jobs recreate them).
+//     incoming relationships, the references (and so the relationships)
+//     that originate from the files go (their jobs recreate them).
 //
 // It fills each file's existed, prevCount, version and changed (the names
 // whose definitions the publish added, removed or moved; import POIs never
@@ -124,18 +124,16 @@ func (s store) write(ctx context.Context, files []fileBatch) (xid int64, rej *Re
 	// another file (checked above, or the savepoint is rolled back), so
 	// "not among ids" is "no longer among this file's POIs".
 	b.Queue(`DELETE FROM pois WHERE file_id = ANY($1) AND NOT (poi_id = ANY($2))`, fileIDs, ids)
-	// The files' references and relationships, found through their
-	// remaining POIs (the trigger on pois took those of the POIs just
-	// deleted): the tables are keyed by source POI, not by file.
-	// The LATERAL (fenced by OFFSET 0) keeps the plan driven from the
-	// files' POIs; as a join, the planner may walk the whole table instead.
-	for _, table := range []string{"poi_references", "relationships"} {
-		b.Queue(`
-			DELETE FROM `+table+` WHERE ctid = ANY(ARRAY(
-				SELECT r.ctid FROM pois p
-				CROSS JOIN LATERAL (SELECT ctid FROM `+table+` r WHERE r.source_poi_id = p.poi_id OFFSET 0) r
-				WHERE p.file_id = ANY($1)))`, fileIDs)
-	}
+	// The files' references (and so their relationships), found through
+	// their remaining POIs (the trigger on pois took those of the POIs just
+	// deleted): the table is keyed by source POI, not by file. The LATERAL
+	// (fenced by OFFSET 0) keeps the plan driven from the files' POIs; as a
+	// join, the planner may walk the whole table instead.
+	b.Queue(`
+		DELETE FROM poi_references WHERE ctid = ANY(ARRAY(
+			SELECT r.ctid FROM pois p
+			CROSS JOIN LATERAL (SELECT ctid FROM poi_references r WHERE r.source_poi_id = p.poi_id OFFSET 0) r
+			WHERE p.file_id = ANY($1)))`, fileIDs)
 	b.Queue(upsertSymbolsSQL, ids, owners, names, types, lines)
 	b.Queue(`
 		SELECT count(*) FROM unnest($1::text[], $2::text[]) AS u(id, file)

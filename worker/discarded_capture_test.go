@@ -30,7 +30,7 @@ func TestResolveFileWorker_ExhaustedBatchIsCapturedDurably(t *testing.T) {
 	_, err = db.Pool.Exec(ctx, `
 		CREATE FUNCTION refuse() RETURNS trigger LANGUAGE plpgsql AS $$
 		BEGIN RAISE EXCEPTION 'relationships unwritable (injected by test)'; END $$;
-		CREATE TRIGGER refuse BEFORE INSERT ON relationships FOR EACH ROW EXECUTE FUNCTION refuse();`)
+		CREATE TRIGGER refuse BEFORE INSERT ON poi_references FOR EACH ROW EXECUTE FUNCTION refuse();`)
 	require.NoError(t, err)
 
 	var jobID int64

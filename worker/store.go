@@ -8,7 +8,6 @@ import (
 	"slices"
 
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/relay-dev/relay/internal/indexplan"
 	"github.com/relay-dev/relay/outbox"
@@ -44,6 +43,7 @@ func (s store) upsertSymbols(ctx context.Context, fileID string, ok []poiResult)
 
 // linkResult counts what link did.
 type linkResult struct {
+	// written counts the relationships (resolved references) written.
 	written   int64
 	unknown   int
 	ambiguous int
@@ -62,8 +62,10 @@ const maxNameLocks = 256
 // names.
 const globalLinkLock int64 = 0x72656c6179 // "relay"
 
-// link stores the batch's references, resolves them, and re-resolves the
-// references of other files to the names this publish changed.
+// link resolves the batch's references and stores them, each with its
+// target (poi_references: one row per reference, the relationships view
+// shows the resolved ones), and re-resolves the references of other files
+// to the names this publish changed.
 //
 // Correctness under concurrency: the resolution of a name depends on the
 // symbol table (written at publish) and on who refers to it (written here).
@@ -77,35 +79,34 @@ const globalLinkLock int64 = 0x72656c6179 // "relay"
 // after the other: the final relationships do not depend on order or
 // concurrency.
 //
-// A reference stored with a resolved_xmin above publishXID was resolved
-// under a snapshot that already saw that publish (every transaction below a
-// snapshot's xmin had ended), so its edges are already right and the
-// re-resolution leaves it alone. On a first publish of a corpus, where
+// Each reference is stamped with resolved_xmin, the xmin of a snapshot
+// taken before the symbol table is read. A reference stamped above
+// publishXID was resolved under a snapshot that already saw that publish
+// (every transaction below a snapshot's xmin had ended), so its target is
+// already right and the re-resolution leaves it alone. On a first publish of a corpus, where
 // referrers mostly run after the publishes they depend on, that is nearly
 // every reference: each edge is computed once, not twice.
 //
 // A re-resolution must not race a re-publish of the referring file (whose
-// publish deletes the file's references and relationships, unseen by a
-// snapshot taken before it commits): before rewriting another file's edges,
+// publish deletes the file's references, unseen by a snapshot taken
+// before it commits): before rewriting another file's references,
 // the batch share-locks that file's row, which every publish of it holds
 // exclusively until it commits, and reads the references again.
 //
-// The statements go in pipelined round trips (pgx.Batch): store, lock, look
+// The statements go in pipelined round trips (pgx.Batch): stamp, lock, look
 // up and load the references that may need re-resolving; only when there
 // are some, lock their files and load them again; then write everything.
 // Nothing that takes a row lock a publisher could wait on is written before
 // the file rows are locked, so a batch and a publisher cannot deadlock.
 func (s store) link(ctx context.Context, jobID int64, fileID string, ok []poiResult, changed []string, publishXID int64) (linkResult, error) {
 	var res linkResult
-	var srcIDs, refNames, refTypes []string
+	nrefs := 0
 	// nameSet maps each name to whether this batch changed it or only
 	// refers to it (see queueLocks).
 	nameSet := map[string]bool{}
 	for _, r := range ok {
 		for _, ref := range r.refs {
-			srcIDs = append(srcIDs, r.poi.ID)
-			refNames = append(refNames, ref.Name)
-			refTypes = append(refTypes, string(ref.Type))
+			nrefs++
 			if _, seen := nameSet[ref.Name]; !seen {
 				nameSet[ref.Name] = false
 			}
@@ -123,22 +124,19 @@ func (s store) link(ctx context.Context, jobID int64, fileID string, ok []poiRes
 	}
 	slices.Sort(names)
 
-	// Round trip 1: store the references (stamped with the snapshot's xmin
-	// before the symbol table is read), take the name locks, read the
-	// candidates and the references to the changed names that may have been
-	// resolved without this publish.
+	// Round trip 1: stamp the references with the snapshot's xmin before
+	// the symbol table is read (each statement takes a new snapshot), take
+	// the name locks, read the candidates and the references to the
+	// changed names that may have been resolved without this publish.
 	b := &pgx.Batch{}
 	// Lookups by name and source POI in tables that grow: index plans
 	// whatever their sizes when this connection first planned them, until
 	// the last round trip's End.
 	indexplan.Begin(b)
-	if len(srcIDs) > 0 {
-		b.Queue(`
-			INSERT INTO poi_references (source_poi_id, source_file_id, name, type, resolved_xmin)
-			SELECT s, $1, n, t, pg_snapshot_xmin(pg_current_snapshot())
-			FROM unnest($2::text[], $3::text[], $4::text[]) AS u(s, n, t)
-			ON CONFLICT DO NOTHING`, fileID, srcIDs, refNames, refTypes)
-	}
+	var resolvedXmin string
+	b.Queue(`SELECT pg_snapshot_xmin(pg_current_snapshot())::text`).QueryRow(func(row pgx.Row) error {
+		return row.Scan(&resolvedXmin)
+	})
 	queueLocks(b, nameSet)
 	var cands map[string][]resolver.Candidate
 	b.Queue(`SELECT poi_id, file_id, name, type FROM pois WHERE name = ANY($1) AND type <> $2`,
@@ -151,7 +149,7 @@ func (s store) link(ctx context.Context, jobID int64, fileID string, ok []poiRes
 		queueStaleRefs(b, fileID, changed, publishXID, &refs)
 	}
 	if err := s.tx.SendBatch(ctx, b).Close(); err != nil {
-		return res, fmt.Errorf("error storing references, locking and looking up %d names: %w", len(names), err)
+		return res, fmt.Errorf("error locking and looking up %d names: %w", len(names), err)
 	}
 
 	// Round trip 2, when there is anything to re-resolve: lock the referring
@@ -180,17 +178,26 @@ func (s store) link(ctx context.Context, jobID int64, fileID string, ok []poiRes
 		}
 	}
 
-	// The batch's own references.
-	var own edges
+	// The batch's own references, each with its target or none.
+	var own references
+	seen := make(map[refKey]bool, nrefs)
 	for _, r := range ok {
 		for _, ref := range r.refs {
+			k := refKey{r.poi.ID, string(ref.Type), ref.Name}
+			if seen[k] {
+				continue // one row per reference: ON CONFLICT cannot take a key twice
+			}
+			seen[k] = true
 			target, outcome := resolver.Lookup(r.poi.ID, fileID, ref, cands[ref.Name])
 			switch outcome {
 			case resolver.Resolved:
-				own.add(r.poi.ID, target, ref, fileID, fileOf(cands[ref.Name], target))
+				own.add(r.poi.ID, ref, fileID, &target, fileOf(cands[ref.Name], target))
+				res.written++
 			case resolver.Unknown:
+				own.add(r.poi.ID, ref, fileID, nil, "")
 				res.unknown++
 			case resolver.Ambiguous:
+				own.add(r.poi.ID, ref, fileID, nil, "")
 				res.ambiguous++
 			}
 		}
@@ -201,10 +208,10 @@ func (s store) link(ctx context.Context, jobID int64, fileID string, ok []poiRes
 	if len(changed) > 0 {
 		res.reresolved = queueReresolve(b, jobID, fileID, changed, cands, refs, &res.written)
 	}
-	queueInsertEdges(b, jobID, own, &res.written)
+	queueStoreReferences(b, jobID, resolvedXmin, own)
 	indexplan.End(b)
 	if err := s.tx.SendBatch(ctx, b).Close(); err != nil {
-		return res, fmt.Errorf("error writing relationships: %w", err)
+		return res, fmt.Errorf("error writing references and relationships: %w", err)
 	}
 	return res, nil
 }
@@ -342,13 +349,13 @@ func queueStaleRefs(b *pgx.Batch, fileID string, changed []string, publishXID in
 }
 
 // queueReresolve queues the rewrite of other files' references to the
-// changed names and returns how many references it re-resolves.
+// changed names and returns how many references it re-resolves; it adds the
+// relationships it writes to written.
 // Where three or more symbols of a name can take a relationship type, every
 // cross-file reference of that type is ambiguous whatever its file, so its
-// cross-file edges are simply removed; the other references are looked up
-// one by one with the same rule as the batch's own: what a reference
-// pointed at before goes, unless it is still right (a reference resolves to
-// at most one target), and what is right now is inserted.
+// cross-file targets are simply cleared; the other references are looked
+// up one by one with the same rule as the batch's own, and a reference
+// whose target changed gets its new one (or none).
 func queueReresolve(b *pgx.Batch, jobID int64, fileID string, changed []string, cands map[string][]resolver.Candidate, refs []storedRef, written *int64) int {
 	type nameType struct{ name, typ string }
 	ambiguous := map[nameType]bool{}
@@ -369,69 +376,87 @@ func queueReresolve(b *pgx.Batch, jobID int64, fileID string, changed []string, 
 	}
 	if len(ambNames) > 0 {
 		b.Queue(`
-			DELETE FROM relationships
+			UPDATE poi_references SET target_poi_id = NULL, target_file_id = NULL, job_id = $4, resolved_at = NULL
 			WHERE ctid = ANY(ARRAY(
 				SELECT r.ctid FROM unnest($1::text[], $2::text[]) AS u(name, type)
 				CROSS JOIN LATERAL (
-					SELECT ctid FROM relationships r
-					WHERE r.name = u.name AND r.type = u.type
-					  AND r.source_file_id <> r.target_file_id AND r.source_file_id <> $3) r))`,
-			ambNames, ambTypes, fileID)
+					SELECT ctid FROM poi_references r
+					WHERE r.name = u.name AND r.type = u.type AND r.target_poi_id IS NOT NULL
+					  AND r.source_file_id <> r.target_file_id AND r.source_file_id <> $3
+					OFFSET 0) r))`,
+			ambNames, ambTypes, fileID, jobID)
 	}
-	var e edges
-	var srcs, names, types []string
-	var targets []*string // each reference's target now, nil when it resolves to none
+	var e references
 	for _, r := range refs {
 		if ambiguous[nameType{r.name, r.typ}] {
 			continue
 		}
-		srcs, names, types = append(srcs, r.src), append(names, r.name), append(types, r.typ)
 		ref := resolver.Reference{Name: r.name, Type: resolver.RelType(r.typ)}
 		if target, outcome := resolver.Lookup(r.src, r.file, ref, cands[r.name]); outcome == resolver.Resolved {
-			e.add(r.src, target, ref, r.file, fileOf(cands[r.name], target))
-			targets = append(targets, &target)
+			e.add(r.src, ref, r.file, &target, fileOf(cands[r.name], target))
 		} else {
-			targets = append(targets, nil)
+			e.add(r.src, ref, r.file, nil, "")
 		}
 	}
-	if len(srcs) > 0 {
+	if len(e.src) > 0 {
 		b.Queue(`
-			DELETE FROM relationships
-			WHERE ctid = ANY(ARRAY(
-				SELECT r.ctid FROM unnest($1::text[], $2::text[], $3::text[], $4::text[]) AS u(src, name, type, tgt)
-				CROSS JOIN LATERAL (
-					SELECT ctid FROM relationships r
-					WHERE r.source_poi_id = u.src AND r.name = u.name AND r.type = u.type
-					  AND r.target_poi_id IS DISTINCT FROM u.tgt) r))`,
-			srcs, names, types, targets)
+			UPDATE poi_references r
+			SET target_poi_id = u.tgt, target_file_id = nullif(u.tgt_file, ''), job_id = $6,
+			    resolved_at = CASE WHEN u.tgt IS NULL THEN NULL ELSE now() END
+			FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[]) AS u(src, name, type, tgt, tgt_file)
+			WHERE r.source_poi_id = u.src AND r.type = u.type AND r.name = u.name
+			  AND r.target_poi_id IS DISTINCT FROM u.tgt
+			RETURNING r.target_poi_id IS NOT NULL`,
+			e.src, e.name, e.typ, e.tgt, e.tgtFile, jobID).Query(func(rows pgx.Rows) error {
+			for rows.Next() {
+				var resolved bool
+				if err := rows.Scan(&resolved); err != nil {
+					return fmt.Errorf("error re-resolving references: %w", err)
+				}
+				if resolved {
+					*written++
+				}
+			}
+			return rows.Err()
+		})
 	}
-	queueInsertEdges(b, jobID, e, written)
-	return len(srcs)
+	return len(e.src)
 }
 
-// edges accumulates relationships as parallel arrays for unnest.
-type edges struct {
-	src, tgt, typ, name, srcFile, tgtFile []string
+// refKey identifies a reference: its source POI, relationship type and name.
+type refKey struct{ src, typ, name string }
+
+// references accumulates references and their targets (nil: unresolved) as
+// parallel arrays for unnest.
+type references struct {
+	src, typ, name, srcFile []string
+	tgt                     []*string
+	tgtFile                 []string
 }
 
-func (e *edges) add(src, tgt string, ref resolver.Reference, srcFile, tgtFile string) {
-	e.src, e.tgt = append(e.src, src), append(e.tgt, tgt)
-	e.typ, e.name = append(e.typ, string(ref.Type)), append(e.name, ref.Name)
-	e.srcFile, e.tgtFile = append(e.srcFile, srcFile), append(e.tgtFile, tgtFile)
+func (e *references) add(src string, ref resolver.Reference, srcFile string, tgt *string, tgtFile string) {
+	e.src, e.typ, e.name, e.srcFile = append(e.src, src), append(e.typ, string(ref.Type)), append(e.name, ref.Name), append(e.srcFile, srcFile)
+	e.tgt, e.tgtFile = append(e.tgt, tgt), append(e.tgtFile, tgtFile)
 }
 
-// queueInsertEdges queues the insert of e, adding the rows written to n.
-func queueInsertEdges(b *pgx.Batch, jobID int64, e edges, n *int64) {
+// queueStoreReferences queues the write of a batch's own references, each
+// with its target, stamped with resolvedXmin (an xid8 as text: see link).
+// A reference already stored (a retried reprocess of the same POI) takes
+// the new resolution.
+func queueStoreReferences(b *pgx.Batch, jobID int64, resolvedXmin string, e references) {
 	if len(e.src) == 0 {
 		return
 	}
 	b.Queue(`
-		INSERT INTO relationships (source_poi_id, target_poi_id, type, name, source_file_id, target_file_id, job_id)
-		SELECT * , $7::bigint FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[])
-		ON CONFLICT DO NOTHING`, e.src, e.tgt, e.typ, e.name, e.srcFile, e.tgtFile, jobID).Exec(func(ct pgconn.CommandTag) error {
-		*n += ct.RowsAffected()
-		return nil
-	})
+		INSERT INTO poi_references AS r (source_poi_id, source_file_id, name, type, resolved_xmin,
+		                                 target_poi_id, target_file_id, job_id, resolved_at)
+		SELECT u.src, u.src_file, u.name, u.type, $7::xid8, u.tgt, nullif(u.tgt_file, ''), $8,
+		       CASE WHEN u.tgt IS NULL THEN NULL ELSE now() END
+		FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[]) AS u(src, src_file, name, type, tgt, tgt_file)
+		ON CONFLICT (source_poi_id, type, name) DO UPDATE
+			SET resolved_xmin = excluded.resolved_xmin, target_poi_id = excluded.target_poi_id,
+			    target_file_id = excluded.target_file_id, job_id = excluded.job_id, resolved_at = excluded.resolved_at`,
+		e.src, e.srcFile, e.name, e.typ, e.tgt, e.tgtFile, resolvedXmin, jobID)
 }
 
 func fileOf(cands []resolver.Candidate, poiID string) string {

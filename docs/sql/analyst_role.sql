@@ -26,8 +26,8 @@ BEGIN
     EXECUTE format('GRANT USAGE ON SCHEMA %I TO relay_analyst', current_schema());
     EXECUTE format('GRANT SELECT ON %I.failed_pois, %I.failed_pois_by_signature, %I.failed_pois_by_file, '
                    '%I.failed_pois_stuck, %I.dead_letter_events, %I.dead_lettered_items, %I.files, %I.pois, '
-                   '%I.relationships TO relay_analyst',
+                   '%I.relationships, %I.poi_references TO relay_analyst',
                    current_schema(), current_schema(), current_schema(), current_schema(), current_schema(),
-                   current_schema(), current_schema(), current_schema(), current_schema());
+                   current_schema(), current_schema(), current_schema(), current_schema(), current_schema());
 END
 $$;

@@ -11,7 +11,8 @@ import (
 // Ceiling is phase 1: the rows relay writes for the main corpus (its POI
 // rows and relationship rows), written the fastest way PostgreSQL allows:
 // COPY into the same tables, with the same indexes and constraints, in one
-// transaction.
+// transaction. A relationship row is a resolved poi_references row (the
+// relationships view shows them).
 type Ceiling struct {
 	POIRows          int64   `json:"poi_rows"`
 	RelationshipRows int64   `json:"relationship_rows"`
@@ -33,8 +34,9 @@ func (b *bench) ceiling(ctx context.Context, res *Result) error {
 			}
 		}
 	}
+	now := time.Now()
 	err := c.edges(func(src, tgt, name, srcFile, tgtFile string) error {
-		rels = append(rels, []any{src, tgt, "CALLS", name, srcFile, tgtFile, int64(1)})
+		rels = append(rels, []any{src, srcFile, name, "CALLS", tgt, tgtFile, int64(1), now})
 		return nil
 	})
 	if err != nil {
@@ -49,7 +51,7 @@ func (b *bench) ceiling(ctx context.Context, res *Result) error {
 		}{
 			{"files", []string{"file_id", "version", "poi_count"}, files},
 			{"pois", []string{"poi_id", "file_id", "name", "type", "line_number"}, pois},
-			{"relationships", []string{"source_poi_id", "target_poi_id", "type", "name", "source_file_id", "target_file_id", "job_id"}, rels},
+			{"poi_references", []string{"source_poi_id", "source_file_id", "name", "type", "target_poi_id", "target_file_id", "job_id", "resolved_at"}, rels},
 		} {
 			if _, err := tx.CopyFrom(ctx, pgx.Identifier{t.table}, t.cols, pgx.CopyFromRows(t.rows)); err != nil {
 				return fmt.Errorf("error copying into %s: %w", t.table, err)

@@ -93,7 +93,7 @@ func (b *bench) close() {
 
 // reset empties relay's and River's tables, so each phase starts alike.
 func (b *bench) reset(ctx context.Context) error {
-	_, err := b.pool.Exec(ctx, `TRUNCATE files, pois, poi_references, relationships, failed_pois, dead_lettered_items,
+	_, err := b.pool.Exec(ctx, `TRUNCATE files, pois, poi_references, failed_pois, dead_lettered_items,
 		dead_letter_events, river_job RESTART IDENTITY CASCADE`)
 	if err != nil {
 		return fmt.Errorf("error emptying the tables: %w", err)
