@@ -32,7 +32,7 @@ func docsBundle(t *testing.T) *bundle {
 	t.Helper()
 	b := setup(t)
 	b.maxAttempts = 1
-	b.publish(t, "src/a.js", poi("a1", "function_definition", "a", "src/a.js", 1, "function a() {}"))
+	b.publish(t, "src/a.js", poi("a1", "function_definition", "a", "src/a.js", 1, "function a() { nowhere(); }")) // an unresolved name
 	b.publish(t, "src/m.js",
 		poi("demo-math-bad-line", "function_definition", "cube", "src/m.js", "twelve", "function cube() { a(); }"),
 		poi("m2", "function_definition", "sq", "src/m.js", "x", "function sq() {}"),
