@@ -27,6 +27,7 @@ const (
 	SweepIntervalDefault            = time.Minute
 	ShutdownTimeoutDefault          = 30 * time.Second
 	FetchCooldownDefault            = 5 * time.Millisecond
+	GCPercentDefault                = 400
 	MaxJobBytesDefault              = 4 << 20
 	MaxPOIBytesDefault              = 16 << 20
 	StatementTimeoutDefault         = 60 * time.Second
@@ -95,6 +96,13 @@ type Config struct {
 	// second whatever their size; relay's batches are short, so it fetches
 	// more eagerly.
 	FetchCooldown time.Duration `mapstructure:"fetch_cooldown"`
+	// GCPercent is the Go garbage collector's target (GOGC) in processes
+	// that work batches (relay worker, demo, analyze). A worker's live heap
+	// is a few MiB, so collecting when it has grown 4x rather than 1x costs
+	// a few tens of MiB and gives 11-13% more batches per second
+	// (relay-bench). The GOGC environment variable, when set, wins; -1
+	// turns the collector off (then set GOMEMLIMIT).
+	GCPercent int `mapstructure:"gc_percent"`
 
 	// MaxJobBytes is the size, in bytes of POI JSON, above which a file's
 	// POIs are split across several resolve_file jobs.
@@ -152,6 +160,7 @@ func Default() *Config {
 		SweepInterval:              SweepIntervalDefault,
 		ShutdownTimeout:            ShutdownTimeoutDefault,
 		FetchCooldown:              FetchCooldownDefault,
+		GCPercent:                  GCPercentDefault,
 		MaxJobBytes:                MaxJobBytesDefault,
 		MaxPOIBytes:                MaxPOIBytesDefault,
 		ReprocessMaxAttempts:       ReprocessMaxAttemptsDefault,
@@ -206,6 +215,9 @@ func (c *Config) Validate() error {
 	}
 	if c.DiscardedJobRetention <= c.SweepInterval {
 		bad("discarded_job_retention", "%s must be longer than sweep_interval (%s)", c.DiscardedJobRetention, c.SweepInterval)
+	}
+	if c.GCPercent < -1 || (c.GCPercent >= 0 && c.GCPercent < 10) {
+		bad("gc_percent", "%d must be -1 (off) or at least 10", c.GCPercent)
 	}
 	if c.MaxAttempts < 1 || c.MaxAttempts > 1000 {
 		bad("max_attempts", "%d must be between 1 and 1000", c.MaxAttempts)

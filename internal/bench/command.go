@@ -13,6 +13,9 @@ import (
 	"runtime"
 	"runtime/pprof"
 	"strings"
+
+	"github.com/relay-dev/relay/config"
+	"github.com/relay-dev/relay/worker"
 )
 
 // Main runs relay-bench with args (without the program name), writing the
@@ -73,11 +76,19 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		}
 		defer pprof.StopCPUProfile()
 	}
+	// The process works batches as relay's worker does, with the same
+	// garbage collector target (gc_percent, or GOGC when set).
+	gcLog := cfg.Logger
+	if gcLog == nil {
+		gcLog = slog.New(slog.DiscardHandler)
+	}
+	gcPercent := worker.SetGCPercent(config.Default(), gcLog)
 	res, err := Run(ctx, cfg)
 	if err != nil {
 		fmt.Fprintf(stderr, "relay-bench: %v\n", err)
 		return 1
 	}
+	res.Machine.GCPercent = gcPercent
 	if asJSON {
 		enc := json.NewEncoder(stdout)
 		enc.SetIndent("", "  ")

@@ -121,6 +121,9 @@ type Machine struct {
 	PostgresVersion   string `json:"postgres_version"`
 	SharedBuffers     string `json:"postgres_shared_buffers"`
 	SynchronousCommit string `json:"postgres_synchronous_commit"`
+	// GCPercent is the Go garbage collector's target the process ran with
+	// (relay's gc_percent, or GOGC when set).
+	GCPercent int `json:"gc_percent"`
 }
 
 func (b *bench) machine(ctx context.Context) (Machine, error) {

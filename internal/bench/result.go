@@ -130,8 +130,8 @@ func (r *Result) WriteTable(w io.Writer) error {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', tabwriter.AlignRight)
 	p := func(format string, args ...any) { fmt.Fprintf(tw, format+"\n", args...) }
 	m := r.Machine
-	fmt.Fprintf(w, "relay-bench: %d CPUs, %.1f GiB, %s, PostgreSQL %s (shared_buffers %s, synchronous_commit %s), %d workers, %d files/tx\n\n",
-		m.CPUs, float64(m.MemoryBytes)/(1<<30), m.GoVersion, m.PostgresVersion, m.SharedBuffers, m.SynchronousCommit,
+	fmt.Fprintf(w, "relay-bench: %d CPUs, %.1f GiB, %s (GOGC %d), PostgreSQL %s (shared_buffers %s, synchronous_commit %s), %d workers, %d files/tx\n\n",
+		m.CPUs, float64(m.MemoryBytes)/(1<<30), m.GoVersion, m.GCPercent, m.PostgresVersion, m.SharedBuffers, m.SynchronousCommit,
 		r.Config.Workers, r.Config.FilesPerTx)
 	if c := r.Ceiling; c != nil {
 		p("ceiling (COPY)\trows\t%d\tseconds\t%.2f\trows/s\t%.0f\t", c.POIRows+c.RelationshipRows, c.Seconds, c.RowsPerSec)

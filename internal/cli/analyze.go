@@ -49,6 +49,7 @@ then resolves every batch, as 'relay worker --until-idle' would.`,
 			if st, err := os.Stat(dir); err != nil || !st.IsDir() {
 				return usageError{fmt.Errorf("%s is not a directory", dir)}
 			}
+			worker.SetGCPercent(a.cfg, a.logger)
 			pool, err := a.open(ctx, "analyze")
 			if err != nil {
 				return err

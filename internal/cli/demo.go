@@ -35,6 +35,7 @@ what was dead-lettered to failed_pois. It can be run repeatedly.`,
 			if err := database.EnsureExists(ctx, a.cfg.DatabaseURL); err != nil {
 				return err
 			}
+			worker.SetGCPercent(a.cfg, a.logger)
 			pool, err := a.open(ctx, "demo")
 			if err != nil {
 				return err

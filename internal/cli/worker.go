@@ -32,6 +32,7 @@ thresholds) and /metrics (Prometheus). See docs/operations.md.`,
 		Args: exactArgs(0),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx := cmd.Context()
+			worker.SetGCPercent(a.cfg, a.logger)
 			pool, err := a.open(ctx, "worker")
 			if err != nil {
 				return err

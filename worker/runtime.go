@@ -1,0 +1,25 @@
+package worker
+
+import (
+	"log/slog"
+	"os"
+	"runtime/debug"
+
+	"github.com/relay-dev/relay/config"
+)
+
+// SetGCPercent applies cfg.GCPercent to the process's garbage collector,
+// unless the GOGC environment variable is set (the operator's choice
+// wins). Processes that work batches call it once at startup; it returns
+// the percentage in effect.
+func SetGCPercent(cfg *config.Config, logger *slog.Logger) int {
+	if env, ok := os.LookupEnv("GOGC"); ok {
+		current := debug.SetGCPercent(100)
+		debug.SetGCPercent(current)
+		logger.Debug("garbage collector target from GOGC", slog.String("GOGC", env), slog.Int("gc_percent", current))
+		return current
+	}
+	debug.SetGCPercent(cfg.GCPercent)
+	logger.Debug("garbage collector target from gc_percent", slog.Int("gc_percent", cfg.GCPercent))
+	return cfg.GCPercent
+}
