@@ -15,6 +15,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/relay-dev/relay/config"
 )
 
 // Phases, in the order they run.
@@ -41,7 +43,7 @@ const (
 	FilesDefault         = 2000
 	POIsPerFileDefault   = 50
 	MalformedDefault     = 0.01
-	WorkersDefault       = 4
+	WorkersDefault       = config.WorkerConcurrencyDefault
 	FilesPerTxDefault    = 20
 	BaselineFilesDefault = 100
 	FailureRateDefault   = 0.20

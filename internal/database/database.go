@@ -33,10 +33,19 @@ type Options struct {
 	MaxConns int32
 }
 
+// riverConns is the connections a River client needs besides its running
+// jobs: the LISTEN connection its notifier holds, fetches, the completer's
+// batches and the maintenance services.
+const riverConns = 4
+
 // OptionsFromConfig picks the pool settings out of relay's configuration.
+// The pool holds a connection for every batch a worker runs at once and
+// River's own (pgx's default, max(4, NumCPU), would make batches queue for
+// connections behind River's notifier and fetches).
 func OptionsFromConfig(cfg *config.Config, role string) Options {
 	return Options{
 		Role:                     role,
+		MaxConns:                 int32(cfg.WorkerConcurrency + riverConns),
 		Schema:                   cfg.DatabaseSchema,
 		StatementTimeout:         cfg.StatementTimeout,
 		IdleInTransactionTimeout: cfg.IdleInTransactionTimeout,

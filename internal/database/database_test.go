@@ -1,0 +1,23 @@
+package database_test
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/relay-dev/relay/config"
+	"github.com/relay-dev/relay/internal/database"
+)
+
+// A worker's pool holds a connection per batch it runs at once plus
+// River's own; pgx's default (max(4, NumCPU)) would starve the batches.
+func TestOptionsFromConfig_PoolFitsTheWorkersAndRiver(t *testing.T) {
+	t.Parallel()
+	cfg := config.Default()
+	for _, n := range []int{1, 8, 50} {
+		cfg.WorkerConcurrency = n
+		opts := database.OptionsFromConfig(cfg, "worker")
+		require.EqualValues(t, n+4, opts.MaxConns, "worker_concurrency %d", n)
+		require.Equal(t, "worker", opts.Role)
+	}
+}
