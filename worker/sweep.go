@@ -49,7 +49,11 @@ func sweepDiscarded(ctx context.Context, pool *pgxpool.Pool, logger *slog.Logger
 		logger.WarnContext(ctx, "captured discarded resolve_file batches into dead_lettered_items",
 			slog.Int("count", n), slog.String("inspect", "relay dlq list --job-id resolve_file"))
 	}
-	return errors.Join(err, SweepMapReduce(ctx, pool, logger))
+	folded, cerr := deadletter.CompactCounts(ctx, pool)
+	if cerr == nil && folded > 0 {
+		logger.DebugContext(ctx, "compacted failed_pois_counts", slog.Int64("rows", folded))
+	}
+	return errors.Join(err, cerr, SweepMapReduce(ctx, pool, logger))
 }
 
 // SweepMapReduce captures into dead_lettered_items the MapReduce items whose

@@ -59,6 +59,13 @@ func TestMain_SmokeRunOfPhasesOneToFour(t *testing.T) {
 	require.Equal(t, 5, res.Failures.Failing.Malformed) // 20 well-formed + 5 malformed = 20%
 	require.EqualValues(t, 5, res.Failures.Failing.FailedPOIs)
 	require.Equal(t, res.Failures.Clean.Relationships, res.Failures.Failing.Relationships)
+	for _, r := range []*bench.RunResult{res.Relay, res.RelayConcurrent, res.Baseline, res.Failures.Clean, res.Failures.Failing} {
+		require.Positive(t, r.E2EPOIsPerSec)
+		require.Positive(t, r.RowsPerSec)
+		if !r.Concurrent {
+			require.InDelta(t, r.PublishSeconds+r.WorkSeconds, r.TotalSeconds, 1e-9, "publish, then work")
+		}
+	}
 	require.NotEmpty(t, res.Targets)
 	require.Positive(t, res.PeakRSSBytes)
 }

@@ -101,7 +101,6 @@ func (b *bench) runCorpus(ctx context.Context, src source, perPOI, concurrent bo
 		if err := b.work(ctx, wcfg, res); err != nil {
 			return nil, err
 		}
-		res.TotalSeconds = res.PublishSeconds + res.WorkSeconds
 		res.PeakRSSBytes = rss.Stop()
 		return res, b.count(ctx, res)
 	}
@@ -206,6 +205,9 @@ func (b *bench) count(ctx context.Context, res *RunResult) error {
 	}
 	if discarded > 0 {
 		return fmt.Errorf("%d resolve_file jobs were discarded; run with --log-level debug to see why", discarded)
+	}
+	if !res.Concurrent {
+		res.TotalSeconds = res.PublishSeconds + res.WorkSeconds
 	}
 	res.JobsPerFile = ratio(float64(res.Jobs), float64(res.Files))
 	res.PublishPOIsPerSec = ratio(float64(res.POIs), res.PublishSeconds)

@@ -50,6 +50,7 @@ type ResultConfig struct {
 	FailedRows    int      `json:"failed_rows"`
 	MemoryFiles   int      `json:"memory_files"`
 	FetchCooldown string   `json:"fetch_cooldown,omitempty"`
+	RelayRuns     string   `json:"relay_runs"`
 	Phases        []string `json:"phases"`
 	GoSrc         string   `json:"go_src,omitempty"`
 }
@@ -57,7 +58,7 @@ type ResultConfig struct {
 func resultConfig(c *Config) ResultConfig {
 	rc := ResultConfig{Files: c.Files, POIsPerFile: c.POIsPerFile, Malformed: c.Malformed, Workers: c.Workers,
 		FilesPerTx: c.FilesPerTx, BaselineFiles: c.BaselineFiles, FailuresFiles: c.FailuresFiles, FailureRate: c.FailureRate,
-		FailedRows: c.FailedRows, MemoryFiles: c.MemoryFiles, Phases: c.Phases, GoSrc: c.GoSrc}
+		FailedRows: c.FailedRows, MemoryFiles: c.MemoryFiles, Phases: c.Phases, GoSrc: c.GoSrc, RelayRuns: c.RelayRuns}
 	if c.FetchCooldown > 0 {
 		rc.FetchCooldown = c.FetchCooldown.String()
 	}

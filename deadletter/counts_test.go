@@ -1,0 +1,113 @@
+package deadletter_test
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/relay-dev/relay/deadletter"
+)
+
+// groups counts failed_pois by status and class the slow way, for
+// comparison with Stats, which reads failed_pois_counts.
+func groups(t *testing.T, b *bundle) (map[deadletter.Status]int64, map[deadletter.ErrorClass]int64, int64) {
+	t.Helper()
+	status, class := map[deadletter.Status]int64{}, map[deadletter.ErrorClass]int64{}
+	for _, s := range deadletter.Statuses() {
+		status[s] = 0
+	}
+	for _, c := range deadletter.Classes() {
+		class[c] = 0
+	}
+	rows, err := b.db.Pool.Query(context.Background(), `SELECT status, error_class, count(*) FROM failed_pois GROUP BY 1, 2`)
+	require.NoError(t, err)
+	var total int64
+	for rows.Next() {
+		var s, c string
+		var n int64
+		require.NoError(t, rows.Scan(&s, &c, &n))
+		status[deadletter.Status(s)] += n
+		class[deadletter.ErrorClass(c)] += n
+		total += n
+	}
+	require.NoError(t, rows.Err())
+	return status, class, total
+}
+
+func requireStatsMatch(t *testing.T, b *bundle, when string) {
+	t.Helper()
+	st, err := b.store.Stats(context.Background())
+	require.NoError(t, err)
+	status, class, total := groups(t, b)
+	require.Equal(t, total, st.Total, when)
+	require.Equal(t, status, st.Status, when)
+	require.Equal(t, class, st.Class, when)
+}
+
+// Stats reads the counts the triggers keep; they must follow every kind of
+// write to failed_pois, compaction and truncation, including writers that
+// run at once.
+func TestStats_CountsFollowEveryWriteToFailedPOIs(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	b := setup(t)
+
+	b.seed(t, 300, 7, 5)
+	b.exec(t, `UPDATE failed_pois SET error_class = 'timeout' WHERE id % 3 = 0`)
+	requireStatsMatch(t, b, "after inserts and a class change")
+
+	_, err := b.store.Ignore(ctx, []int64{1, 2, 3, 4}, "noise", "tester")
+	require.NoError(t, err)
+	b.run(t, deadletter.Selection{Filter: deadletter.Filter{Status: deadletter.StatusNew, FileID: "f1"}})
+	b.exec(t, `UPDATE failed_pois SET attempts = attempts + 1`) // no status or class change: no delta
+	requireStatsMatch(t, b, "after ignore, reprocess and an update that changes no group")
+
+	b.exec(t, `UPDATE failed_pois SET updated_at = now() - interval '2 days' WHERE status = 'ignored'`)
+	n, err := b.store.Purge(ctx, deadletter.PurgeFilter{Status: deadletter.StatusIgnored, OlderThan: 24 * time.Hour}, "tester")
+	require.NoError(t, err)
+	require.EqualValues(t, 4, n)
+	requireStatsMatch(t, b, "after a purge")
+
+	var wg sync.WaitGroup
+	errs := make(chan error, 8)
+	for w := range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range 10 {
+				_, err := b.db.Pool.Exec(ctx, `
+					INSERT INTO failed_pois (original_job_id, file_id, poi_id, poi_index, error_message, error_class,
+					                         error_signature, original_poi_data)
+					VALUES ($1, 'fc', 'pc', $2, 'm', 'panic', 's', '{}')`, 900_000+w, i)
+				if err == nil && i%3 == 0 {
+					_, err = deadletter.CompactCounts(ctx, b.db.Pool)
+				}
+				if err != nil {
+					errs <- fmt.Errorf("writer %d: %w", w, err)
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		require.NoError(t, err)
+	}
+	requireStatsMatch(t, b, "after concurrent inserts and compactions")
+
+	folded, err := deadletter.CompactCounts(ctx, b.db.Pool)
+	require.NoError(t, err)
+	require.Positive(t, folded)
+	requireStatsMatch(t, b, "after compaction")
+	require.LessOrEqual(t, b.count(t, `SELECT count(*) FROM failed_pois_counts`), len(deadletter.Statuses())*len(deadletter.Classes()),
+		"one row per group after compaction")
+
+	b.exec(t, `TRUNCATE failed_pois`)
+	requireStatsMatch(t, b, "after a truncate")
+	require.Zero(t, b.count(t, `SELECT count(*) FROM failed_pois_counts`))
+}
