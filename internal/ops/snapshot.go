@@ -58,7 +58,8 @@ var (
 )
 
 // Snapshot reads State in one round trip of cheap aggregate queries (each
-// uses an index on status or River's state index).
+// uses an index on status or River's state index; failed_pois by status
+// sums the deltas in failed_pois_counts instead of counting the rows).
 func Snapshot(ctx context.Context, pool *pgxpool.Pool) (*State, error) {
 	st := &State{FailedPOIs: map[string]int64{}, DeadLetteredItems: map[string]int64{}}
 	for _, s := range failedPOIStatuses {
@@ -71,7 +72,7 @@ func Snapshot(ctx context.Context, pool *pgxpool.Pool) (*State, error) {
 		return nil, fmt.Errorf("error reading relay state: %w", err)
 	}
 	rows, err := pool.Query(ctx, `
-		SELECT 'failed_pois', status, count(*) FROM failed_pois GROUP BY status
+		SELECT 'failed_pois', status, sum(n)::bigint FROM failed_pois_counts GROUP BY status
 		UNION ALL
 		SELECT 'dead_lettered_items', status, count(*) FROM dead_lettered_items GROUP BY status`)
 	if err != nil {
