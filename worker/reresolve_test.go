@@ -17,19 +17,45 @@ import (
 
 // summaries records every batch a client finished, in order.
 type summaries struct {
-	mu   sync.Mutex
-	done []worker.BatchSummary
+	mu     sync.Mutex
+	done   []worker.BatchSummary
+	notify chan struct{} // one pending wake-up per BatchDone
 }
+
+func newSummaries() *summaries { return &summaries{notify: make(chan struct{}, 1)} }
 
 func (s *summaries) BatchDone(sum *worker.BatchSummary) {
 	s.mu.Lock()
-	defer s.mu.Unlock()
 	s.done = append(s.done, *sum)
+	s.mu.Unlock()
+	select {
+	case s.notify <- struct{}{}:
+	default:
+	}
 }
 
 func (s *summaries) BatchFailed(time.Duration) {}
 
-func (s *summaries) byFile() (order []string, last map[string]worker.BatchSummary) {
+// byFile waits until n batches have been reported (a worker reports a batch
+// after its transaction commits, so a drained queue can be seen first),
+// then returns the files in the order their batches finished and each
+// file's last summary.
+func (s *summaries) byFile(t *testing.T, n int) (order []string, last map[string]worker.BatchSummary) {
+	t.Helper()
+	deadline := time.After(30 * time.Second)
+	for {
+		s.mu.Lock()
+		got := len(s.done)
+		s.mu.Unlock()
+		if got >= n {
+			break
+		}
+		select {
+		case <-s.notify:
+		case <-deadline:
+			t.Fatalf("%d batches reported after 30s, want %d", got, n)
+		}
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	last = map[string]worker.BatchSummary{}
@@ -48,7 +74,7 @@ func TestResolveFileWorker_ReresolvesOnlyReferencesResolvedBeforeThePublish(t *t
 	db := testdb.New(t)
 	cfg := db.Config()
 	cfg.WorkerConcurrency = 1 // jobs run in publish order
-	obs := &summaries{}
+	obs := newSummaries()
 	client, err := worker.NewClient(db.Pool, cfg, testdb.Logger(t), &worker.Options{Observer: obs, Queues: []string{outbox.QueueResolve}})
 	require.NoError(t, err)
 	e := &e2e{db: db, pub: outbox.New(client, nil, testdb.Logger(t)), client: client}
@@ -69,7 +95,7 @@ func TestResolveFileWorker_ReresolvesOnlyReferencesResolvedBeforeThePublish(t *t
 	waitXminPast(t, db, xid)
 	e.start(t)
 	waitDrained(t, client, db.Pool)
-	order, last := obs.byFile()
+	order, last := obs.byFile(t, 2)
 	require.Equal(t, []string{"src/c.js", "src/d.js"}, order, "the caller's job must run first for this case")
 	require.Equal(t, 0, last["src/d.js"].Reresolved, "a reference resolved after the publish was re-resolved")
 	require.Contains(t, relationships(t, db.Pool), "c.c CALLS d.l")
@@ -78,13 +104,13 @@ func TestResolveFileWorker_ReresolvesOnlyReferencesResolvedBeforeThePublish(t *t
 	// the callee's job must resolve the stored reference again.
 	e.publish(t, outbox.Analysis{FileID: "src/a.js", POIs: pois(fn("a.a", "a", "src/a.js", "function a() { late(); }"))})
 	waitDrained(t, client, db.Pool)
-	_, last = obs.byFile()
+	_, last = obs.byFile(t, 3)
 	require.Equal(t, 1, last["src/a.js"].Unknown)
 	require.NotContains(t, relationships(t, db.Pool), "a.a CALLS b.l")
 
 	e.publish(t, outbox.Analysis{FileID: "src/b.js", POIs: pois(fn("b.l", "late", "src/b.js", "function late() {}"))})
 	waitDrained(t, client, db.Pool)
-	_, last = obs.byFile()
+	_, last = obs.byFile(t, 4)
 	require.Equal(t, 1, last["src/b.js"].Reresolved, "a reference resolved before the publish was not re-resolved")
 	require.Contains(t, relationships(t, db.Pool), "a.a CALLS b.l")
 
@@ -98,7 +124,7 @@ func TestResolveFileWorker_ReresolvesOnlyReferencesResolvedBeforeThePublish(t *t
 		return err
 	}))
 	waitDrained(t, client, db.Pool)
-	_, last = obs.byFile()
+	_, last = obs.byFile(t, 5)
 	require.Equal(t, 1, last["src/b.js"].Reresolved)
 	rels := relationships(t, db.Pool)
 	require.Contains(t, rels, "a.a CALLS b.l2")
