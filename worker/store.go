@@ -83,9 +83,10 @@ const globalLinkLock int64 = 0x72656c6179 // "relay"
 // taken before the symbol table is read. A reference stamped above
 // publishXID was resolved under a snapshot that already saw that publish
 // (every transaction below a snapshot's xmin had ended), so its target is
-// already right and the re-resolution leaves it alone. On a first publish of a corpus, where
-// referrers mostly run after the publishes they depend on, that is nearly
-// every reference: each edge is computed once, not twice.
+// already right and the re-resolution leaves it alone. On a first publish
+// of a corpus, where referrers mostly run after the publishes they depend
+// on, that is nearly every reference: each edge is computed once, not
+// twice.
 //
 // A re-resolution must not race a re-publish of the referring file (whose
 // publish deletes the file's references, unseen by a snapshot taken
