@@ -245,7 +245,7 @@ func (w *ResolveFileWorker) commit(ctx context.Context, job *river.Job[outbox.Re
 		// them. The names this publish changed must still be re-resolved in
 		// other files: the newer job only carries what changed after it.
 		sum.Superseded = true
-		link, err := st.link(ctx, job.ID, args.FileID, nil, args.ChangedNames, args.PublishXID)
+		link, err := st.link(ctx, job.ID, args.FileID, nil, args.ChangedNames, args.PublishXID, false)
 		if err != nil {
 			return nil, err
 		}
@@ -324,7 +324,7 @@ func (w *ResolveFileWorker) commit(ctx context.Context, job *river.Job[outbox.Re
 	}
 	// Linking comes last: it takes the name locks, which are held until
 	// commit, so everything that needs no lock is done before.
-	link, err := st.link(ctx, job.ID, args.FileID, ok2, args.ChangedNames, args.PublishXID)
+	link, err := st.link(ctx, job.ID, args.FileID, ok2, args.ChangedNames, args.PublishXID, len(args.FailedPOIIDs) > 0)
 	if err != nil {
 		return nil, err
 	}

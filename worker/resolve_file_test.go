@@ -315,3 +315,31 @@ func TestResolveFileWorker_RelationshipKinds(t *testing.T) {
 	}, got, fmt.Sprint(got))
 	_ = strings.TrimSpace
 }
+
+// A batch writes its references with a plain insert; a reprocess job that
+// wrote some of them since the publish must not make the batch fail: the
+// insert falls back to an upsert and the batch's resolution wins.
+func TestResolveFileWorker_ReferencesAlreadyStoredByAReprocessAreTakenOver(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	b := setupUnit(t, nil)
+	a := outbox.Analysis{FileID: "src/m.js", POIs: []json.RawMessage{
+		fn("m1", "one", "src/m.js", "function one() { return two() + three(); }"),
+		fn("m2", "two", "src/m.js", "function two() { return 2; }"),
+	}}
+	res, err := b.pub.PublishTx(ctx, b.tx, a)
+	require.NoError(t, err)
+	// What a reprocess of m1 would have written meanwhile: its call of two,
+	// resolved to nothing, under an old stamp.
+	_, err = b.tx.Exec(ctx, `INSERT INTO poi_references (source_poi_id, source_file_id, name, type, resolved_xmin)
+		VALUES ('m1', 'src/m.js', 'two', 'CALLS', '1')`)
+	require.NoError(t, err)
+
+	wr, err := b.tw.WorkJob(ctx, t, b.tx, b.job(t, res.JobIDs[0]))
+	require.NoError(t, err)
+	require.Equal(t, river.EventKindJobCompleted, wr.EventKind)
+	require.Equal(t, 1, b.count(t, `SELECT count(*) FROM relationships WHERE source_poi_id = 'm1' AND target_poi_id = 'm2' AND type = 'CALLS'`))
+	require.Equal(t, 2, b.count(t, `SELECT count(*) FROM poi_references WHERE source_poi_id = 'm1'`), "two and three, once each")
+	require.Equal(t, 1, b.count(t, `SELECT count(*) FROM poi_references WHERE source_poi_id = 'm1' AND name = 'three' AND target_poi_id IS NULL`))
+	require.Equal(t, 0, b.count(t, `SELECT count(*) FROM poi_references WHERE resolved_xmin = '1'`), "the batch's stamp replaced the old one")
+}
