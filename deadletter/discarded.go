@@ -24,10 +24,14 @@ type riverAttemptError struct {
 // River job id, so they outlive River's cleaner. Jobs already captured are
 // skipped, so it is safe to run repeatedly and from several workers. It works
 // in pages and returns how many jobs it captured.
-func CaptureDiscarded(ctx context.Context, pool *pgxpool.Pool, kind string) (int, error) {
+//
+// expand, when not nil, turns a job's stored args into the form kept as
+// item_data (resolve_file args store their POIs compressed; the copy keeps
+// them readable). Args it cannot expand are kept as stored.
+func CaptureDiscarded(ctx context.Context, pool *pgxpool.Pool, kind string, expand func(args []byte) ([]byte, error)) (int, error) {
 	total := 0
 	for {
-		n, err := captureDiscardedPage(ctx, pool, kind, 500)
+		n, err := captureDiscardedPage(ctx, pool, kind, expand, 500)
 		total += n
 		if err != nil || n == 0 {
 			return total, err
@@ -35,7 +39,7 @@ func CaptureDiscarded(ctx context.Context, pool *pgxpool.Pool, kind string) (int
 	}
 }
 
-func captureDiscardedPage(ctx context.Context, pool *pgxpool.Pool, kind string, limit int) (int, error) {
+func captureDiscardedPage(ctx context.Context, pool *pgxpool.Pool, kind string, expand func([]byte) ([]byte, error), limit int) (int, error) {
 	rows, err := pool.Query(ctx, `
 		SELECT j.id, j.args, array_to_json(j.errors), j.created_at, coalesce(j.attempted_at, j.created_at), j.attempt
 		FROM river_job j
@@ -63,6 +67,11 @@ func captureDiscardedPage(ctx context.Context, pool *pgxpool.Pool, kind string, 
 		if err := rows.Scan(&c.id, &c.args, &rawErr, &c.first, &c.last, &c.count); err != nil {
 			rows.Close()
 			return 0, fmt.Errorf("error reading discarded %s jobs: %w", kind, err)
+		}
+		if expand != nil {
+			if readable, err := expand(c.args); err == nil {
+				c.args = readable
+			}
 		}
 		if len(rawErr) > 0 {
 			if err := json.Unmarshal(rawErr, &errs); err != nil {

@@ -59,6 +59,16 @@ func FuzzDecodeAnalysis(f *testing.F) {
 		for i := range a.POIs {
 			require.Equal(t, compact(t, a.POIs[i]), compact(t, b.POIs[i]), "poi #%d", i)
 		}
+
+		// The POIs travel in their job's args byte for byte.
+		stored, err := json.Marshal(ResolveFileArgs{FileID: a.FileID, POIs: a.POIs})
+		require.NoError(t, err)
+		var args ResolveFileArgs
+		require.NoError(t, json.Unmarshal(stored, &args))
+		require.Len(t, args.POIs, len(a.POIs))
+		for i := range a.POIs {
+			require.Equal(t, string(a.POIs[i]), string(args.POIs[i]), "poi #%d in the job's args", i)
+		}
 	})
 }
 

@@ -61,6 +61,8 @@ func TestResolveFileWorker_ExhaustedBatchIsCapturedDurably(t *testing.T) {
 	require.NoError(t, json.Unmarshal(data, &args))
 	require.Equal(t, "src/x.js", args.FileID)
 	require.Len(t, args.POIs, 2, "the whole batch is kept")
+	require.Equal(t, 2, testdb.Count(t, db.Pool, `SELECT jsonb_array_length(item_data->'pois') FROM dead_lettered_items
+		WHERE job_id = 'resolve_file' AND NOT item_data ? 'poisZstd'`), "item_data keeps the POIs readable, not compressed")
 	require.Contains(t, string(history), "relationships unwritable")
 	require.Contains(t, sig, "relationships unwritable")
 	require.Equal(t, 1, testdb.Count(t, db.Pool, `SELECT count(*) FROM dead_letter_events WHERE action = 'item_added'`))

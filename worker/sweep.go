@@ -41,7 +41,7 @@ func (w *SweepDiscardedWorker) Work(ctx context.Context, _ *river.Job[SweepDisca
 }
 
 func sweepDiscarded(ctx context.Context, pool *pgxpool.Pool, logger *slog.Logger) error {
-	n, err := deadletter.CaptureDiscarded(ctx, pool, outbox.KindResolveFile)
+	n, err := deadletter.CaptureDiscarded(ctx, pool, outbox.KindResolveFile, outbox.ExpandArgs)
 	if err != nil {
 		err = fmt.Errorf("error sweeping discarded batches: %w", err)
 	}
