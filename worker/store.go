@@ -19,17 +19,32 @@ import (
 type store struct{ tx pgx.Tx }
 
 // fileVersion returns the file's current version and takes a share lock on
-// its row, so a re-publish of the file waits for this batch to commit.
+// its row, so a re-publish of the file waits for this batch to commit. It is
+// a batch's first statement, and switches the transaction to index plans
+// (internal/indexplan) for the rest of it: every statement the worker runs
+// looks rows up by key, River's completion of the job (a join of river_job
+// to the job's id) included, and a plan a connection cached while a table
+// was small must not scan it once it has grown. The settings are local to
+// the transaction and end with it.
 func (s store) fileVersion(ctx context.Context, fileID string) (int64, bool, error) {
-	var v int64
-	err := s.tx.QueryRow(ctx, `SELECT version FROM files WHERE file_id = $1 FOR SHARE`, fileID).Scan(&v)
-	if errors.Is(err, pgx.ErrNoRows) {
-		return 0, false, nil
-	}
-	if err != nil {
+	var (
+		v     int64
+		found bool
+	)
+	b := &pgx.Batch{}
+	indexplan.Begin(b)
+	b.Queue(`SELECT version FROM files WHERE file_id = $1 FOR SHARE`, fileID).QueryRow(func(row pgx.Row) error {
+		err := row.Scan(&v)
+		if errors.Is(err, pgx.ErrNoRows) {
+			return nil
+		}
+		found = err == nil
+		return err
+	})
+	if err := s.tx.SendBatch(ctx, b).Close(); err != nil {
 		return 0, false, fmt.Errorf("error reading version of file %q: %w", fileID, err)
 	}
-	return v, true, nil
+	return v, found, nil
 }
 
 // upsertSymbols puts resolved POIs into the symbol table (for reprocessed
@@ -137,11 +152,8 @@ func (s store) link(ctx context.Context, jobID int64, fileID string, ok []poiRes
 	// the symbol table is read (each statement takes a new snapshot), take
 	// the name locks, read the candidates and the references to the
 	// changed names that may have been resolved without this publish.
+	// The transaction is on index plans since fileVersion.
 	b := &pgx.Batch{}
-	// Lookups by name and source POI in tables that grow: index plans
-	// whatever their sizes when this connection first planned them, until
-	// the last round trip's End.
-	indexplan.Begin(b)
 	var resolvedXmin string
 	b.Queue(`SELECT pg_snapshot_xmin(pg_current_snapshot())::text`).QueryRow(func(row pgx.Row) error {
 		return row.Scan(&resolvedXmin)
@@ -224,7 +236,6 @@ func (s store) link(ctx context.Context, jobID int64, fileID string, ok []poiRes
 		queueStoreReferences(b, jobID, resolvedXmin, own, false)
 		b.Queue(`RELEASE SAVEPOINT relay_references`)
 	}
-	indexplan.End(b)
 	err := s.tx.SendBatch(ctx, b).Close()
 	if !mayConflict && isReferenceConflict(err) {
 		// A reprocess job wrote some of these references since the publish.
@@ -236,7 +247,6 @@ func (s store) link(ctx context.Context, jobID int64, fileID string, ok []poiRes
 		b = &pgx.Batch{}
 		queueStoreReferences(b, jobID, resolvedXmin, own, true)
 		b.Queue(`RELEASE SAVEPOINT relay_references`)
-		indexplan.End(b)
 		err = s.tx.SendBatch(ctx, b).Close()
 	}
 	if err != nil {
