@@ -105,19 +105,64 @@ func TestEnd_RestoresTheTransactionsSettings(t *testing.T) {
 	tx, err := db.Pool.Begin(ctx)
 	require.NoError(t, err)
 	defer func() { _ = tx.Rollback(ctx) }()
-	_, err = tx.Exec(ctx, `SET LOCAL enable_hashjoin = off; SET LOCAL jit = off; SET LOCAL enable_seqscan = on; SET LOCAL enable_mergejoin = on`)
+	_, err = tx.Exec(ctx, `SET LOCAL enable_hashjoin = off; SET LOCAL jit = off; SET LOCAL enable_seqscan = on;
+		SET LOCAL enable_mergejoin = on; SET LOCAL plan_cache_mode = force_custom_plan`)
 	require.NoError(t, err)
 
-	var inside, after [4]string
+	const settings = `SELECT current_setting('enable_seqscan'), current_setting('enable_hashjoin'),
+		current_setting('enable_mergejoin'), current_setting('jit'), current_setting('plan_cache_mode')`
+	var inside, after [5]string
 	b := &pgx.Batch{}
 	indexplan.Begin(b)
-	b.Queue(`SELECT current_setting('enable_seqscan'), current_setting('enable_hashjoin'), current_setting('enable_mergejoin'), current_setting('jit')`).
-		QueryRow(func(r pgx.Row) error { return r.Scan(&inside[0], &inside[1], &inside[2], &inside[3]) })
+	b.Queue(settings).QueryRow(func(r pgx.Row) error { return r.Scan(&inside[0], &inside[1], &inside[2], &inside[3], &inside[4]) })
 	indexplan.End(b)
-	b.Queue(`SELECT current_setting('enable_seqscan'), current_setting('enable_hashjoin'), current_setting('enable_mergejoin'), current_setting('jit')`).
-		QueryRow(func(r pgx.Row) error { return r.Scan(&after[0], &after[1], &after[2], &after[3]) })
+	b.Queue(settings).QueryRow(func(r pgx.Row) error { return r.Scan(&after[0], &after[1], &after[2], &after[3], &after[4]) })
 	require.NoError(t, tx.SendBatch(ctx, b).Close())
 
-	require.Equal(t, [4]string{"off", "off", "off", "off"}, inside)
-	require.Equal(t, [4]string{"on", "off", "on", "off"}, after)
+	require.Equal(t, [5]string{"off", "off", "off", "off", "force_generic_plan"}, inside)
+	require.Equal(t, [5]string{"on", "off", "on", "off", "force_custom_plan"}, after)
+}
+
+// A statement PostgreSQL would plan afresh on every execution (a custom
+// plan: River's completion of a job was planned on each Bind, 0.38 ms of
+// the 0.6 ms it cost) is planned once between Begin and End.
+func TestBegin_PlansEachStatementOnce(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	db := testdb.New(t)
+	conn, err := db.Pool.Acquire(ctx)
+	require.NoError(t, err)
+	defer conn.Release()
+	_, err = conn.Exec(ctx, `CREATE TABLE jobs (id bigint PRIMARY KEY, state text NOT NULL);
+		INSERT INTO jobs SELECT g, 'running' FROM generate_series(1, 1000) g; ANALYZE jobs`)
+	require.NoError(t, err)
+
+	// A join of the table to an array parameter, like River's
+	// JobSetStateIfRunningMany, with the caller asking for custom plans.
+	const update = `UPDATE jobs j SET state = 'completed' FROM unnest($1::bigint[]) AS u(id) WHERE j.id = u.id`
+	plans := func(wrap bool) (generic, custom int64) {
+		tx, err := conn.Begin(ctx)
+		require.NoError(t, err)
+		defer func() { _ = tx.Rollback(ctx) }()
+		_, err = tx.Exec(ctx, `SET LOCAL plan_cache_mode = force_custom_plan`)
+		require.NoError(t, err)
+		name := fmt.Sprintf("complete_%t", wrap)
+		_, err = tx.Prepare(ctx, name, update)
+		require.NoError(t, err)
+		b := &pgx.Batch{}
+		if wrap {
+			indexplan.Begin(b)
+		}
+		for i := range 8 {
+			b.Queue(name, []int64{int64(i + 1)})
+		}
+		require.NoError(t, tx.SendBatch(ctx, b).Close())
+		require.NoError(t, tx.QueryRow(ctx, `SELECT generic_plans, custom_plans FROM pg_prepared_statements WHERE name = $1`, name).
+			Scan(&generic, &custom))
+		return generic, custom
+	}
+	generic, custom := plans(false)
+	require.Equal(t, [2]int64{0, 8}, [2]int64{generic, custom}, "without Begin: planned on every execution")
+	generic, custom = plans(true)
+	require.Equal(t, [2]int64{8, 0}, [2]int64{generic, custom}, "with Begin: one generic plan, reused")
 }
