@@ -52,6 +52,35 @@ func InsertFailedPOIsTx(ctx context.Context, tx pgx.Tx, rows []FailedPOI) (int64
 	if len(rows) == 0 {
 		return 0, nil
 	}
+	sql, args, err := insertFailedPOIs(rows)
+	if err != nil {
+		return 0, err
+	}
+	tag, err := tx.Exec(ctx, sql, args...)
+	if err != nil {
+		return 0, fmt.Errorf("error writing %d failed_pois rows: %w", len(rows), err)
+	}
+	return tag.RowsAffected(), nil
+}
+
+// QueueFailedPOIs queues InsertFailedPOIsTx's statement in b, for a caller
+// that sends it with its own statements in one round trip. It queues
+// nothing for no rows; the error is about encoding the rows, before
+// anything is queued.
+func QueueFailedPOIs(b *pgx.Batch, rows []FailedPOI) error {
+	if len(rows) == 0 {
+		return nil
+	}
+	sql, args, err := insertFailedPOIs(rows)
+	if err != nil {
+		return err
+	}
+	b.Queue(sql, args...)
+	return nil
+}
+
+// insertFailedPOIs is the statement writing rows, and its arguments.
+func insertFailedPOIs(rows []FailedPOI) (string, []any, error) {
 	n := len(rows)
 	var (
 		jobIDs   = make([]int64, n)
@@ -81,7 +110,7 @@ func InsertFailedPOIsTx(ctx context.Context, tx pgx.Tx, rows []FailedPOI) (int64
 		sigs[i] = Signature(messages[i])
 		h, err := json.Marshal([]historyEntry{{JobID: r.JobID, FailedAt: times[i], Class: r.Class, Message: messages[i], Signature: sigs[i]}})
 		if err != nil {
-			return 0, fmt.Errorf("error encoding error history: %w", err)
+			return "", nil, fmt.Errorf("error encoding error history: %w", err)
 		}
 		history[i] = string(h)
 		data[i] = string(r.Data)
@@ -89,7 +118,7 @@ func InsertFailedPOIsTx(ctx context.Context, tx pgx.Tx, rows []FailedPOI) (int64
 			data[i] = "null"
 		}
 	}
-	tag, err := tx.Exec(ctx, `
+	return `
 		INSERT INTO failed_pois (original_job_id, file_id, poi_id, poi_index, error_class, error_message, error_context,
 		                         error_signature, error_history, original_poi_data, failed_at, updated_at)
 		SELECT u.job_id, u.file_id, u.poi_id, u.poi_index, u.class, u.message, u.context,
@@ -98,11 +127,7 @@ func InsertFailedPOIsTx(ctx context.Context, tx pgx.Tx, rows []FailedPOI) (int64
 		            $8::text[], $9::text[], $10::text[], $11::timestamptz[])
 		     AS u(job_id, file_id, poi_id, poi_index, class, message, context, sig, history, data, failed_at)
 		ON CONFLICT ON CONSTRAINT failed_pois_job_poi_key DO NOTHING`,
-		jobIDs, fileIDs, poiIDs, indexes, classes, messages, contexts, sigs, history, data, times)
-	if err != nil {
-		return 0, fmt.Errorf("error writing %d failed_pois rows: %w", n, err)
-	}
-	return tag.RowsAffected(), nil
+		[]any{jobIDs, fileIDs, poiIDs, indexes, classes, messages, contexts, sigs, history, data, times}, nil
 }
 
 // storableText makes error text storable in a text column: invalid UTF-8

@@ -19,6 +19,7 @@ import (
 	"github.com/riverqueue/river/riverdriver/riverpgxv5"
 
 	"github.com/relay-dev/relay/deadletter"
+	"github.com/relay-dev/relay/internal/indexplan"
 	"github.com/relay-dev/relay/outbox"
 	"github.com/relay-dev/relay/resolver"
 )
@@ -229,35 +230,12 @@ func (w *ResolveFileWorker) resolvePOI(ctx context.Context, jobID int64, fileID 
 func (w *ResolveFileWorker) commit(ctx context.Context, job *river.Job[outbox.ResolveFileArgs], results []poiResult) (*BatchSummary, error) {
 	args := job.Args
 	sum := &BatchSummary{JobID: job.ID, FileID: args.FileID, POIs: len(results), FailedByClass: map[deadletter.ErrorClass]int{}}
-	tx, err := w.db.Begin(ctx)
+	tx, err := w.begin(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("error beginning batch transaction: %w", err)
 	}
 	defer func() { _ = tx.Rollback(ctx) }()
 	st := store{tx: tx}
-
-	current, ok, err := st.fileVersion(ctx, args.FileID)
-	if err != nil {
-		return nil, err
-	}
-	if len(args.FailedPOIIDs) == 0 && (!ok || current != args.FileVersion) {
-		// A newer publish of the file replaced these POIs; its job resolves
-		// them. The names this publish changed must still be re-resolved in
-		// other files: the newer job only carries what changed after it.
-		sum.Superseded = true
-		link, err := st.link(ctx, job.ID, args.FileID, nil, args.ChangedNames, args.PublishXID, false)
-		if err != nil {
-			return nil, err
-		}
-		sum.Relationships, sum.Reresolved = link.written, link.reresolved
-		if err := completeTx(ctx, tx, job); err != nil {
-			return nil, fmt.Errorf("error completing superseded job: %w", err)
-		}
-		if err := tx.Commit(ctx); err != nil {
-			return nil, fmt.Errorf("error committing superseded job: %w", err)
-		}
-		return sum, nil
-	}
 
 	var ok2 []poiResult
 	var failures []deadletter.FailedPOI
@@ -271,13 +249,23 @@ func (w *ResolveFileWorker) commit(ctx context.Context, job *river.Job[outbox.Re
 	}
 	sum.Resolved, sum.Failed = len(ok2), len(failures)
 
+	in := linkInput{jobID: job.ID, fileID: args.FileID, ok: ok2, changed: args.ChangedNames, publishXID: args.PublishXID}
+	if len(args.FailedPOIIDs) == 0 {
+		// The usual batch: link checks the file's version first.
+		in.version = &args.FileVersion
+	} else {
+		// A reprocess batch is never superseded; it writes symbols and
+		// outcomes before linking, so it locks the file's row first.
+		if _, _, err := st.fileVersion(ctx, args.FileID); err != nil {
+			return nil, err
+		}
+		in.mayConflict = true
+	}
 	if len(args.FailedPOIIDs) > 0 {
 		// A reprocessed POI may never have entered the symbol table.
 		if err := st.upsertSymbols(ctx, args.FileID, ok2); err != nil {
 			return nil, err
 		}
-	}
-	if len(args.FailedPOIIDs) > 0 {
 		// A reprocess job: each POI's outcome goes to the failed_pois row it
 		// came from (reprocessed, or back to new with its error history).
 		// Only a POI without a row (a malformed job) gets a row of its own.
@@ -308,31 +296,65 @@ func (w *ResolveFileWorker) commit(ctx context.Context, job *river.Job[outbox.Re
 		}
 		failures = rowless
 	}
-	if _, err := deadletter.InsertFailedPOIsTx(ctx, tx, failures); err != nil {
-		// The safety net itself failed: say which POIs, and let River retry
-		// the whole batch rather than drop them.
-		ids := make([]string, len(failures))
-		for i, f := range failures {
-			ids[i] = fmt.Sprintf("%s#%d", f.POIID, f.POIIndex)
-		}
-		w.logger.ErrorContext(ctx, "could not write failed POIs to failed_pois; batch will be retried",
-			slog.Int64("job_id", job.ID), slog.String("file_id", args.FileID), slog.Any("poi_ids", ids), slog.String("error", err.Error()))
-		return nil, err
-	}
+	in.failures = failures
 	if err := completeTx(ctx, tx, job); err != nil {
 		return nil, fmt.Errorf("error completing job: %w", err)
 	}
 	// Linking comes last: it takes the name locks, which are held until
 	// commit, so everything that needs no lock is done before.
-	link, err := st.link(ctx, job.ID, args.FileID, ok2, args.ChangedNames, args.PublishXID, len(args.FailedPOIIDs) > 0)
+	link, err := st.link(ctx, in)
 	if err != nil {
+		if len(failures) > 0 {
+			// The safety net itself failed: say which POIs, and let River
+			// retry the whole batch rather than drop them.
+			ids := make([]string, len(failures))
+			for i, f := range failures {
+				ids[i] = fmt.Sprintf("%s#%d", f.POIID, f.POIIndex)
+			}
+			w.logger.ErrorContext(ctx, "could not write the batch, failed POIs included; batch will be retried",
+				slog.Int64("job_id", job.ID), slog.String("file_id", args.FileID), slog.Any("poi_ids", ids), slog.String("error", err.Error()))
+		}
 		return nil, err
+	}
+	if link.superseded {
+		// A newer publish of the file replaced these POIs; its job resolves
+		// them. Only the names this publish changed were re-resolved in
+		// other files: the newer job only carries what changed after it.
+		sum.Superseded = true
+		sum.Resolved, sum.Failed = 0, 0
+		clear(sum.FailedByClass)
 	}
 	sum.Relationships, sum.Unknown, sum.Ambiguous, sum.Reresolved = link.written, link.unknown, link.ambiguous, link.reresolved
 	if err := tx.Commit(ctx); err != nil {
 		return nil, fmt.Errorf("error committing batch: %w", err)
 	}
 	return sum, nil
+}
+
+// txBeginner is what a *pgxpool.Pool offers beyond Beginner.
+type txBeginner interface {
+	BeginTx(ctx context.Context, opts pgx.TxOptions) (pgx.Tx, error)
+}
+
+// begin starts the batch's transaction on index plans (internal/indexplan):
+// every statement the worker runs looks rows up by key, River's completion
+// of the job (a join of river_job to the job's id) included, and a plan a
+// connection cached while a table was small must not scan it once it has
+// grown. The settings are local to the transaction and end with it. With a
+// pool, the switch rides with BEGIN in one round trip.
+func (w *ResolveFileWorker) begin(ctx context.Context) (pgx.Tx, error) {
+	if tb, ok := w.db.(txBeginner); ok {
+		return tb.BeginTx(ctx, pgx.TxOptions{BeginQuery: "BEGIN; " + indexplan.BeginSQL})
+	}
+	tx, err := w.db.Begin(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := tx.Exec(ctx, indexplan.BeginSQL); err != nil {
+		_ = tx.Rollback(ctx)
+		return nil, fmt.Errorf("error switching to index plans: %w", err)
+	}
+	return tx, nil
 }
 
 // completeTx completes job in tx with river.JobCompleteTx. JobCompleteTx

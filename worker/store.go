@@ -10,7 +10,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 
-	"github.com/relay-dev/relay/internal/indexplan"
+	"github.com/relay-dev/relay/deadletter"
 	"github.com/relay-dev/relay/outbox"
 	"github.com/relay-dev/relay/resolver"
 )
@@ -19,33 +19,22 @@ import (
 type store struct{ tx pgx.Tx }
 
 // fileVersion returns the file's current version and takes a share lock on
-// its row, so a re-publish of the file waits for this batch to commit. It is
-// a batch's first statement, and switches the transaction to index plans
-// (internal/indexplan) for the rest of it: every statement the worker runs
-// looks rows up by key, River's completion of the job (a join of river_job
-// to the job's id) included, and a plan a connection cached while a table
-// was small must not scan it once it has grown. The settings are local to
-// the transaction and end with it.
+// its row, so a re-publish of the file waits for this batch to commit. (link
+// does the same in its first round trip for the usual batch; a reprocess
+// batch writes symbols before it links, so it locks the row first.)
 func (s store) fileVersion(ctx context.Context, fileID string) (int64, bool, error) {
-	var (
-		v     int64
-		found bool
-	)
-	b := &pgx.Batch{}
-	indexplan.Begin(b)
-	b.Queue(`SELECT version FROM files WHERE file_id = $1 FOR SHARE`, fileID).QueryRow(func(row pgx.Row) error {
-		err := row.Scan(&v)
-		if errors.Is(err, pgx.ErrNoRows) {
-			return nil
-		}
-		found = err == nil
-		return err
-	})
-	if err := s.tx.SendBatch(ctx, b).Close(); err != nil {
+	var v int64
+	err := s.tx.QueryRow(ctx, fileVersionSQL, fileID).Scan(&v)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return 0, false, nil
+	}
+	if err != nil {
 		return 0, false, fmt.Errorf("error reading version of file %q: %w", fileID, err)
 	}
-	return v, found, nil
+	return v, true, nil
 }
+
+const fileVersionSQL = `SELECT version FROM files WHERE file_id = $1 FOR SHARE`
 
 // upsertSymbols puts resolved POIs into the symbol table (for reprocessed
 // POIs that were invalid when first published).
@@ -57,8 +46,31 @@ func (s store) upsertSymbols(ctx context.Context, fileID string, ok []poiResult)
 	return outbox.UpsertSymbolsTx(ctx, s.tx, fileID, syms)
 }
 
+// linkInput is what link writes: one batch's outcome.
+type linkInput struct {
+	jobID  int64
+	fileID string
+	// version, when not nil, is the file version the batch was published
+	// as: link share-locks the file's row, and when the file is at another
+	// version (a newer publish replaced these POIs, and its job resolves
+	// them) it writes neither ok's references nor failures, only the
+	// re-resolution of changed.
+	version *int64
+	// ok are the batch's resolved POIs, failures its failed ones.
+	ok       []poiResult
+	failures []deadletter.FailedPOI
+	// changed are the names the publish changed, publishXID its xid.
+	changed    []string
+	publishXID int64
+	// mayConflict: some of ok's references may be stored already (a
+	// reprocess job).
+	mayConflict bool
+}
+
 // linkResult counts what link did.
 type linkResult struct {
+	// superseded: the file is at another version than linkInput.version.
+	superseded bool
 	// written counts the relationships (resolved references) written.
 	written   int64
 	unknown   int
@@ -122,13 +134,14 @@ const globalLinkLock int64 = 0x72656c6179 // "relay"
 // insert meets its rows, the insert is rolled back to a savepoint and
 // redone as an upsert. (ON CONFLICT on every batch cost 5% of the
 // concurrent run's POIs/s.)
-func (s store) link(ctx context.Context, jobID int64, fileID string, ok []poiResult, changed []string, publishXID int64, mayConflict bool) (linkResult, error) {
+func (s store) link(ctx context.Context, in linkInput) (linkResult, error) {
 	var res linkResult
+	jobID, fileID, changed, publishXID, mayConflict := in.jobID, in.fileID, in.changed, in.publishXID, in.mayConflict
 	nrefs := 0
 	// nameSet maps each name to whether this batch changed it or only
 	// refers to it (see queueLocks).
 	nameSet := map[string]bool{}
-	for _, r := range ok {
+	for _, r := range in.ok {
 		for _, ref := range r.refs {
 			nrefs++
 			if _, seen := nameSet[ref.Name]; !seen {
@@ -139,38 +152,59 @@ func (s store) link(ctx context.Context, jobID int64, fileID string, ok []poiRes
 	for _, n := range changed {
 		nameSet[n] = true
 	}
-	if len(nameSet) == 0 {
-		return res, nil
-	}
 	names := make([]string, 0, len(nameSet))
 	for n := range nameSet {
 		names = append(names, n)
 	}
 	slices.Sort(names)
 
-	// Round trip 1: stamp the references with the snapshot's xmin before
-	// the symbol table is read (each statement takes a new snapshot), take
-	// the name locks, read the candidates and the references to the
-	// changed names that may have been resolved without this publish.
-	// The transaction is on index plans since fileVersion.
+	// Round trip 1: lock the file's row and read its version, stamp the
+	// references with the snapshot's xmin before the symbol table is read
+	// (each statement takes a new snapshot), take the name locks, read the
+	// candidates and the references to the changed names that may have
+	// been resolved without this publish. The transaction is on index
+	// plans since it began.
 	b := &pgx.Batch{}
-	var resolvedXmin string
-	b.Queue(`SELECT pg_snapshot_xmin(pg_current_snapshot())::text`).QueryRow(func(row pgx.Row) error {
-		return row.Scan(&resolvedXmin)
-	})
-	queueLocks(b, nameSet)
-	var cands map[string][]resolver.Candidate
-	b.Queue(`SELECT poi_id, file_id, name, type FROM pois WHERE name = ANY($1) AND type <> $2`,
-		names, resolver.TypeImport).Query(func(rows pgx.Rows) (err error) {
-		cands, err = scanCandidates(rows, len(names))
-		return err
-	})
-	var refs []storedRef
-	if len(changed) > 0 {
-		queueStaleRefs(b, fileID, changed, publishXID, &refs)
+	var (
+		current      int64
+		found        bool
+		resolvedXmin string
+		cands        map[string][]resolver.Candidate
+		refs         []storedRef
+	)
+	if in.version != nil {
+		b.Queue(fileVersionSQL, fileID).QueryRow(func(row pgx.Row) error {
+			err := row.Scan(&current)
+			if errors.Is(err, pgx.ErrNoRows) {
+				return nil
+			}
+			found = err == nil
+			return err
+		})
 	}
-	if err := s.tx.SendBatch(ctx, b).Close(); err != nil {
-		return res, fmt.Errorf("error locking and looking up %d names: %w", len(names), err)
+	if len(names) > 0 {
+		b.Queue(`SELECT pg_snapshot_xmin(pg_current_snapshot())::text`).QueryRow(func(row pgx.Row) error {
+			return row.Scan(&resolvedXmin)
+		})
+		queueLocks(b, nameSet)
+		b.Queue(`SELECT poi_id, file_id, name, type FROM pois WHERE name = ANY($1) AND type <> $2`,
+			names, resolver.TypeImport).Query(func(rows pgx.Rows) (err error) {
+			cands, err = scanCandidates(rows, len(names))
+			return err
+		})
+		if len(changed) > 0 {
+			queueStaleRefs(b, fileID, changed, publishXID, &refs)
+		}
+	}
+	if b.Len() > 0 {
+		if err := s.tx.SendBatch(ctx, b).Close(); err != nil {
+			return res, fmt.Errorf("error locking file %q and looking up %d names: %w", fileID, len(names), err)
+		}
+	}
+	ok, failures := in.ok, in.failures
+	if in.version != nil && (!found || current != *in.version) {
+		res.superseded = true
+		ok, failures = nil, nil
 	}
 
 	// Round trip 2, when there is anything to re-resolve: lock the referring
@@ -224,8 +258,13 @@ func (s store) link(ctx context.Context, jobID int64, fileID string, ok []poiRes
 		}
 	}
 
-	// Last round trip: every write.
+	// Last round trip: every write. The failed POIs and re-resolutions go
+	// before the savepoint, so that a conflict of the references' insert
+	// does not undo them.
 	b = &pgx.Batch{}
+	if err := deadletter.QueueFailedPOIs(b, failures); err != nil {
+		return res, err
+	}
 	if len(changed) > 0 {
 		res.reresolved = queueReresolve(b, jobID, fileID, changed, cands, refs, &res.written)
 	}
@@ -236,13 +275,16 @@ func (s store) link(ctx context.Context, jobID int64, fileID string, ok []poiRes
 		queueStoreReferences(b, jobID, resolvedXmin, own, false)
 		b.Queue(`RELEASE SAVEPOINT relay_references`)
 	}
+	if b.Len() == 0 {
+		return res, nil
+	}
 	err := s.tx.SendBatch(ctx, b).Close()
 	if !mayConflict && isReferenceConflict(err) {
 		// A reprocess job wrote some of these references since the publish.
 		// The rollback goes alone: pgx prepares a batch's new statements
 		// before running any, which an aborted transaction refuses.
 		if _, rerr := s.tx.Exec(ctx, `ROLLBACK TO SAVEPOINT relay_references`); rerr != nil {
-			return res, fmt.Errorf("error writing references and relationships: %w (and rolling back: %w)", err, rerr)
+			return res, fmt.Errorf("error writing the batch's references: %w (and rolling back: %w)", err, rerr)
 		}
 		b = &pgx.Batch{}
 		queueStoreReferences(b, jobID, resolvedXmin, own, true)
@@ -250,7 +292,8 @@ func (s store) link(ctx context.Context, jobID int64, fileID string, ok []poiRes
 		err = s.tx.SendBatch(ctx, b).Close()
 	}
 	if err != nil {
-		return res, fmt.Errorf("error writing references and relationships: %w", err)
+		return res, fmt.Errorf("error writing the batch's %d failed POIs, %d references and %d re-resolutions: %w",
+			len(failures), len(own.src), res.reresolved, err)
 	}
 	return res, nil
 }

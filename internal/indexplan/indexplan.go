@@ -42,7 +42,13 @@ import "github.com/jackc/pgx/v5"
 // Begin queues the switch to index plans for the statements queued after
 // it, remembering the transaction's settings for End.
 func Begin(b *pgx.Batch) {
-	b.Queue(`SELECT
+	b.Queue(BeginSQL)
+}
+
+// BeginSQL is the statement Begin queues, for a caller that sends it
+// another way (with BEGIN, in one simple-protocol query). It takes no
+// parameters.
+const BeginSQL = `SELECT
 		set_config('relay.saved_enable_seqscan', current_setting('enable_seqscan'), true),
 		set_config('relay.saved_enable_hashjoin', current_setting('enable_hashjoin'), true),
 		set_config('relay.saved_enable_mergejoin', current_setting('enable_mergejoin'), true),
@@ -52,8 +58,7 @@ func Begin(b *pgx.Batch) {
 		set_config('enable_seqscan', 'off', true),
 		set_config('enable_hashjoin', 'off', true),
 		set_config('enable_mergejoin', 'off', true),
-		set_config('jit', 'off', true)`)
-}
+		set_config('jit', 'off', true)`
 
 // End queues the return to the settings Begin found.
 func End(b *pgx.Batch) {
