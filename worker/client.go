@@ -133,7 +133,7 @@ func RunUntilIdle(ctx context.Context, client *river.Client[pgx.Tx], pool *pgxpo
 	if err := client.Start(context.WithoutCancel(ctx)); err != nil {
 		return fmt.Errorf("error starting River client: %w", err)
 	}
-	if err := WaitIdle(ctx, client, pool, progress); err != nil {
+	if err := WaitIdle(ctx, pool, progress); err != nil {
 		_ = client.Stop(context.WithoutCancel(ctx))
 		return err
 	}
@@ -143,22 +143,21 @@ func RunUntilIdle(ctx context.Context, client *river.Client[pgx.Tx], pool *pgxpo
 	return sweepDiscarded(ctx, pool, logger)
 }
 
-// WaitIdle waits, while client works, until the resolve and MapReduce
+// WaitIdle waits, while a River client works the queues, until the resolve and MapReduce
 // queues have no job available or running and none due within IdleGrace,
 // reporting the queues' state to progress (may be nil) as it goes. It reads
-// the queues every 250ms; River's completion events keep it awake between.
-func WaitIdle(ctx context.Context, client *river.Client[pgx.Tx], pool *pgxpool.Pool, progress func(Progress)) error {
-	events, cancelSub := client.Subscribe(river.EventKindJobCompleted, river.EventKindJobFailed)
-	defer cancelSub()
-	tick := time.NewTicker(250 * time.Millisecond)
-	defer tick.Stop()
+// the queues every 250ms, and every 10ms once at most nearlyIdle jobs are
+// pending, so that it returns within milliseconds of the last job finishing
+// (relay-bench times runs with it; River's completion events come in
+// batches, up to a few hundred milliseconds late).
+func WaitIdle(ctx context.Context, pool *pgxpool.Pool, progress func(Progress)) error {
+	wait := time.NewTimer(0)
+	defer wait.Stop()
 	for {
 		select {
 		case <-ctx.Done():
 			return ctx.Err()
-		case <-events:
-			continue // counts are read on the tick; events just keep us awake
-		case <-tick.C:
+		case <-wait.C:
 		}
 		p, err := QueueProgress(ctx, pool)
 		if err != nil {
@@ -167,11 +166,21 @@ func WaitIdle(ctx context.Context, client *river.Client[pgx.Tx], pool *pgxpool.P
 		if progress != nil {
 			progress(p)
 		}
-		if p.Pending == 0 && p.MapReduce.Pending == 0 {
+		pending := p.Pending + p.MapReduce.Pending
+		if pending == 0 {
 			return nil
+		}
+		if pending <= nearlyIdle {
+			wait.Reset(10 * time.Millisecond)
+		} else {
+			wait.Reset(250 * time.Millisecond)
 		}
 	}
 }
+
+// nearlyIdle is the pending job count below which WaitIdle reads the
+// queues every 10ms.
+const nearlyIdle = 32
 
 // Progress is the state of the resolve queue, and of the MapReduce queue
 // in MapReduce.

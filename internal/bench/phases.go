@@ -122,7 +122,7 @@ func (b *bench) runCorpus(ctx context.Context, src source, perPOI, concurrent bo
 	}
 	res.PublishSeconds = time.Since(start).Seconds()
 	b.progress("  published %d POIs of %d files in %.1fs while working; draining", res.POIs, res.Files, res.PublishSeconds)
-	if err := worker.WaitIdle(ctx, client, b.pool, b.workProgress()); err != nil {
+	if err := worker.WaitIdle(ctx, b.pool, b.workProgress()); err != nil {
 		return nil, err
 	}
 	res.TotalSeconds = time.Since(start).Seconds()
