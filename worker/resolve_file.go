@@ -344,13 +344,13 @@ type txBeginner interface {
 // pool, the switch rides with BEGIN in one round trip.
 func (w *ResolveFileWorker) begin(ctx context.Context) (pgx.Tx, error) {
 	if tb, ok := w.db.(txBeginner); ok {
-		return tb.BeginTx(ctx, pgx.TxOptions{BeginQuery: "BEGIN; " + indexplan.BeginSQL})
+		return tb.BeginTx(ctx, pgx.TxOptions{BeginQuery: "BEGIN; " + indexplan.TxSQL})
 	}
 	tx, err := w.db.Begin(ctx)
 	if err != nil {
 		return nil, err
 	}
-	if _, err := tx.Exec(ctx, indexplan.BeginSQL); err != nil {
+	if _, err := tx.Exec(ctx, indexplan.TxSQL); err != nil {
 		_ = tx.Rollback(ctx)
 		return nil, fmt.Errorf("error switching to index plans: %w", err)
 	}

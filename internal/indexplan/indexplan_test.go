@@ -166,3 +166,31 @@ func TestBegin_PlansEachStatementOnce(t *testing.T) {
 	generic, custom = plans(true)
 	require.Equal(t, [2]int64{8, 0}, [2]int64{generic, custom}, "with Begin: one generic plan, reused")
 }
+
+// TxSQL makes the same settings as Begin, for the rest of the transaction.
+func TestTxSQL_MakesBeginsSettings(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	db := testdb.New(t)
+	const settings = `SELECT current_setting('enable_seqscan'), current_setting('enable_hashjoin'),
+		current_setting('enable_mergejoin'), current_setting('jit'), current_setting('plan_cache_mode')`
+	read := func(setup func(tx pgx.Tx)) (got [5]string) {
+		tx, err := db.Pool.Begin(ctx)
+		require.NoError(t, err)
+		defer func() { _ = tx.Rollback(ctx) }()
+		setup(tx)
+		require.NoError(t, tx.QueryRow(ctx, settings).Scan(&got[0], &got[1], &got[2], &got[3], &got[4]))
+		return got
+	}
+	viaBegin := read(func(tx pgx.Tx) {
+		b := &pgx.Batch{}
+		indexplan.Begin(b)
+		require.NoError(t, tx.SendBatch(ctx, b).Close())
+	})
+	viaTxSQL := read(func(tx pgx.Tx) {
+		_, err := tx.Exec(ctx, indexplan.TxSQL)
+		require.NoError(t, err)
+	})
+	require.Equal(t, [5]string{"off", "off", "off", "off", "force_generic_plan"}, viaTxSQL)
+	require.Equal(t, viaBegin, viaTxSQL)
+}
