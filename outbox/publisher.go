@@ -215,7 +215,8 @@ func (p *Publisher) check(a Analysis) ([]resolver.POI, error) {
 	seen := make(map[string]int, len(a.POIs))
 	syms := make([]resolver.POI, 0, len(a.POIs))
 	for i, raw := range a.POIs {
-		id, idOK, filePath, filePathOK := resolver.Peek(raw)
+		sym := resolver.DecodeSymbol(raw) // what the symbol table needs, in one pass
+		id, idOK, filePath, filePathOK := sym.ID, sym.IDOK, sym.FilePath, sym.FilePathOK
 		bad := func(reason string, args ...any) error {
 			e := &RejectError{FileID: a.FileID, POIIndex: i, Reason: fmt.Sprintf(reason, args...)}
 			if idOK {
@@ -245,11 +246,11 @@ func (p *Publisher) check(a Analysis) ([]resolver.POI, error) {
 			}
 			seen[id] = i
 		}
-		if poi, err := resolver.DecodePOI(raw); err == nil {
-			if len(poi.Name) > resolver.MaxNameBytes {
-				return nil, bad("name is %d bytes, more than the %d-byte limit for ids and names", len(poi.Name), resolver.MaxNameBytes)
+		if sym.Err == nil {
+			if len(sym.POI.Name) > resolver.MaxNameBytes {
+				return nil, bad("name is %d bytes, more than the %d-byte limit for ids and names", len(sym.POI.Name), resolver.MaxNameBytes)
 			}
-			syms = append(syms, poi)
+			syms = append(syms, sym.POI)
 		}
 	}
 	return syms, nil

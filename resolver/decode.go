@@ -36,34 +36,73 @@ const maxQuotedValue = 40
 // lineNumber, filePath, rawCode, context. When the id is usable it is set in
 // POIID even if another field is at fault. DecodePOI never panics.
 func DecodePOI(raw []byte) (POI, error) {
-	if fields, ok := scanObject(raw); ok {
-		return validate(fields)
+	fields, err := objectFields(raw)
+	if err != nil {
+		return POI{}, err
 	}
-	return decodeGeneral(raw)
+	return validate(fields, true)
 }
 
-// decodeGeneral is DecodePOI through encoding/json, for any input: it gives
-// the error for invalid JSON and a value that is not an object, and decodes
-// what the fast path (scanObject) leaves to it.
-func decodeGeneral(raw []byte) (POI, error) {
+// Symbol is what DecodeSymbol reads from a POI.
+type Symbol struct {
+	// POI is the POI without RawCode and Context, when Err is nil.
+	POI POI
+	// Err is DecodePOI's error for the POI.
+	Err error
+	// ID, IDOK, FilePath and FilePathOK are Peek's results.
+	ID         string
+	IDOK       bool
+	FilePath   string
+	FilePathOK bool
+}
+
+// DecodeSymbol is DecodePOI and Peek in one pass over raw, for the symbol
+// table: it validates exactly as DecodePOI (same errors) but leaves RawCode
+// and Context empty, checking only that they are strings (or null or
+// absent) rather than decoding them, the bulk of a POI.
+func DecodeSymbol(raw []byte) Symbol {
+	fields, err := objectFields(raw)
+	if err != nil {
+		return Symbol{Err: err}
+	}
+	var s Symbol
+	s.ID, s.IDOK = asString(fields[fieldID])
+	s.FilePath, s.FilePathOK = asString(fields[fieldFilePath])
+	s.POI, s.Err = validate(fields, false)
+	return s
+}
+
+// objectFields returns the members of raw, a JSON object, that DecodePOI
+// reads: through scanObject, or encoding/json for what it leaves, which
+// also gives the error for invalid JSON and a value that is not an object.
+func objectFields(raw []byte) (map[string]json.RawMessage, error) {
+	if fields, ok := scanObject(raw); ok {
+		return fields, nil
+	}
+	return generalFields(raw)
+}
+
+// generalFields is objectFields through encoding/json alone.
+func generalFields(raw []byte) (map[string]json.RawMessage, error) {
 	var top json.RawMessage
 	if err := json.Unmarshal(raw, &top); err != nil {
-		return POI{}, &ValidationError{Reason: "is not valid JSON: " + err.Error()}
+		return nil, &ValidationError{Reason: "is not valid JSON: " + err.Error()}
 	}
 	if kind := jsonKind(top); kind != '{' {
-		return POI{}, &ValidationError{Reason: "must be a JSON object, got " + describe(top)}
+		return nil, &ValidationError{Reason: "must be a JSON object, got " + describe(top)}
 	}
 	var fields map[string]json.RawMessage
 	if err := json.Unmarshal(top, &fields); err != nil {
 		// Unreachable for a valid JSON object; kept so a decoder change cannot panic us.
-		return POI{}, &ValidationError{Reason: "is not valid JSON: " + err.Error()}
+		return nil, &ValidationError{Reason: "is not valid JSON: " + err.Error()}
 	}
-	return validate(fields)
+	return fields, nil
 }
 
 // validate builds a POI from the members of a valid JSON object, or gives
-// the *ValidationError for the first field at fault.
-func validate(fields map[string]json.RawMessage) (POI, error) {
+// the *ValidationError for the first field at fault. Without code, RawCode
+// and Context are checked but not decoded.
+func validate(fields map[string]json.RawMessage, code bool) (POI, error) {
 	var p POI
 	var reason string
 	if p.ID, reason = requiredString(fields, fieldID); reason != "" {
@@ -83,6 +122,15 @@ func validate(fields map[string]json.RawMessage) (POI, error) {
 	}
 	if p.FilePath, reason = optionalString(fields, fieldFilePath); reason != "" {
 		return fail(fieldFilePath, reason)
+	}
+	if !code {
+		if reason = optionalStringKind(fields, fieldRawCode); reason != "" {
+			return fail(fieldRawCode, reason)
+		}
+		if reason = optionalStringKind(fields, fieldContext); reason != "" {
+			return fail(fieldContext, reason)
+		}
+		return p, nil
 	}
 	if p.RawCode, reason = optionalString(fields, fieldRawCode); reason != "" {
 		return fail(fieldRawCode, reason)
@@ -136,6 +184,19 @@ func optionalString(fields map[string]json.RawMessage, key string) (string, stri
 		return "", "must be a string, got " + describe(v)
 	}
 	return s, ""
+}
+
+// optionalStringKind is optionalString's check without the decoding: a
+// valid JSON string always decodes.
+func optionalStringKind(fields map[string]json.RawMessage, key string) string {
+	v, present := fields[key]
+	if !present {
+		return ""
+	}
+	if k := jsonKind(v); k != 'n' && k != '"' {
+		return "must be a string, got " + describe(v)
+	}
+	return ""
 }
 
 // lineNumber returns the validated lineNumber field, or a reason why it is not valid.

@@ -102,7 +102,10 @@ func BenchmarkDecodePOI(b *testing.B) {
 	for _, bc := range []struct {
 		name   string
 		decode func([]byte) (POI, error)
-	}{{"fast", DecodePOI}, {"encoding_json", decodeGeneral}} {
+	}{{"fast", DecodePOI}, {"encoding_json", decodeGeneral}, {"symbol", func(raw []byte) (POI, error) {
+		s := DecodeSymbol(raw)
+		return s.POI, s.Err
+	}}} {
 		b.Run(bc.name, func(b *testing.B) {
 			b.SetBytes(int64(len(raw)))
 			b.ReportAllocs()

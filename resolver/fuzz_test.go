@@ -64,13 +64,22 @@ func FuzzDecodePOI(f *testing.F) {
 		general, generalErr := decodeGeneral(raw)
 		if fields, ok := scanObject(raw); ok {
 			require.True(t, json.Valid(raw), "scanObject accepted invalid JSON %q", raw)
-			fast, fastErr := validate(fields)
+			fast, fastErr := validate(fields, true)
 			require.Equal(t, general, fast, "input %q", raw)
 			require.Equal(t, generalErr, fastErr, "input %q", raw)
 		}
 
-		id, idOK, _, _ := Peek(raw)
+		id, idOK, filePath, filePathOK := Peek(raw)
 		p, err := DecodePOI(raw)
+
+		// DecodeSymbol is DecodePOI and Peek, without the code.
+		sym := DecodeSymbol(raw)
+		require.Equal(t, [4]any{id, idOK, filePath, filePathOK}, [4]any{sym.ID, sym.IDOK, sym.FilePath, sym.FilePathOK}, "input %q", raw)
+		require.Equal(t, err, sym.Err, "input %q", raw)
+		withoutCode := p
+		withoutCode.RawCode, withoutCode.Context = "", ""
+		require.Equal(t, withoutCode, sym.POI, "input %q", raw)
+
 		if err != nil {
 			var verr *ValidationError
 			require.True(t, errors.As(err, &verr), "not a *ValidationError: %v", err)
