@@ -234,7 +234,7 @@ func (s store) link(ctx context.Context, in linkInput) (linkResult, error) {
 	}
 
 	// The batch's own references, each with its target or none.
-	var own references
+	own := newReferences(nrefs)
 	seen := make(map[refKey]bool, nrefs)
 	for _, r := range ok {
 		for _, ref := range r.refs {
@@ -521,6 +521,11 @@ type references struct {
 	src, typ, name, srcFile []string
 	tgt                     []*string
 	tgtFile                 []string
+}
+
+func newReferences(n int) references {
+	return references{src: make([]string, 0, n), typ: make([]string, 0, n), name: make([]string, 0, n),
+		srcFile: make([]string, 0, n), tgt: make([]*string, 0, n), tgtFile: make([]string, 0, n)}
 }
 
 func (e *references) add(src string, ref resolver.Reference, srcFile string, tgt *string, tgtFile string) {

@@ -24,7 +24,7 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("relay-bench", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	var cfg Config
-	var phases, logLevel, cpuProfile string
+	var phases, logLevel, cpuProfile, memProfile string
 	var asJSON bool
 	fs.StringVar(&cfg.DatabaseURL, "database-url", DatabaseURLDefault, "PostgreSQL server to benchmark; a throwaway database relay_bench_<random> is created on it")
 	fs.IntVar(&cfg.Files, "files", FilesDefault, "files in the synthetic corpus")
@@ -46,6 +46,7 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs.BoolVar(&asJSON, "json", false, "print one JSON object with every figure instead of the table")
 	fs.StringVar(&logLevel, "log-level", "", "relay's log level (debug, info, warn, error) to stderr; off by default")
 	fs.StringVar(&cpuProfile, "cpuprofile", "", "write a CPU profile of the run to this file (go tool pprof)")
+	fs.StringVar(&memProfile, "memprofile", "", "write an allocation profile of the run to this file (go tool pprof -sample_index=alloc_space)")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
@@ -75,6 +76,13 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 			return 1
 		}
 		defer pprof.StopCPUProfile()
+	}
+	if memProfile != "" {
+		defer func() {
+			if err := writeHeapProfile(memProfile); err != nil {
+				fmt.Fprintf(stderr, "relay-bench: %v\n", err)
+			}
+		}()
 	}
 	// The process works batches as relay's worker does, with the same
 	// garbage collector target (gc_percent, or GOGC when set).
@@ -112,4 +120,18 @@ func defaultGoSrc() string {
 		}
 	}
 	return filepath.Join(runtime.GOROOT(), "src") //nolint:staticcheck // fallback only
+}
+
+// writeHeapProfile writes the allocation profile (every allocation since
+// the start, sampled) to path.
+func writeHeapProfile(path string) error {
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	if err := pprof.Lookup("allocs").WriteTo(f, 0); err != nil {
+		_ = f.Close()
+		return fmt.Errorf("error writing %s: %w", path, err)
+	}
+	return f.Close()
 }
