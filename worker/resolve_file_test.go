@@ -343,3 +343,29 @@ func TestResolveFileWorker_ReferencesAlreadyStoredByAReprocessAreTakenOver(t *te
 	require.Equal(t, 1, b.count(t, `SELECT count(*) FROM poi_references WHERE source_poi_id = 'm1' AND name = 'three' AND target_poi_id IS NULL`))
 	require.Equal(t, 0, b.count(t, `SELECT count(*) FROM poi_references WHERE resolved_xmin = '1'`), "the batch's stamp replaced the old one")
 }
+
+// A job whose args hold the POIs readable (enqueued before they were stored
+// compressed, or written by hand from a dead-lettered copy) is worked the
+// same.
+func TestResolveFileWorker_WorksJobsWithReadableArgs(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	b := setupUnit(t, nil)
+	res, err := b.pub.PublishTx(ctx, b.tx, outbox.Analysis{FileID: "src/r.js", POIs: []json.RawMessage{
+		fn("r1", "one", "src/r.js", "function one() { return two(); }"),
+		fn("r2", "two", "src/r.js", "function two() { return one(); }"),
+	}})
+	require.NoError(t, err)
+	var stored []byte
+	require.NoError(t, b.tx.QueryRow(ctx, `SELECT args FROM river_job WHERE id = $1`, res.JobIDs[0]).Scan(&stored))
+	readable, err := outbox.ExpandArgs(stored)
+	require.NoError(t, err)
+	_, err = b.tx.Exec(ctx, `UPDATE river_job SET args = $1 WHERE id = $2`, readable, res.JobIDs[0])
+	require.NoError(t, err)
+	require.Equal(t, 1, b.count(t, `SELECT count(*) FROM river_job WHERE id = $1 AND args ? 'pois' AND NOT args ? 'poisZstd'`, res.JobIDs[0]))
+
+	wr, err := b.tw.WorkJob(ctx, t, b.tx, b.job(t, res.JobIDs[0]))
+	require.NoError(t, err)
+	require.Equal(t, river.EventKindJobCompleted, wr.EventKind)
+	require.Equal(t, 2, b.count(t, `SELECT count(*) FROM relationships WHERE source_file_id = 'src/r.js'`))
+}
