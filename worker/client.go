@@ -146,11 +146,11 @@ func RunUntilIdle(ctx context.Context, client *river.Client[pgx.Tx], pool *pgxpo
 // WaitIdle waits, while a River client works them, until the resolve and
 // MapReduce queues have no job available or running and none due within
 // IdleGrace, reporting the queues' state to progress (may be nil) as it
-// goes. It reads
-// the queues every 250ms, and every 10ms once at most nearlyIdle jobs are
-// pending, so that it returns within milliseconds of the last job finishing
-// (relay-bench times runs with it; River's completion events come in
-// batches, up to a few hundred milliseconds late).
+// goes. It reads the queues every 250ms, and every 10ms once at most
+// nearlyIdle jobs are pending, so that it returns within milliseconds of
+// the last job finishing (relay-bench times runs with it; River's
+// completion events come in batches, up to a few hundred milliseconds
+// late).
 func WaitIdle(ctx context.Context, pool *pgxpool.Pool, progress func(Progress)) error {
 	wait := time.NewTimer(0)
 	defer wait.Stop()
