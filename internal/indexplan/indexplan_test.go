@@ -96,6 +96,15 @@ func TestBegin_CachesIndexPlansWhileATableIsSmall(t *testing.T) {
 	require.Contains(t, wrapped, "pois_name_idx")
 }
 
+// settingsSQL reads the settings indexplan makes, in scanSettings' order.
+const settingsSQL = `SELECT current_setting('enable_seqscan'), current_setting('enable_hashjoin'),
+	current_setting('enable_mergejoin'), current_setting('jit'), current_setting('plan_cache_mode')`
+
+func scanSettings(row pgx.Row) (got [5]string, err error) {
+	err = row.Scan(&got[0], &got[1], &got[2], &got[3], &got[4])
+	return got, err
+}
+
 // End puts back what Begin found, not the server's defaults: the caller's
 // transaction (a publish runs in the caller's) keeps its own settings.
 func TestEnd_RestoresTheTransactionsSettings(t *testing.T) {
@@ -109,14 +118,12 @@ func TestEnd_RestoresTheTransactionsSettings(t *testing.T) {
 		SET LOCAL enable_mergejoin = on; SET LOCAL plan_cache_mode = force_custom_plan`)
 	require.NoError(t, err)
 
-	const settings = `SELECT current_setting('enable_seqscan'), current_setting('enable_hashjoin'),
-		current_setting('enable_mergejoin'), current_setting('jit'), current_setting('plan_cache_mode')`
 	var inside, after [5]string
 	b := &pgx.Batch{}
 	indexplan.Begin(b)
-	b.Queue(settings).QueryRow(func(r pgx.Row) error { return r.Scan(&inside[0], &inside[1], &inside[2], &inside[3], &inside[4]) })
+	b.Queue(settingsSQL).QueryRow(func(r pgx.Row) (err error) { inside, err = scanSettings(r); return err })
 	indexplan.End(b)
-	b.Queue(settings).QueryRow(func(r pgx.Row) error { return r.Scan(&after[0], &after[1], &after[2], &after[3], &after[4]) })
+	b.Queue(settingsSQL).QueryRow(func(r pgx.Row) (err error) { after, err = scanSettings(r); return err })
 	require.NoError(t, tx.SendBatch(ctx, b).Close())
 
 	require.Equal(t, [5]string{"off", "off", "off", "off", "force_generic_plan"}, inside)
@@ -172,14 +179,13 @@ func TestTxSQL_MakesBeginsSettings(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	db := testdb.New(t)
-	const settings = `SELECT current_setting('enable_seqscan'), current_setting('enable_hashjoin'),
-		current_setting('enable_mergejoin'), current_setting('jit'), current_setting('plan_cache_mode')`
-	read := func(setup func(tx pgx.Tx)) (got [5]string) {
+	read := func(setup func(tx pgx.Tx)) [5]string {
 		tx, err := db.Pool.Begin(ctx)
 		require.NoError(t, err)
 		defer func() { _ = tx.Rollback(ctx) }()
 		setup(tx)
-		require.NoError(t, tx.QueryRow(ctx, settings).Scan(&got[0], &got[1], &got[2], &got[3], &got[4]))
+		got, err := scanSettings(tx.QueryRow(ctx, settingsSQL))
+		require.NoError(t, err)
 		return got
 	}
 	viaBegin := read(func(tx pgx.Tx) {
