@@ -65,6 +65,11 @@ type linkInput struct {
 	// mayConflict: some of ok's references may be stored already (a
 	// reprocess job).
 	mayConflict bool
+	// commit, when not nil, queues the transaction's COMMIT at the end of
+	// link's last batch of writes, saving its round trip. The caller still
+	// calls Commit (a no-op when the queued COMMIT ran), since link sends
+	// no writes for a batch with nothing to write.
+	commit func(*pgx.Batch)
 }
 
 // linkResult counts what link did.
@@ -278,6 +283,9 @@ func (s store) link(ctx context.Context, in linkInput) (linkResult, error) {
 	if b.Len() == 0 {
 		return res, nil
 	}
+	if in.commit != nil {
+		in.commit(b)
+	}
 	err := s.tx.SendBatch(ctx, b).Close()
 	if !mayConflict && isReferenceConflict(err) {
 		// A reprocess job wrote some of these references since the publish.
@@ -289,6 +297,9 @@ func (s store) link(ctx context.Context, in linkInput) (linkResult, error) {
 		b = &pgx.Batch{}
 		queueStoreReferences(b, jobID, resolvedXmin, own, true)
 		b.Queue(`RELEASE SAVEPOINT relay_references`)
+		if in.commit != nil {
+			in.commit(b)
+		}
 		err = s.tx.SendBatch(ctx, b).Close()
 	}
 	if err != nil {

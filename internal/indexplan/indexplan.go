@@ -65,6 +65,12 @@ const BeginSQL = `SELECT
 const TxSQL = `SET LOCAL plan_cache_mode = force_generic_plan; SET LOCAL enable_seqscan = off; ` +
 	`SET LOCAL enable_hashjoin = off; SET LOCAL enable_mergejoin = off; SET LOCAL jit = off`
 
+// TxSetSQL makes the settings of TxSQL in one statement, for a pipelined
+// batch (whose queries are prepared statements: one command each).
+const TxSetSQL = `SELECT set_config('plan_cache_mode', 'force_generic_plan', true), ` +
+	`set_config('enable_seqscan', 'off', true), set_config('enable_hashjoin', 'off', true), ` +
+	`set_config('enable_mergejoin', 'off', true), set_config('jit', 'off', true)`
+
 // End queues the return to the settings Begin found.
 func End(b *pgx.Batch) {
 	b.Queue(`SELECT

@@ -174,7 +174,8 @@ func TestBegin_PlansEachStatementOnce(t *testing.T) {
 	require.Equal(t, [2]int64{8, 0}, [2]int64{generic, custom}, "with Begin: one generic plan, reused")
 }
 
-// TxSQL makes the same settings as Begin, for the rest of the transaction.
+// TxSQL and TxSetSQL make the same settings as Begin, for the rest of the
+// transaction.
 func TestTxSQL_MakesBeginsSettings(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
@@ -197,6 +198,11 @@ func TestTxSQL_MakesBeginsSettings(t *testing.T) {
 		_, err := tx.Exec(ctx, indexplan.TxSQL)
 		require.NoError(t, err)
 	})
+	viaTxSetSQL := read(func(tx pgx.Tx) {
+		_, err := tx.Exec(ctx, indexplan.TxSetSQL)
+		require.NoError(t, err)
+	})
 	require.Equal(t, [5]string{"off", "off", "off", "off", "force_generic_plan"}, viaTxSQL)
 	require.Equal(t, viaBegin, viaTxSQL)
+	require.Equal(t, viaBegin, viaTxSetSQL)
 }
