@@ -5,7 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"hash/fnv"
+	"math"
 	"slices"
+	"strconv"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
@@ -423,17 +425,23 @@ type storedRef struct {
 // (small) array with a LATERAL join, fenced with OFFSET 0 so the planner
 // cannot flatten it: as a plain (or flattened) join, PostgreSQL's generic
 // plan is a hash join over a sequential scan of poi_references, 7 ms per
-// batch at 45k references and growing with them.
+// batch at 45k references and growing with them. The index on (name,
+// resolved_xmin) (migration 10) ends each name's range at the publish, so
+// the references resolved after it (on a first publish of a corpus, nearly
+// all) are not read.
 func queueStaleRefs(b *pgx.Batch, fileID string, changed []string, publishXID int64, out *[]storedRef) {
+	horizon := uint64(math.MaxUint64) // unknown publish: every reference
+	if publishXID > 0 {
+		horizon = uint64(publishXID)
+	}
 	b.Queue(`
 		SELECT r.source_poi_id, r.source_file_id, r.name, r.type
 		FROM unnest($1::text[]) AS u(name)
 		CROSS JOIN LATERAL (
 			SELECT source_poi_id, source_file_id, name, type FROM poi_references r
-			WHERE r.name = u.name AND r.source_file_id <> $2
-			  AND ($3::bigint = 0 OR r.resolved_xmin <= $3::bigint::text::xid8)
+			WHERE r.name = u.name AND r.resolved_xmin <= $3::text::xid8 AND r.source_file_id <> $2
 			OFFSET 0) r`,
-		changed, fileID, publishXID).Query(func(rows pgx.Rows) error {
+		changed, fileID, strconv.FormatUint(horizon, 10)).Query(func(rows pgx.Rows) error {
 		for rows.Next() {
 			var r storedRef
 			if err := rows.Scan(&r.src, &r.file, &r.name, &r.typ); err != nil {

@@ -1,0 +1,64 @@
+package worker
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/stretchr/testify/require"
+
+	"github.com/relay-dev/relay/internal/indexplan"
+	"github.com/relay-dev/relay/internal/testdb"
+)
+
+// The load of references that may need resolving again reads, per changed
+// name, only the index range up to the publish: references resolved after
+// it are neither returned nor read from the heap. Under the batch
+// transaction's settings, the plan is an index range on (name,
+// resolved_xmin).
+func TestQueueStaleRefs_ReadsOnlyUpToThePublish(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	db := testdb.New(t)
+	_, err := db.Pool.Exec(ctx, `
+		INSERT INTO files (file_id) VALUES ('a.go'), ('b.go'), ('c.go');
+		INSERT INTO pois (poi_id, file_id, name, type, line_number) VALUES
+			('a1', 'a.go', 'fa', 'function', 1), ('b1', 'b.go', 'fb', 'function', 1), ('c1', 'c.go', 'fc', 'function', 1);
+		INSERT INTO poi_references (source_poi_id, source_file_id, name, type, resolved_xmin) VALUES
+			('a1', 'a.go', 'fc', 'CALLS', '90'),   -- resolved before the publish (xid 100)
+			('b1', 'b.go', 'fc', 'CALLS', '100'),  -- its xmin is the publish: may not have seen it
+			('a1', 'a.go', 'fb', 'CALLS', '101'),  -- resolved after it
+			('c1', 'c.go', 'fc', 'CALLS', '5')     -- the publishing file's own`)
+	require.NoError(t, err)
+
+	load := func(publishXID int64) []storedRef {
+		var refs []storedRef
+		b := &pgx.Batch{}
+		queueStaleRefs(b, "c.go", []string{"fc", "fb"}, publishXID, &refs)
+		require.NoError(t, db.Pool.SendBatch(ctx, b).Close())
+		return refs
+	}
+	require.ElementsMatch(t, []storedRef{{"a1", "a.go", "fc", "CALLS"}, {"b1", "b.go", "fc", "CALLS"}}, load(100))
+	require.ElementsMatch(t, []storedRef{{"a1", "a.go", "fc", "CALLS"}, {"b1", "b.go", "fc", "CALLS"}, {"a1", "a.go", "fb", "CALLS"}},
+		load(0), "publish unknown: every other file's reference")
+
+	// The plan the batch transaction caches: generic, on index plans.
+	tx, err := db.Pool.Begin(ctx)
+	require.NoError(t, err)
+	defer func() { _ = tx.Rollback(ctx) }()
+	_, err = tx.Exec(ctx, indexplan.TxSQL)
+	require.NoError(t, err)
+	b := &pgx.Batch{}
+	queueStaleRefs(b, "c.go", nil, 100, new([]storedRef))
+	_, err = tx.Prepare(ctx, "stale_refs", b.QueuedQueries[0].SQL)
+	require.NoError(t, err)
+	rows, err := tx.Query(ctx, `EXPLAIN EXECUTE stale_refs('{fc}', 'c.go', '100')`)
+	require.NoError(t, err)
+	plan, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	require.NoError(t, err)
+	text := strings.Join(plan, "\n")
+	require.Contains(t, text, "poi_references_name_resolved_xmin_idx", text)
+	require.Contains(t, text, "resolved_xmin <= ", text)
+	require.NotContains(t, text, "Filter: (resolved_xmin", text)
+}
