@@ -369,3 +369,42 @@ func TestResolveFileWorker_WorksJobsWithReadableArgs(t *testing.T) {
 	require.Equal(t, river.EventKindJobCompleted, wr.EventKind)
 	require.Equal(t, 2, b.count(t, `SELECT count(*) FROM relationships WHERE source_file_id = 'src/r.js'`))
 }
+
+// A batch naming more names than the lock table should hold per batch takes
+// the global link lock exclusively instead of one lock per name, and
+// resolves the same; a smaller one shares the global lock and locks each
+// name. (The test transaction holds the batch's locks until it ends.)
+func TestResolveFileWorker_LargeBatchTakesTheGlobalLinkLockInstead(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		pois       int
+		globalMode string
+		nameLocks  int
+	}{{10, "ShareLock", 10}, {300, "ExclusiveLock", 0}} {
+		t.Run(fmt.Sprint(tc.pois), func(t *testing.T) {
+			t.Parallel()
+			b := setupUnit(t, nil)
+			a := outbox.Analysis{FileID: "src/big.js"}
+			for i := range tc.pois {
+				a.POIs = append(a.POIs, fn(fmt.Sprintf("p%d", i), fmt.Sprintf("f%d", i), a.FileID,
+					fmt.Sprintf("function f%d() { return f%d(); }", i, (i+1)%tc.pois)))
+			}
+			res, err := b.publishAndWork(t, a)
+			require.NoError(t, err)
+			require.Equal(t, river.EventKindJobCompleted, res.EventKind)
+			require.Equal(t, tc.pois, b.count(t, `SELECT count(*) FROM relationships WHERE type = 'CALLS'`))
+
+			var mode string
+			require.NoError(t, b.tx.QueryRow(context.Background(), `
+				SELECT mode FROM pg_locks
+				WHERE locktype = 'advisory' AND pid = pg_backend_pid() AND objsubid = 1 AND granted
+				  AND (classid::bigint << 32 | objid::bigint) = $1`, worker.GlobalLinkLock).Scan(&mode))
+			require.Equal(t, tc.globalMode, mode)
+			// The batch changed every name it refers to: each is locked in
+			// the changers' lock space (objsubid 2), none shared.
+			require.Equal(t, tc.nameLocks, b.count(t, `
+				SELECT count(*) FROM pg_locks
+				WHERE locktype = 'advisory' AND pid = pg_backend_pid() AND objsubid = 2 AND granted`))
+		})
+	}
+}

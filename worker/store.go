@@ -156,68 +156,68 @@ func (s store) link(ctx context.Context, in linkInput) (linkResult, error) {
 			}
 		}
 	}
+	// referred are the names the batch's references look up: their
+	// candidates are read in the first round trip. The candidates of a
+	// changed name no reference of the batch refers to are needed only to
+	// re-resolve other files' references to it, so they are read only when
+	// there are some (on a first publish of a corpus, rarely).
+	referred := make([]string, 0, len(nameSet))
+	for n := range nameSet {
+		referred = append(referred, n)
+	}
+	slices.Sort(referred)
 	for _, n := range changed {
 		nameSet[n] = true
 	}
-	names := make([]string, 0, len(nameSet))
-	for n := range nameSet {
-		names = append(names, n)
-	}
-	slices.Sort(names)
 
-	// Round trip 1: lock the file's row and read its version, stamp the
-	// references with the snapshot's xmin before the symbol table is read
-	// (each statement takes a new snapshot), take the name locks, read the
-	// candidates and the references to the changed names that may have
-	// been resolved without this publish. The transaction is on index
-	// plans since it began.
+	// Round trip 1: stamp the references with the xmin of a snapshot taken
+	// before the symbol table is read, lock the file's row and read its
+	// version, take the name locks, read the candidates and the references
+	// to the changed names that may have been resolved without this
+	// publish. The transaction is on index plans since it began.
 	b := &pgx.Batch{}
 	var (
-		current      int64
-		found        bool
+		current      *int64
 		resolvedXmin string
-		cands        map[string][]resolver.Candidate
+		cands        = map[string][]resolver.Candidate{}
 		refs         []storedRef
 	)
-	if in.version != nil {
-		b.Queue(fileVersionSQL, fileID).QueryRow(func(row pgx.Row) error {
-			err := row.Scan(&current)
-			if errors.Is(err, pgx.ErrNoRows) {
-				return nil
-			}
-			found = err == nil
-			return err
-		})
-	}
-	if len(names) > 0 {
-		b.Queue(`SELECT pg_snapshot_xmin(pg_current_snapshot())::text`).QueryRow(func(row pgx.Row) error {
-			return row.Scan(&resolvedXmin)
-		})
+	switch {
+	case len(nameSet) > 0:
+		// One statement: its snapshot (the stamp) is taken before it locks
+		// the file's row, then the global link lock (see queueLocks).
+		lock := `pg_advisory_xact_lock_shared($2)`
+		if len(nameSet) > maxNameLocks {
+			lock = `pg_advisory_xact_lock($2)`
+		}
+		b.Queue(`SELECT (`+fileVersionSQL+`), pg_snapshot_xmin(pg_current_snapshot())::text, `+lock, fileID, globalLinkLock).
+			QueryRow(func(row pgx.Row) error { return row.Scan(&current, &resolvedXmin, nil) })
 		queueLocks(b, nameSet)
-		b.Queue(`SELECT poi_id, file_id, name, type FROM pois WHERE name = ANY($1) AND type <> $2`,
-			names, resolver.TypeImport).Query(func(rows pgx.Rows) (err error) {
-			cands, err = scanCandidates(rows, len(names))
-			return err
-		})
+		if len(referred) > 0 {
+			queueCandidates(b, referred, cands)
+		}
 		if len(changed) > 0 {
 			queueStaleRefs(b, fileID, changed, publishXID, &refs)
 		}
+	case in.version != nil:
+		b.Queue(`SELECT (`+fileVersionSQL+`)`, fileID).QueryRow(func(row pgx.Row) error { return row.Scan(&current) })
 	}
 	if b.Len() > 0 {
 		if err := s.tx.SendBatch(ctx, b).Close(); err != nil {
-			return res, fmt.Errorf("error locking file %q and looking up %d names: %w", fileID, len(names), err)
+			return res, fmt.Errorf("error locking file %q and looking up %d names: %w", fileID, len(referred), err)
 		}
 	}
 	ok, failures := in.ok, in.failures
-	if in.version != nil && (!found || current != *in.version) {
+	if in.version != nil && (current == nil || *current != *in.version) {
 		res.superseded = true
 		ok, failures = nil, nil
 	}
 
 	// Round trip 2, when there is anything to re-resolve: lock the referring
 	// files, then load their references again (a publish may have removed
-	// them meanwhile). A file that appears only in the second reading is
-	// locked in another round.
+	// them meanwhile), and read the candidates of the changed names not
+	// read yet. A file that appears only in the second reading is locked in
+	// another round.
 	locked := map[string]bool{}
 	for {
 		var files []string
@@ -235,6 +235,19 @@ func (s store) link(ctx context.Context, in linkInput) (linkResult, error) {
 		b.Queue(`SELECT file_id FROM files WHERE file_id = ANY($1) ORDER BY file_id FOR SHARE`, files)
 		refs = refs[:0]
 		queueStaleRefs(b, fileID, changed, publishXID, &refs)
+		var unread []string
+		for _, n := range changed {
+			if _, read := cands[n]; !read {
+				if _, isReferred := slices.BinarySearch(referred, n); isReferred {
+					continue
+				}
+				unread = append(unread, n)
+				cands[n] = nil // read once
+			}
+		}
+		if len(unread) > 0 {
+			queueCandidates(b, unread, cands)
+		}
 		if err := s.tx.SendBatch(ctx, b).Close(); err != nil {
 			return res, fmt.Errorf("error locking %d files referring to changed names: %w", len(files), err)
 		}
@@ -345,8 +358,7 @@ func isReferenceConflict(err error) bool {
 // more than maxNameLocks names takes the global lock exclusively instead.
 func queueLocks(b *pgx.Batch, names map[string]bool) {
 	if len(names) > maxNameLocks {
-		b.Queue(`SELECT pg_advisory_xact_lock($1)`, globalLinkLock)
-		return
+		return // the global lock, taken exclusively, stands for them
 	}
 	changed, referred := map[int64]bool{}, map[int64]bool{}
 	for n, x := range names {
@@ -356,7 +368,6 @@ func queueLocks(b *pgx.Batch, names map[string]bool) {
 			referred[k] = true
 		}
 	}
-	b.Queue(`SELECT pg_advisory_xact_lock_shared($1)`, globalLinkLock)
 	changedKeys := sortedKeys(changed)
 	if len(changedKeys) > 0 {
 		b.Queue(`SAVEPOINT relay_name_barrier`)
@@ -394,23 +405,26 @@ func sortedKeys(set map[int64]bool) []int64 {
 	return keys
 }
 
-// scanCandidates reads symbols by name. Import POIs are left out by the
-// query: no relationship type accepts an import as its target
-// (resolver.Accepts), and in real code they are the most repeated names of
-// all (every file importing fmt has an import POI named fmt).
-func scanCandidates(rows pgx.Rows, names int) (map[string][]resolver.Candidate, error) {
-	out := make(map[string][]resolver.Candidate, names)
-	for rows.Next() {
-		var c resolver.Candidate
-		if err := rows.Scan(&c.POIID, &c.FileID, &c.Name, &c.Type); err != nil {
-			return nil, fmt.Errorf("error reading symbols: %w", err)
+// queueCandidates queues the read of the symbols named names into out.
+// Import POIs are left out by the query: no relationship type accepts an
+// import as its target (resolver.Accepts), and in real code they are the
+// most repeated names of all (every file importing fmt has an import POI
+// named fmt).
+func queueCandidates(b *pgx.Batch, names []string, out map[string][]resolver.Candidate) {
+	b.Queue(`SELECT poi_id, file_id, name, type FROM pois WHERE name = ANY($1) AND type <> $2`,
+		names, resolver.TypeImport).Query(func(rows pgx.Rows) error {
+		for rows.Next() {
+			var c resolver.Candidate
+			if err := rows.Scan(&c.POIID, &c.FileID, &c.Name, &c.Type); err != nil {
+				return fmt.Errorf("error reading symbols: %w", err)
+			}
+			out[c.Name] = append(out[c.Name], c)
 		}
-		out[c.Name] = append(out[c.Name], c)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("error reading symbols: %w", err)
-	}
-	return out, nil
+		if err := rows.Err(); err != nil {
+			return fmt.Errorf("error reading symbols: %w", err)
+		}
+		return nil
+	})
 }
 
 // storedRef is another file's reference to a changed name.
