@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/riverqueue/river"
@@ -370,4 +371,41 @@ func TestPublishTx_EmptyRepublishRemovesTheFilesSymbols(t *testing.T) {
 	require.Equal(t, int64(2), res.Version)
 	require.Len(t, res.JobIDs, 1, "the removed names are re-resolved by the file's job")
 	require.Equal(t, 0, b.count(t, `SELECT count(*) FROM pois WHERE file_id = 'src/gone.js'`))
+}
+
+// Two files publishing the same POI id at the same time: the second upsert
+// waits for the first publish and finds the id taken by the other file. It
+// is rejected with an error that says so, and nothing of it is stored.
+func TestPublishTx_RejectsAnIDAnotherFileTookConcurrently(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	b := setup(t, nil)
+	first, err := b.db.Pool.Begin(ctx)
+	require.NoError(t, err)
+	defer func() { _ = first.Rollback(ctx) }()
+	_, err = b.pub.PublishTx(ctx, first, outbox.Analysis{FileID: "src/a.js", POIs: []json.RawMessage{
+		poi("shared-id", "fa", "src/a.js", 1, "function fa() {}")}})
+	require.NoError(t, err)
+
+	second := make(chan error, 1)
+	go func() {
+		_, err := b.publish(t, outbox.Analysis{FileID: "src/b.js", POIs: []json.RawMessage{
+			poi("b-own", "fb", "src/b.js", 1, "function fb() {}"),
+			poi("shared-id", "fb2", "src/b.js", 2, "function fb2() {}")}})
+		second <- err
+	}()
+	// The second publish is waiting for the first one's row.
+	pid := first.Conn().PgConn().PID()
+	require.Eventually(t, func() bool {
+		return b.count(t, `SELECT count(*) FROM pg_stat_activity WHERE $1 = ANY(pg_blocking_pids(pid))`, pid) > 0
+	}, 10*time.Second, 5*time.Millisecond)
+	require.NoError(t, first.Commit(ctx))
+
+	err = <-second
+	var rej *outbox.RejectError
+	require.ErrorAs(t, err, &rej)
+	require.Equal(t, "src/b.js", rej.FileID)
+	require.Contains(t, rej.Error(), "published by another file at the same time")
+	require.Equal(t, 0, b.count(t, `SELECT count(*) FROM pois WHERE file_id = 'src/b.js'`))
+	require.Equal(t, 1, b.count(t, `SELECT count(*) FROM pois WHERE poi_id = 'shared-id' AND file_id = 'src/a.js'`))
 }

@@ -6,6 +6,7 @@ import (
 	"slices"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/relay-dev/relay/internal/indexplan"
 	"github.com/relay-dev/relay/resolver"
@@ -50,8 +51,10 @@ func (s store) write(ctx context.Context, files []fileBatch) (xid int64, rej *Re
 			names, types, lines = append(names, p.Name), append(types, p.Type), append(lines, int32(p.LineNumber))
 		}
 	}
-	old := make([]map[symbolKey]bool, len(files))
-	stored := -1
+	// old are the files' symbols before the publish, with their line
+	// numbers.
+	old := make([]map[symbolKey]int32, len(files))
+	var upserted int64
 
 	b := &pgx.Batch{}
 	// Lookups by file and POI id: index plans whatever the tables' sizes
@@ -104,19 +107,20 @@ func (s store) write(ctx context.Context, files []fileBatch) (xid int64, rej *Re
 			}
 			return rows.Err()
 		})
-	b.Queue(`SELECT file_id, poi_id, name, type FROM pois WHERE file_id = ANY($1)`, fileIDs).
+	b.Queue(`SELECT file_id, poi_id, name, type, line_number FROM pois WHERE file_id = ANY($1)`, fileIDs).
 		Query(func(rows pgx.Rows) error {
 			for rows.Next() {
 				var file string
 				var k symbolKey
-				if err := rows.Scan(&file, &k.id, &k.name, &k.typ); err != nil {
+				var line int32
+				if err := rows.Scan(&file, &k.id, &k.name, &k.typ, &line); err != nil {
 					return err
 				}
 				i := index[file]
 				if old[i] == nil {
-					old[i] = map[symbolKey]bool{}
+					old[i] = map[symbolKey]int32{}
 				}
-				old[i][k] = true
+				old[i][k] = line
 			}
 			return rows.Err()
 		})
@@ -134,11 +138,8 @@ func (s store) write(ctx context.Context, files []fileBatch) (xid int64, rej *Re
 			SELECT r.ctid FROM pois p
 			CROSS JOIN LATERAL (SELECT ctid FROM poi_references r WHERE r.source_poi_id = p.poi_id OFFSET 0) r
 			WHERE p.file_id = ANY($1)))`, fileIDs)
-	b.Queue(upsertSymbolsSQL, ids, owners, names, types, lines)
-	b.Queue(`
-		SELECT count(*) FROM unnest($1::text[], $2::text[]) AS u(id, file)
-		JOIN pois p ON p.poi_id = u.id AND p.file_id = u.file`, ids, owners).
-		QueryRow(func(row pgx.Row) error { return row.Scan(&stored) })
+	b.Queue(upsertSymbolsSQL, ids, owners, names, types, lines).
+		Exec(func(tag pgconn.CommandTag) error { upserted = tag.RowsAffected(); return nil })
 	indexplan.End(b)
 	if err := s.tx.SendBatch(ctx, b).Close(); err != nil {
 		return 0, nil, fmt.Errorf("error storing symbols: %w", err)
@@ -146,10 +147,30 @@ func (s store) write(ctx context.Context, files []fileBatch) (xid int64, rej *Re
 	if rej != nil {
 		return 0, rej, nil
 	}
-	if stored != len(ids) {
-		// Another file took one of these ids concurrently.
-		return 0, &RejectError{FileID: fileIDs[0], POIIndex: -1,
-			Reason: fmt.Sprintf("%d POI ids of this publish were published by another file at the same time; POI ids must be unique across files", len(ids)-stored)}, nil
+	// Every id must now be a POI of its file. The upsert counts the POIs it
+	// inserted or changed; the others must be the files' POIs it left as
+	// they were. Only when the counts disagree (another file took an id
+	// since the check above, or a reprocess wrote one of these files' POIs
+	// meanwhile) are the POIs counted in the table.
+	unchanged := 0
+	for i := range files {
+		for _, p := range files[i].syms {
+			if line, ok := old[i][symbolKey{p.ID, p.Name, p.Type}]; ok && line == int32(p.LineNumber) {
+				unchanged++
+			}
+		}
+	}
+	if stored := int(upserted) + unchanged; stored != len(ids) {
+		if err := s.tx.QueryRow(ctx, `
+			SELECT count(*) FROM unnest($1::text[], $2::text[]) AS u(id, file)
+			JOIN pois p ON p.poi_id = u.id AND p.file_id = u.file`, ids, owners).Scan(&stored); err != nil {
+			return 0, nil, fmt.Errorf("error counting stored symbols: %w", err)
+		}
+		if stored != len(ids) {
+			// Another file took one of these ids concurrently.
+			return 0, &RejectError{FileID: fileIDs[0], POIIndex: -1,
+				Reason: fmt.Sprintf("%d POI ids of this publish were published by another file at the same time; POI ids must be unique across files", len(ids)-stored)}, nil
+		}
 	}
 	for i := range files {
 		files[i].changed = changedNames(old[i], files[i].syms)
@@ -159,11 +180,11 @@ func (s store) write(ctx context.Context, files []fileBatch) (xid int64, rej *Re
 
 // changedNames returns, sorted, the names whose definitions differ between
 // a file's old symbols and its new ones, imports left out.
-func changedNames(old map[symbolKey]bool, syms []resolver.POI) []string {
+func changedNames(old map[symbolKey]int32, syms []resolver.POI) []string {
 	set := map[string]bool{}
 	for _, p := range syms {
 		k := symbolKey{p.ID, p.Name, p.Type}
-		if old[k] {
+		if _, ok := old[k]; ok {
 			delete(old, k)
 		} else if p.Type != resolver.TypeImport {
 			set[p.Name] = true
