@@ -266,13 +266,13 @@ func (s store) link(ctx context.Context, in linkInput) (linkResult, error) {
 			target, outcome := resolver.Lookup(r.poi.ID, fileID, ref, cands[ref.Name])
 			switch outcome {
 			case resolver.Resolved:
-				own.add(r.poi.ID, ref, fileID, &target, fileOf(cands[ref.Name], target))
+				own.add(r.poi.ID, ref, &target, fileOf(cands[ref.Name], target))
 				res.written++
 			case resolver.Unknown:
-				own.add(r.poi.ID, ref, fileID, nil, "")
+				own.add(r.poi.ID, ref, nil, "")
 				res.unknown++
 			case resolver.Ambiguous:
-				own.add(r.poi.ID, ref, fileID, nil, "")
+				own.add(r.poi.ID, ref, nil, "")
 				res.ambiguous++
 			}
 		}
@@ -289,10 +289,10 @@ func (s store) link(ctx context.Context, in linkInput) (linkResult, error) {
 		res.reresolved = queueReresolve(b, jobID, fileID, changed, cands, refs, &res.written)
 	}
 	if mayConflict {
-		queueStoreReferences(b, jobID, resolvedXmin, own, true)
+		queueStoreReferences(b, jobID, fileID, resolvedXmin, own, true)
 	} else if len(own.src) > 0 {
 		b.Queue(`SAVEPOINT relay_references`)
-		queueStoreReferences(b, jobID, resolvedXmin, own, false)
+		queueStoreReferences(b, jobID, fileID, resolvedXmin, own, false)
 		b.Queue(`RELEASE SAVEPOINT relay_references`)
 	}
 	if b.Len() == 0 {
@@ -310,7 +310,7 @@ func (s store) link(ctx context.Context, in linkInput) (linkResult, error) {
 			return res, fmt.Errorf("error writing the batch's references: %w (and rolling back: %w)", err, rerr)
 		}
 		b = &pgx.Batch{}
-		queueStoreReferences(b, jobID, resolvedXmin, own, true)
+		queueStoreReferences(b, jobID, fileID, resolvedXmin, own, true)
 		b.Queue(`RELEASE SAVEPOINT relay_references`)
 		if in.commit != nil {
 			in.commit(b)
@@ -375,16 +375,21 @@ func queueLocks(b *pgx.Batch, names map[string]bool) {
 		b.Queue(`ROLLBACK TO SAVEPOINT relay_name_barrier`)
 		b.Queue(`RELEASE SAVEPOINT relay_name_barrier`)
 	}
-	if len(referred) > 0 {
-		b.Queue(`SELECT count(pg_advisory_xact_lock_shared(k)) FROM unnest($1::bigint[]) AS u(k)`, sortedKeys(referred))
+	// The shared locks, then the changer's (the second lock space: the same
+	// 64-bit key as two int4 halves, in the same ascending 64-bit order). In
+	// one statement, the target list's subqueries run in their order.
+	const shared = `(SELECT count(pg_advisory_xact_lock_shared(k)) FROM unnest($1::bigint[]) AS u(k))`
+	const changer = `(SELECT count(pg_advisory_xact_lock(h, l)) FROM unnest($2::int[], $3::int[]) AS u(h, l))`
+	hi, lo := make([]int32, len(changedKeys)), make([]int32, len(changedKeys))
+	for i, k := range changedKeys {
+		hi[i], lo[i] = int32(k>>32), int32(k)
 	}
-	if len(changedKeys) > 0 {
-		// The second lock space: the same 64-bit key as two int4 halves, in
-		// the same (ascending 64-bit) order.
-		hi, lo := make([]int32, len(changedKeys)), make([]int32, len(changedKeys))
-		for i, k := range changedKeys {
-			hi[i], lo[i] = int32(k>>32), int32(k)
-		}
+	switch {
+	case len(referred) > 0 && len(changedKeys) > 0:
+		b.Queue(`SELECT `+shared+`, `+changer, sortedKeys(referred), hi, lo)
+	case len(referred) > 0:
+		b.Queue(`SELECT `+shared, sortedKeys(referred))
+	case len(changedKeys) > 0:
 		b.Queue(`SELECT count(pg_advisory_xact_lock(h, l)) FROM unnest($1::int[], $2::int[]) AS u(h, l)`, hi, lo)
 	}
 }
@@ -515,9 +520,9 @@ func queueReresolve(b *pgx.Batch, jobID int64, fileID string, changed []string, 
 		}
 		ref := resolver.Reference{Name: r.name, Type: resolver.RelType(r.typ)}
 		if target, outcome := resolver.Lookup(r.src, r.file, ref, cands[r.name]); outcome == resolver.Resolved {
-			e.add(r.src, ref, r.file, &target, fileOf(cands[r.name], target))
+			e.add(r.src, ref, &target, fileOf(cands[r.name], target))
 		} else {
-			e.add(r.src, ref, r.file, nil, "")
+			e.add(r.src, ref, nil, "")
 		}
 	}
 	if len(e.src) > 0 {
@@ -551,42 +556,42 @@ type refKey struct{ src, typ, name string }
 // references accumulates references and their targets (nil: unresolved) as
 // parallel arrays for unnest.
 type references struct {
-	src, typ, name, srcFile []string
-	tgt                     []*string
-	tgtFile                 []string
+	src, typ, name []string
+	tgt            []*string
+	tgtFile        []string
 }
 
 func newReferences(n int) references {
 	return references{src: make([]string, 0, n), typ: make([]string, 0, n), name: make([]string, 0, n),
-		srcFile: make([]string, 0, n), tgt: make([]*string, 0, n), tgtFile: make([]string, 0, n)}
+		tgt: make([]*string, 0, n), tgtFile: make([]string, 0, n)}
 }
 
-func (e *references) add(src string, ref resolver.Reference, srcFile string, tgt *string, tgtFile string) {
-	e.src, e.typ, e.name, e.srcFile = append(e.src, src), append(e.typ, string(ref.Type)), append(e.name, ref.Name), append(e.srcFile, srcFile)
+func (e *references) add(src string, ref resolver.Reference, tgt *string, tgtFile string) {
+	e.src, e.typ, e.name = append(e.src, src), append(e.typ, string(ref.Type)), append(e.name, ref.Name)
 	e.tgt, e.tgtFile = append(e.tgt, tgt), append(e.tgtFile, tgtFile)
 }
 
-// queueStoreReferences queues the write of a batch's own references, each
-// with its target, stamped with resolvedXmin (an xid8 as text: see link):
+// queueStoreReferences queues the write of a batch's own references (all
+// from fileID), each with its target, stamped with resolvedXmin (an xid8 as text: see link):
 // a plain insert, or with upsert a reference already stored takes the new
 // resolution.
-func queueStoreReferences(b *pgx.Batch, jobID int64, resolvedXmin string, e references, upsert bool) {
+func queueStoreReferences(b *pgx.Batch, jobID int64, fileID, resolvedXmin string, e references, upsert bool) {
 	if len(e.src) == 0 {
 		return
 	}
 	sql := `
 		INSERT INTO poi_references AS r (source_poi_id, source_file_id, name, type, resolved_xmin,
 		                                 target_poi_id, target_file_id, job_id, resolved_at)
-		SELECT u.src, u.src_file, u.name, u.type, $7::xid8, u.tgt, nullif(u.tgt_file, ''), $8,
+		SELECT u.src, $2, u.name, u.type, $7::xid8, u.tgt, nullif(u.tgt_file, ''), $8,
 		       CASE WHEN u.tgt IS NULL THEN NULL ELSE now() END
-		FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[]) AS u(src, src_file, name, type, tgt, tgt_file)`
+		FROM unnest($1::text[], $3::text[], $4::text[], $5::text[], $6::text[]) AS u(src, name, type, tgt, tgt_file)`
 	if upsert {
 		sql += `
 		ON CONFLICT (source_poi_id, type, name) DO UPDATE
 			SET resolved_xmin = excluded.resolved_xmin, target_poi_id = excluded.target_poi_id,
 			    target_file_id = excluded.target_file_id, job_id = excluded.job_id, resolved_at = excluded.resolved_at`
 	}
-	b.Queue(sql, e.src, e.srcFile, e.name, e.typ, e.tgt, e.tgtFile, resolvedXmin, jobID)
+	b.Queue(sql, e.src, fileID, e.name, e.typ, e.tgt, e.tgtFile, resolvedXmin, jobID)
 }
 
 func fileOf(cands []resolver.Candidate, poiID string) string {
