@@ -48,3 +48,36 @@ func TestResolveFileWorker_BatchTransactionRunsOnIndexPlans(t *testing.T) {
 	require.NoError(t, db.Pool.QueryRow(ctx, `SELECT current_setting('plan_cache_mode')`).Scan(&after))
 	require.Equal(t, "auto", after, "the settings end with the batch's transaction")
 }
+
+// A batch whose references a reprocess stored since the publish is written
+// again, in a new transaction, as an upsert: on a pool, whose batch
+// transactions end with the write (pipelined COMMIT), as in the unit test
+// of a test transaction's savepoint.
+func TestResolveFileWorker_ReferenceConflictRedoesTheTransactionOnAPool(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	db := testdb.New(t)
+	client, err := worker.NewClient(db.Pool, db.Config(), testdb.Logger(t), nil)
+	require.NoError(t, err)
+	pub := outbox.New(client, nil, testdb.Logger(t))
+	require.NoError(t, pgx.BeginFunc(ctx, db.Pool, func(tx pgx.Tx) error {
+		if _, err := pub.PublishTx(ctx, tx, outbox.Analysis{FileID: "src/m.js", POIs: []json.RawMessage{
+			fn("m1", "one", "src/m.js", "function one() { return two() + three(); }"),
+			fn("m2", "two", "src/m.js", "function two() { return 2; }"),
+			json.RawMessage(`{"id": "bad", "name": 7}`)}}); err != nil {
+			return err
+		}
+		// What a reprocess of m1 would have written meanwhile.
+		_, err := tx.Exec(ctx, `INSERT INTO poi_references (source_poi_id, source_file_id, name, type, resolved_xmin)
+			VALUES ('m1', 'src/m.js', 'two', 'CALLS', '1')`)
+		return err
+	}))
+	require.NoError(t, worker.RunUntilIdle(ctx, client, db.Pool, testdb.Logger(t), nil))
+
+	require.Equal(t, 1, testdb.Count(t, db.Pool, `SELECT count(*) FROM relationships WHERE source_poi_id = 'm1' AND target_poi_id = 'm2'`))
+	require.Equal(t, 2, testdb.Count(t, db.Pool, `SELECT count(*) FROM poi_references WHERE source_poi_id = 'm1'`))
+	require.Equal(t, 0, testdb.Count(t, db.Pool, `SELECT count(*) FROM poi_references WHERE resolved_xmin = '1'`))
+	require.Equal(t, 1, testdb.Count(t, db.Pool, `SELECT count(*) FROM failed_pois`), "the failed POI written once")
+	require.Equal(t, 1, testdb.Count(t, db.Pool, `SELECT count(*) FROM river_job WHERE state = 'completed' AND attempt = 1`),
+		"completed by its first attempt")
+}

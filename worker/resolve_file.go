@@ -126,7 +126,13 @@ func (w *ResolveFileWorker) Work(ctx context.Context, job *river.Job[outbox.Reso
 		}
 	}
 
-	sum, err := w.commit(ctx, job, results)
+	sum, err := w.commit(ctx, job, results, false)
+	if isReferenceConflict(err) {
+		// A reprocess job stored some of the file's references since the
+		// publish: the batch's transaction is redone with an upsert.
+		log.InfoContext(ctx, "references already stored by a reprocess; writing the batch again as an upsert")
+		sum, err = w.commit(ctx, job, results, true)
+	}
 	if err != nil {
 		w.metrics.BatchFailed(time.Since(start))
 		if ctx.Err() != nil {
@@ -227,8 +233,9 @@ func (w *ResolveFileWorker) resolvePOI(ctx context.Context, jobID int64, fileID 
 }
 
 // commit writes the batch's effects and completes the job in one
-// transaction.
-func (w *ResolveFileWorker) commit(ctx context.Context, job *river.Job[outbox.ResolveFileArgs], results []poiResult) (*BatchSummary, error) {
+// transaction. upsert makes the references' insert an upsert (see
+// store.link).
+func (w *ResolveFileWorker) commit(ctx context.Context, job *river.Job[outbox.ResolveFileArgs], results []poiResult, upsert bool) (*BatchSummary, error) {
 	args := job.Args
 	sum := &BatchSummary{JobID: job.ID, FileID: args.FileID, POIs: len(results), FailedByClass: map[deadletter.ErrorClass]int{}}
 	tx, err := w.begin(ctx)
@@ -250,7 +257,8 @@ func (w *ResolveFileWorker) commit(ctx context.Context, job *river.Job[outbox.Re
 	}
 	sum.Resolved, sum.Failed = len(ok2), len(failures)
 
-	in := linkInput{jobID: job.ID, fileID: args.FileID, ok: ok2, changed: args.ChangedNames, publishXID: args.PublishXID}
+	in := linkInput{jobID: job.ID, fileID: args.FileID, ok: ok2, changed: args.ChangedNames, publishXID: args.PublishXID,
+		mayConflict: upsert}
 	if len(args.FailedPOIIDs) == 0 {
 		// The usual batch: link checks the file's version first.
 		in.version = &args.FileVersion
@@ -308,7 +316,7 @@ func (w *ResolveFileWorker) commit(ctx context.Context, job *river.Job[outbox.Re
 	// commit, so everything that needs no lock is done before.
 	link, err := st.link(ctx, in)
 	if err != nil {
-		if len(failures) > 0 {
+		if len(failures) > 0 && !isReferenceConflict(err) {
 			// The safety net itself failed: say which POIs, and let River
 			// retry the whole batch rather than drop them.
 			ids := make([]string, len(failures))

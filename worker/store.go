@@ -65,7 +65,7 @@ type linkInput struct {
 	changed    []string
 	publishXID int64
 	// mayConflict: some of ok's references may be stored already (a
-	// reprocess job).
+	// reprocess job, or a batch whose plain insert met stored ones).
 	mayConflict bool
 	// commit, when not nil, queues the transaction's COMMIT at the end of
 	// link's last batch of writes, saving its round trip. The caller still
@@ -138,9 +138,11 @@ const globalLinkLock int64 = 0x72656c6179 // "relay"
 // The batch's own references go in with a plain INSERT: a publish deleted
 // the file's references, and only a reprocess job (mayConflict) writes
 // references of a file outside its publish's job. When one did and the
-// insert meets its rows, the insert is rolled back to a savepoint and
-// redone as an upsert. (ON CONFLICT on every batch cost 5% of the
-// concurrent run's POIs/s.)
+// insert meets its rows, link fails with an error isReferenceConflict
+// recognizes, and the caller redoes the transaction with mayConflict, an
+// upsert. (ON CONFLICT on every batch cost 5% of the concurrent run's
+// POIs/s; a savepoint around the insert, for redoing only the insert, cost
+// two statements per batch.)
 func (s store) link(ctx context.Context, in linkInput) (linkResult, error) {
 	var res linkResult
 	jobID, fileID, changed, publishXID, mayConflict := in.jobID, in.fileID, in.changed, in.publishXID, in.mayConflict
@@ -278,9 +280,7 @@ func (s store) link(ctx context.Context, in linkInput) (linkResult, error) {
 		}
 	}
 
-	// Last round trip: every write. The failed POIs and re-resolutions go
-	// before the savepoint, so that a conflict of the references' insert
-	// does not undo them.
+	// Last round trip: every write (and, with in.commit, the COMMIT).
 	b = &pgx.Batch{}
 	if err := deadletter.QueueFailedPOIs(b, failures); err != nil {
 		return res, err
@@ -288,36 +288,14 @@ func (s store) link(ctx context.Context, in linkInput) (linkResult, error) {
 	if len(changed) > 0 {
 		res.reresolved = queueReresolve(b, jobID, fileID, changed, cands, refs, &res.written)
 	}
-	if mayConflict {
-		queueStoreReferences(b, jobID, fileID, resolvedXmin, own, true)
-	} else if len(own.src) > 0 {
-		b.Queue(`SAVEPOINT relay_references`)
-		queueStoreReferences(b, jobID, fileID, resolvedXmin, own, false)
-		b.Queue(`RELEASE SAVEPOINT relay_references`)
-	}
+	queueStoreReferences(b, jobID, fileID, resolvedXmin, own, mayConflict)
 	if b.Len() == 0 {
 		return res, nil
 	}
 	if in.commit != nil {
 		in.commit(b)
 	}
-	err := s.tx.SendBatch(ctx, b).Close()
-	if !mayConflict && isReferenceConflict(err) {
-		// A reprocess job wrote some of these references since the publish.
-		// The rollback goes alone: pgx prepares a batch's new statements
-		// before running any, which an aborted transaction refuses.
-		if _, rerr := s.tx.Exec(ctx, `ROLLBACK TO SAVEPOINT relay_references`); rerr != nil {
-			return res, fmt.Errorf("error writing the batch's references: %w (and rolling back: %w)", err, rerr)
-		}
-		b = &pgx.Batch{}
-		queueStoreReferences(b, jobID, fileID, resolvedXmin, own, true)
-		b.Queue(`RELEASE SAVEPOINT relay_references`)
-		if in.commit != nil {
-			in.commit(b)
-		}
-		err = s.tx.SendBatch(ctx, b).Close()
-	}
-	if err != nil {
+	if err := s.tx.SendBatch(ctx, b).Close(); err != nil {
 		return res, fmt.Errorf("error writing the batch's %d failed POIs, %d references and %d re-resolutions: %w",
 			len(failures), len(own.src), res.reresolved, err)
 	}
@@ -325,7 +303,7 @@ func (s store) link(ctx context.Context, in linkInput) (linkResult, error) {
 }
 
 // isReferenceConflict reports whether err is the plain insert of a batch's
-// references meeting rows already stored.
+// references meeting rows already stored (see link).
 func isReferenceConflict(err error) bool {
 	var pgErr *pgconn.PgError
 	return errors.As(err, &pgErr) && pgErr.Code == "23505" /* unique_violation */ && pgErr.ConstraintName == "poi_references_pkey"
