@@ -12,55 +12,76 @@ import (
 	"github.com/relay-dev/relay/worker"
 )
 
-// A changer must see the references of a batch that holds a name it
-// changed: the batch may have read the symbol table before the publish. The
-// test plays that batch by hand (a transaction holding the name's shared
-// lock and storing a reference to it), publishes the name, lets the
-// changer's job run into the barrier, and commits the reference only then:
-// the changer must resolve it. Without the barrier the job finishes first
-// and the edge is never written.
-func TestResolveFileWorker_ChangerWaitsForBatchesHoldingTheName(t *testing.T) {
+// A changer must see the references of a batch that read the symbol table
+// before its publish committed: it waits for every batch that shows (in its
+// connection's application_name) a stamp at or below the publish's
+// transaction id, and holds its batch lock. The test plays such a batch by
+// hand (stamp 1: it read before anything), publishes the name it refers
+// to, lets the changer's job run into the barrier, and commits the
+// reference only then: the changer must resolve it. Without the barrier
+// the job finishes first and the edge is never written. A batch showing a
+// stamp above the publish read a symbol table that held it: the changer
+// does not wait for it.
+func TestResolveFileWorker_ChangerWaitsForBatchesThatReadBeforeThePublish(t *testing.T) {
 	t.Parallel()
-	ctx := context.Background()
-	db := testdb.New(t)
-	client, err := worker.NewClient(db.Pool, db.Config(), testdb.Logger(t), &worker.Options{Queues: []string{outbox.QueueResolve}})
-	require.NoError(t, err)
-	e := &e2e{db: db, pub: outbox.New(client, nil, testdb.Logger(t)), client: client}
-	e.publish(t, outbox.Analysis{FileID: "src/r.js", POIs: pois(fn("r.r", "r", "src/r.js", "function r() {}"))})
-	e.start(t)
-	waitDrained(t, client, db.Pool)
+	for _, tc := range []struct {
+		name  string
+		stamp string
+		wait  bool
+	}{
+		{"read before the publish", "1", true},
+		{"read after the publish", "18446744073709551614", false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			ctx := context.Background()
+			db := testdb.New(t)
+			client, err := worker.NewClient(db.Pool, db.Config(), testdb.Logger(t), &worker.Options{Queues: []string{outbox.QueueResolve}})
+			require.NoError(t, err)
+			e := &e2e{db: db, pub: outbox.New(client, nil, testdb.Logger(t)), client: client}
+			e.publish(t, outbox.Analysis{FileID: "src/r.js", POIs: pois(fn("r.r", "r", "src/r.js", "function r() {}"))})
+			e.start(t)
+			waitDrained(t, client, db.Pool)
 
-	referrer, err := db.Pool.Begin(ctx)
-	require.NoError(t, err)
-	defer func() { _ = referrer.Rollback(ctx) }()
-	key := worker.NameKey("late")
-	_, err = referrer.Exec(ctx, `SELECT pg_advisory_xact_lock_shared($1)`, key)
-	require.NoError(t, err)
-	_, err = referrer.Exec(ctx, `INSERT INTO poi_references (source_poi_id, source_file_id, name, type) VALUES ('r.r', 'src/r.js', 'late', 'CALLS')`)
-	require.NoError(t, err)
+			referrer, err := db.Pool.Begin(ctx)
+			require.NoError(t, err)
+			defer func() { _ = referrer.Rollback(ctx) }()
+			var pid int64
+			require.NoError(t, referrer.QueryRow(ctx, `
+				SELECT pg_backend_pid(), set_config('application_name', $1 || $2 || ' ', true),
+				       pg_advisory_xact_lock_shared($3, pg_backend_pid())`,
+				worker.BatchMarker, tc.stamp, worker.BatchLockSpace).Scan(&pid, nil, nil))
+			_, err = referrer.Exec(ctx, `INSERT INTO poi_references (source_poi_id, source_file_id, name, type) VALUES ('r.r', 'src/r.js', 'late', 'CALLS')`)
+			require.NoError(t, err)
 
-	e.publish(t, outbox.Analysis{FileID: "src/d.js", POIs: pois(fn("d.l", "late", "src/d.js", "function late() {}"))})
-	// Wait (with a deadline) until the changer's job waits for an advisory
-	// lock, or has finished (the failure this test is for).
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		var waiting, done bool
-		require.NoError(t, db.Pool.QueryRow(ctx, `SELECT
-			EXISTS (SELECT 1 FROM pg_locks WHERE locktype = 'advisory' AND NOT granted
-				AND classid::text::bigint = $1 AND objid::text::bigint = $2 AND objsubid = 1),
-			EXISTS (SELECT 1 FROM river_job WHERE args->>'fileId' = 'src/d.js' AND state = 'completed')`,
-			int64(uint32(key>>32)), int64(uint32(key))).Scan(&waiting, &done))
-		if waiting || done {
-			break
-		}
-		require.True(t, time.Now().Before(deadline), "the changer's job neither waited nor finished")
-		select {
-		case <-ctx.Done():
-		case <-time.After(10 * time.Millisecond):
-		}
+			e.publish(t, outbox.Analysis{FileID: "src/d.js", POIs: pois(fn("d.l", "late", "src/d.js", "function late() {}"))})
+			// Wait (with a deadline) until the changer's job waits for the
+			// referrer's batch lock, or has finished.
+			var waited bool
+			deadline := time.Now().Add(30 * time.Second)
+			for {
+				var done bool
+				require.NoError(t, db.Pool.QueryRow(ctx, `SELECT
+					EXISTS (SELECT 1 FROM pg_locks WHERE locktype = 'advisory' AND NOT granted
+						AND classid::bigint = $1 AND objid::bigint = $2 AND objsubid = 2),
+					EXISTS (SELECT 1 FROM river_job WHERE args->>'fileId' = 'src/d.js' AND state = 'completed')`,
+					int64(worker.BatchLockSpace), pid).Scan(&waited, &done))
+				if waited || done {
+					break
+				}
+				require.True(t, time.Now().Before(deadline), "the changer's job neither waited nor finished")
+				select {
+				case <-ctx.Done():
+				case <-time.After(10 * time.Millisecond):
+				}
+			}
+			require.Equal(t, tc.wait, waited)
+			require.NoError(t, referrer.Commit(ctx))
+			waitDrained(t, client, db.Pool)
+			if tc.wait {
+				require.Contains(t, relationships(t, db.Pool), "r.r CALLS d.l",
+					"the changer did not wait for the batch that read before its publish, and missed its reference")
+			}
+		})
 	}
-	require.NoError(t, referrer.Commit(ctx))
-	waitDrained(t, client, db.Pool)
-	require.Contains(t, relationships(t, db.Pool), "r.r CALLS d.l",
-		"the changer did not wait for the batch holding the name, and missed its reference")
 }

@@ -3,6 +3,7 @@ package worker_test
 import (
 	"context"
 	"encoding/json"
+	"strings"
 	"testing"
 
 	"github.com/jackc/pgx/v5"
@@ -21,10 +22,11 @@ func TestResolveFileWorker_BatchTransactionRunsOnIndexPlans(t *testing.T) {
 	ctx := context.Background()
 	db := testdb.New(t)
 	_, err := db.Pool.Exec(ctx, `
-		CREATE TABLE seen (plan_cache_mode text, enable_seqscan text, jit text);
+		CREATE TABLE seen (plan_cache_mode text, enable_seqscan text, jit text, application_name text);
 		CREATE FUNCTION record_settings() RETURNS trigger LANGUAGE plpgsql AS $$
 		BEGIN
-			INSERT INTO seen VALUES (current_setting('plan_cache_mode'), current_setting('enable_seqscan'), current_setting('jit'));
+			INSERT INTO seen VALUES (current_setting('plan_cache_mode'), current_setting('enable_seqscan'), current_setting('jit'),
+				current_setting('application_name'));
 			RETURN NULL;
 		END $$;
 		CREATE TRIGGER record_settings AFTER INSERT ON poi_references FOR EACH STATEMENT EXECUTE FUNCTION record_settings();`)
@@ -47,6 +49,13 @@ func TestResolveFileWorker_BatchTransactionRunsOnIndexPlans(t *testing.T) {
 	var after string
 	require.NoError(t, db.Pool.QueryRow(ctx, `SELECT current_setting('plan_cache_mode')`).Scan(&after))
 	require.Equal(t, "auto", after, "the settings end with the batch's transaction")
+
+	// While it linked, the batch showed its stamp: the references'
+	// resolved_xmin.
+	var shown, stamp string
+	require.NoError(t, db.Pool.QueryRow(ctx, `SELECT application_name FROM seen`).Scan(&shown))
+	require.NoError(t, db.Pool.QueryRow(ctx, `SELECT DISTINCT resolved_xmin::text FROM poi_references`).Scan(&stamp))
+	require.True(t, strings.HasPrefix(shown, worker.BatchMarker+stamp+" "), "application_name %q, stamp %s", shown, stamp)
 }
 
 // A batch whose references a reprocess stored since the publish is written

@@ -1,7 +1,11 @@
 package worker
 
-// NameKey exposes a name's advisory lock key to the tests of package worker_test.
-var NameKey = nameKey
-
 // GlobalLinkLock exposes the global link lock's key.
 const GlobalLinkLock = globalLinkLock
+
+// BatchLockSpace and BatchMarker expose a batch's own lock's first key and
+// the application_name prefix that shows its stamp.
+const (
+	BatchLockSpace = batchLockSpace
+	BatchMarker    = batchMarker
+)

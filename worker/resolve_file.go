@@ -312,7 +312,7 @@ func (w *ResolveFileWorker) commit(ctx context.Context, job *river.Job[outbox.Re
 	if err := completeTx(ctx, tx, job); err != nil {
 		return nil, fmt.Errorf("error completing job: %w", err)
 	}
-	// Linking comes last: it takes the name locks, which are held until
+	// Linking comes last: it takes the link locks, which are held until
 	// commit, so everything that needs no lock is done before.
 	link, err := st.link(ctx, in)
 	if err != nil {

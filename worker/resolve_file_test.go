@@ -370,17 +370,19 @@ func TestResolveFileWorker_WorksJobsWithReadableArgs(t *testing.T) {
 	require.Equal(t, 2, b.count(t, `SELECT count(*) FROM relationships WHERE source_file_id = 'src/r.js'`))
 }
 
-// A batch naming more names than the lock table should hold per batch takes
-// the global link lock exclusively instead of one lock per name, and
-// resolves the same; a smaller one shares the global lock and locks each
-// name. (The test transaction holds the batch's locks until it ends.)
+// A batch that changed more names than the lock table should hold per batch
+// takes the global link lock exclusively instead of one lock per name, and
+// resolves the same; a smaller one shares the global lock, locks each name
+// it changed, and holds its batch lock (it also refers to names). (The test
+// transaction holds the batch's locks until it ends.)
 func TestResolveFileWorker_LargeBatchTakesTheGlobalLinkLockInstead(t *testing.T) {
 	t.Parallel()
 	for _, tc := range []struct {
 		pois       int
 		globalMode string
 		nameLocks  int
-	}{{10, "ShareLock", 10}, {300, "ExclusiveLock", 0}} {
+		batchLocks int
+	}{{10, "ShareLock", 10, 1}, {300, "ExclusiveLock", 0, 0}} {
 		t.Run(fmt.Sprint(tc.pois), func(t *testing.T) {
 			t.Parallel()
 			b := setupUnit(t, nil)
@@ -400,11 +402,18 @@ func TestResolveFileWorker_LargeBatchTakesTheGlobalLinkLockInstead(t *testing.T)
 				WHERE locktype = 'advisory' AND pid = pg_backend_pid() AND objsubid = 1 AND granted
 				  AND (classid::bigint << 32 | objid::bigint) = $1`, worker.GlobalLinkLock).Scan(&mode))
 			require.Equal(t, tc.globalMode, mode)
-			// The batch changed every name it refers to: each is locked in
-			// the changers' lock space (objsubid 2), none shared.
+			require.Equal(t, 1, b.count(t, `
+				SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND pid = pg_backend_pid() AND objsubid = 1`),
+				"no lock per name it refers to")
+			// The names it changed, exclusively, in the two-key space.
 			require.Equal(t, tc.nameLocks, b.count(t, `
 				SELECT count(*) FROM pg_locks
-				WHERE locktype = 'advisory' AND pid = pg_backend_pid() AND objsubid = 2 AND granted`))
+				WHERE locktype = 'advisory' AND pid = pg_backend_pid() AND objsubid = 2 AND granted
+				  AND mode = 'ExclusiveLock' AND classid::bigint <> $1`, int64(worker.BatchLockSpace)))
+			require.Equal(t, tc.batchLocks, b.count(t, `
+				SELECT count(*) FROM pg_locks
+				WHERE locktype = 'advisory' AND pid = pg_backend_pid() AND objsubid = 2 AND granted
+				  AND mode = 'ShareLock' AND classid::bigint = $1 AND objid::bigint = pg_backend_pid()`, int64(worker.BatchLockSpace)))
 		})
 	}
 }

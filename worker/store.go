@@ -87,14 +87,14 @@ type linkResult struct {
 	reresolved int
 }
 
-// maxNameLocks bounds the advisory locks one batch takes; a batch naming more
-// takes the global lock exclusively instead (PostgreSQL's lock table is
-// shared and finite: max_locks_per_transaction x max_connections).
+// maxNameLocks bounds the name locks one batch takes; a batch that changed
+// more names takes the global lock exclusively instead (PostgreSQL's lock
+// table is shared and finite: max_locks_per_transaction x max_connections).
 const maxNameLocks = 256
 
 // globalLinkLock is the advisory lock every batch holds while linking:
-// shared normally, exclusive for a batch that names more than maxNameLocks
-// names.
+// shared normally, exclusive for a batch that changed more than
+// maxNameLocks names.
 const globalLinkLock int64 = 0x72656c6179 // "relay"
 
 // link resolves the batch's references and stores them, each with its
@@ -104,15 +104,16 @@ const globalLinkLock int64 = 0x72656c6179 // "relay"
 //
 // Correctness under concurrency: the resolution of a name depends on the
 // symbol table (written at publish) and on who refers to it (written here).
-// Before reading the symbol table, every batch share-locks each name it
-// refers to until commit, and a batch that changed names waits out the
-// batches holding them and locks them against other changers (queueLocks).
-// So a changer sees the committed references of every batch that resolved
-// a name it changed without seeing its publish, a batch that locks a name
-// after a changer reads a symbol table that holds the publish (committed
-// before the changer's job started), and two changers of a name run one
-// after the other: the final relationships do not depend on order or
-// concurrency.
+// Before reading the symbol table, every batch shows the stamp of its
+// reading (below) and takes its batch lock until commit, and a batch that
+// changed names waits out the batches that may have read the symbol table
+// before its publish, and locks the names against other changers
+// (queueLocks). So a changer sees the committed references of every batch
+// that resolved a name it changed without seeing its publish, a batch that
+// shows its stamp or takes its lock after a changer has looked reads a
+// symbol table that holds the publish (committed before the changer's job
+// started), and two changers of a name run one after the other: the final
+// relationships do not depend on order or concurrency.
 //
 // Each reference is stamped with resolved_xmin, the xmin of a snapshot
 // taken before the symbol table is read. A reference stamped above
@@ -146,37 +147,30 @@ const globalLinkLock int64 = 0x72656c6179 // "relay"
 func (s store) link(ctx context.Context, in linkInput) (linkResult, error) {
 	var res linkResult
 	jobID, fileID, changed, publishXID, mayConflict := in.jobID, in.fileID, in.changed, in.publishXID, in.mayConflict
-	nrefs := 0
-	// nameSet maps each name to whether this batch changed it or only
-	// refers to it (see queueLocks).
-	nameSet := map[string]bool{}
-	for _, r := range in.ok {
-		for _, ref := range r.refs {
-			nrefs++
-			if _, seen := nameSet[ref.Name]; !seen {
-				nameSet[ref.Name] = false
-			}
-		}
-	}
 	// referred are the names the batch's references look up: their
 	// candidates are read in the first round trip. The candidates of a
 	// changed name no reference of the batch refers to are needed only to
 	// re-resolve other files' references to it, so they are read only when
 	// there are some (on a first publish of a corpus, rarely).
-	referred := make([]string, 0, len(nameSet))
-	for n := range nameSet {
+	nrefs := 0
+	referredSet := map[string]bool{}
+	for _, r := range in.ok {
+		for _, ref := range r.refs {
+			nrefs++
+			referredSet[ref.Name] = true
+		}
+	}
+	referred := make([]string, 0, len(referredSet))
+	for n := range referredSet {
 		referred = append(referred, n)
 	}
 	slices.Sort(referred)
-	for _, n := range changed {
-		nameSet[n] = true
-	}
 
 	// Round trip 1: stamp the references with the xmin of a snapshot taken
 	// before the symbol table is read, lock the file's row and read its
-	// version, take the name locks, read the candidates and the references
-	// to the changed names that may have been resolved without this
-	// publish. The transaction is on index plans since it began.
+	// version, take the locks, read the candidates and the references to
+	// the changed names that may have been resolved without this publish.
+	// The transaction is on index plans since it began.
 	b := &pgx.Batch{}
 	var (
 		current      *int64
@@ -185,16 +179,35 @@ func (s store) link(ctx context.Context, in linkInput) (linkResult, error) {
 		refs         []storedRef
 	)
 	switch {
-	case len(nameSet) > 0:
+	case len(referred) > 0 || len(changed) > 0:
 		// One statement: its snapshot (the stamp) is taken before it locks
-		// the file's row, then the global link lock (see queueLocks).
-		lock := `pg_advisory_xact_lock_shared($2)`
-		if len(nameSet) > maxNameLocks {
-			lock = `pg_advisory_xact_lock($2)`
+		// the file's row, then the global link lock, then it shows the
+		// stamp (and, unless it must first wait as a changer, takes the
+		// batch's lock). See queueLocks.
+		exclusive := len(changed) > maxNameLocks
+		sql := `SELECT (` + fileVersionSQL + `), pg_snapshot_xmin(pg_current_snapshot())::text, `
+		args := []any{fileID, globalLinkLock}
+		if exclusive {
+			sql += `pg_advisory_xact_lock($2)`
+		} else {
+			sql += `pg_advisory_xact_lock_shared($2)`
 		}
-		b.Queue(`SELECT (`+fileVersionSQL+`), pg_snapshot_xmin(pg_current_snapshot())::text, `+lock, fileID, globalLinkLock).
-			QueryRow(func(row pgx.Row) error { return row.Scan(&current, &resolvedXmin, nil) })
-		queueLocks(b, nameSet)
+		referrer := len(referred) > 0 && !exclusive
+		if referrer {
+			sql += `, set_config('application_name', $3 || pg_snapshot_xmin(pg_current_snapshot())::text || ' ' || current_setting('application_name'), true)`
+			args = append(args, batchMarker)
+			if len(changed) == 0 {
+				sql += `, pg_advisory_xact_lock_shared($4, pg_backend_pid())`
+				args = append(args, batchLockSpace)
+			}
+		}
+		b.Queue(sql, args...).QueryRow(func(row pgx.Row) error {
+			dest := []any{&current, &resolvedXmin, nil, nil, nil}
+			return row.Scan(dest[:3+len(args)-2]...)
+		})
+		if !exclusive && len(changed) > 0 {
+			queueLocks(b, changed, publishXID, referrer)
+		}
 		if len(referred) > 0 {
 			queueCandidates(b, referred, cands)
 		}
@@ -309,66 +322,82 @@ func isReferenceConflict(err error) bool {
 	return errors.As(err, &pgErr) && pgErr.Code == "23505" /* unique_violation */ && pgErr.ConstraintName == "poi_references_pkey"
 }
 
-// queueLocks queues the link locks for names: the batch changed the names
-// mapped to true and only refers to the others.
+// batchLockSpace is the first key of a batch's own advisory lock, the
+// second its connection's pid: a batch that reads the symbol table for its
+// references holds it shared from before it reads until it commits (see
+// queueLocks).
+const batchLockSpace int32 = 0x72656c61 // "rela"
+
+// batchMarker begins the application_name of a connection whose batch
+// reads the symbol table, followed by the batch's stamp (resolved_xmin):
+// "relay batch 1234 ", then the connection's own application_name. It is
+// set locally: it goes when the transaction ends.
+const batchMarker = "relay batch "
+
+// queueLocks queues a changer's locks: the barrier, then the batch's own
+// lock (when it is also a referrer), then the changed names' locks.
 //
-// A referrer holds a shared lock on each name it refers to until commit. A
-// changer needs less than an exclusive lock held to commit: it needs every
-// referrer that read the symbol table before the publish committed to have
-// committed its references before the changer looks for them. Such a
-// referrer holds its shared lock then, and a referrer that asks for the
-// lock later reads the symbol table after the publish (which committed
-// before its job started). So the changer takes each changed name's lock
-// exclusively inside a savepoint and rolls the savepoint back, which
-// releases the locks at once: a barrier that waits out the referrers
-// holding the name, without making later referrers wait for the changer's
-// commit (that wait was the largest cost of a batch). Changers of one name
-// must still not interleave (each reads the symbol table and rewrites the
-// same references), so a changer also holds, until commit, an exclusive
-// lock on the name in a second lock space (pg_advisory_xact_lock's two-key
-// form) that referrers never take.
+// A changer needs every referrer that read the symbol table before the
+// publish committed to have committed its references before the changer
+// looks for them. A referrer shows the stamp of its reading in its
+// connection's application_name (batchMarker), and holds its batch lock
+// from before it reads the symbol table until it commits. A referrer whose
+// stamp is above the publish's transaction id read a symbol table that held
+// the publish (see link), and so does one that shows its stamp, or takes
+// its lock, only after the changer has looked. So the barrier: inside a
+// savepoint, the changer locks exclusively the batch lock of every
+// connection showing a stamp at or below the publish (every one, the
+// publish unknown), which waits for those batches to end, then rolls the
+// savepoint back, which releases the locks at once. On a first publish of a
+// corpus, where the publisher runs ahead of the workers, the batches
+// running when a changer starts read the symbol table after its publish,
+// and it waits for none.
 //
-// Deadlock freedom: each phase takes its keys in ascending order (unnest
-// yields an array's elements in order), the phases come in the same order
-// in every batch (global, barrier, shared, changer), and a transaction only
-// ever waits for a key above every key it holds in the phase it is in, so
-// a chain of waits climbs in key order and cannot close. A batch naming
-// more than maxNameLocks names takes the global lock exclusively instead.
-func queueLocks(b *pgx.Batch, names map[string]bool) {
-	if len(names) > maxNameLocks {
-		return // the global lock, taken exclusively, stands for them
+// Changers of one name must not interleave (each reads the symbol table and
+// rewrites the same references), so a changer holds, until commit, an
+// exclusive lock on each name it changed (pg_advisory_xact_lock's two-key
+// form: the 64-bit key as two int4 halves).
+//
+// Deadlock freedom: a changer takes no batch lock and no name lock before
+// its barrier, so a changer waiting in its barrier holds none another
+// changer's barrier waits for. Name locks are taken in ascending order
+// (unnest yields an array's elements in order), and only after the barrier,
+// so a chain of waits on them climbs in key order and cannot close. A batch
+// that changed more than maxNameLocks names takes the global lock
+// exclusively instead, which waits out every running batch and keeps new
+// ones out.
+func queueLocks(b *pgx.Batch, changed []string, publishXID int64, referrer bool) {
+	keys := make(map[int64]bool, len(changed))
+	for _, n := range changed {
+		keys[nameKey(n)] = true
 	}
-	changed, referred := map[int64]bool{}, map[int64]bool{}
-	for n, x := range names {
-		if k := nameKey(n); x {
-			changed[k] = true
-		} else {
-			referred[k] = true
-		}
+	changedKeys := sortedKeys(keys)
+	horizon := uint64(math.MaxUint64) // unknown publish: every batch
+	if publishXID > 0 {
+		horizon = uint64(publishXID)
 	}
-	changedKeys := sortedKeys(changed)
-	if len(changedKeys) > 0 {
-		b.Queue(`SAVEPOINT relay_name_barrier`)
-		b.Queue(`SELECT count(pg_advisory_xact_lock(k)) FROM unnest($1::bigint[]) AS u(k)`, changedKeys)
-		b.Queue(`ROLLBACK TO SAVEPOINT relay_name_barrier`)
-		b.Queue(`RELEASE SAVEPOINT relay_name_barrier`)
-	}
-	// The shared locks, then the changer's (the second lock space: the same
-	// 64-bit key as two int4 halves, in the same ascending 64-bit order). In
-	// one statement, the target list's subqueries run in their order.
-	const shared = `(SELECT count(pg_advisory_xact_lock_shared(k)) FROM unnest($1::bigint[]) AS u(k))`
-	const changer = `(SELECT count(pg_advisory_xact_lock(h, l)) FROM unnest($2::int[], $3::int[]) AS u(h, l))`
+	b.Queue(`SAVEPOINT relay_name_barrier`)
+	b.Queue(`
+		SELECT count(pg_advisory_xact_lock($1::int, a.pid)) FROM (
+			SELECT pid FROM pg_stat_get_activity(NULL)
+			WHERE datid = (SELECT oid FROM pg_database WHERE datname = current_database())
+			  AND pid <> pg_backend_pid() AND starts_with(application_name, $2)
+			  AND coalesce(substring(application_name FROM '^' || $2 || '([0-9]+) ')::numeric <= $3::numeric, true)
+			ORDER BY pid) a`,
+		batchLockSpace, batchMarker, strconv.FormatUint(horizon, 10))
+	b.Queue(`ROLLBACK TO SAVEPOINT relay_name_barrier`)
+	b.Queue(`RELEASE SAVEPOINT relay_name_barrier`)
+
 	hi, lo := make([]int32, len(changedKeys)), make([]int32, len(changedKeys))
 	for i, k := range changedKeys {
 		hi[i], lo[i] = int32(k>>32), int32(k)
 	}
-	switch {
-	case len(referred) > 0 && len(changedKeys) > 0:
-		b.Queue(`SELECT `+shared+`, `+changer, sortedKeys(referred), hi, lo)
-	case len(referred) > 0:
-		b.Queue(`SELECT `+shared, sortedKeys(referred))
-	case len(changedKeys) > 0:
-		b.Queue(`SELECT count(pg_advisory_xact_lock(h, l)) FROM unnest($1::int[], $2::int[]) AS u(h, l)`, hi, lo)
+	const names = `(SELECT count(pg_advisory_xact_lock(h, l)) FROM unnest($1::int[], $2::int[]) AS u(h, l))`
+	if referrer {
+		// The batch's lock, then the names'.
+		b.Queue(`SELECT pg_advisory_xact_lock_shared($3, pg_backend_pid()), `+names, hi, lo, batchLockSpace)
+	} else {
+		b.Queue(`SELECT `+names, hi, lo)
 	}
 }
 
