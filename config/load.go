@@ -44,6 +44,7 @@ var usage = map[string]string{
 	"shutdown_timeout":               "on SIGINT/SIGTERM, how long in-flight batches may finish before they are cancelled (and retried later)",
 	"fetch_cooldown":                 "least time between two job fetches by one worker (River's default is 100ms)",
 	"gc_percent":                     "Go garbage collector target (GOGC) of processes that work batches; the GOGC environment variable wins; -1 is off",
+	"river_synchronous_commit":       "synchronous_commit of the worker's connections for River's own statements (fetch, completer, maintenance); relay's writes use the server's",
 	"max_job_bytes":                  "POI JSON bytes per resolve_file job; larger files are split across jobs",
 	"max_poi_bytes":                  "largest single POI accepted at publish, in bytes",
 	"reprocess_max_attempts":         "reprocess attempts per failed_pois row before it needs manual review",

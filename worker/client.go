@@ -32,6 +32,11 @@ type Options struct {
 	Queues []string
 	// MapReduce tunes the MapReduce worker; nil takes cfg's workdir.
 	MapReduce *MapReduceConfig
+	// RiverPool, when set, runs River's own statements (fetching jobs,
+	// completing them after they ran, maintenance), typically with
+	// synchronous_commit off (database.RiverOptionsFromConfig). Batches
+	// and everything else relay writes use the pool given to NewClient.
+	RiverPool *pgxpool.Pool
 }
 
 // NewClient builds the River client that works relay's queues with relay's
@@ -78,7 +83,11 @@ func NewClient(pool *pgxpool.Pool, cfg *config.Config, logger *slog.Logger, opts
 			&river.PeriodicJobOpts{RunOnStart: true, ID: "sweep_discarded"})}
 	}
 
-	client, err := river.NewClient(riverpgxv5.New(pool), &river.Config{
+	riverPool := pool
+	if opts.RiverPool != nil {
+		riverPool = opts.RiverPool
+	}
+	client, err := river.NewClient(riverpgxv5.New(riverPool), &river.Config{
 		Logger:                      riverLogger(logger),
 		Schema:                      cfg.DatabaseSchema,
 		Workers:                     workers,

@@ -98,6 +98,9 @@ type Config struct {
 	RelayRuns string
 	// FetchCooldown, when positive, overrides relay's fetch_cooldown.
 	FetchCooldown time.Duration
+	// RiverSynchronousCommit, when set, overrides relay's
+	// river_synchronous_commit.
+	RiverSynchronousCommit string
 	// Keep leaves the database in place.
 	Keep bool
 	// Logger receives relay's logs (discarded by default).

@@ -42,6 +42,7 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs.IntVar(&cfg.MemoryFiles, "memory-files", MemoryFilesDefault, "files in the large memory run (x pois-per-file POIs)")
 	fs.StringVar(&cfg.RelayRuns, "relay-runs", RelayRunsBoth, "runs of the relay phase: both, sequential (publish, then work) or concurrent (publish while working)")
 	fs.DurationVar(&cfg.FetchCooldown, "fetch-cooldown", 0, "the worker's fetch_cooldown (default: relay's default)")
+	fs.StringVar(&cfg.RiverSynchronousCommit, "river-synchronous-commit", "", "the worker's river_synchronous_commit (default: relay's default, off)")
 	fs.BoolVar(&cfg.Keep, "keep", false, "keep the benchmark database instead of dropping it")
 	fs.BoolVar(&asJSON, "json", false, "print one JSON object with every figure instead of the table")
 	fs.StringVar(&logLevel, "log-level", "", "relay's log level (debug, info, warn, error) to stderr; off by default")

@@ -27,6 +27,9 @@ type bench struct {
 	dbName   string
 	url      string
 	pool     *pgxpool.Pool
+	// riverPool runs the worker's River statements, as in relay worker
+	// (database.RiverOptionsFromConfig).
+	riverPool *pgxpool.Pool
 	// checkpointWarned: reset has said it cannot CHECKPOINT.
 	checkpointWarned bool
 }
@@ -63,6 +66,11 @@ func open(ctx context.Context, cfg *Config) (*bench, error) {
 		b.close()
 		return nil, err
 	}
+	b.riverPool, err = database.Open(ctx, b.url, database.RiverOptionsFromConfig(b.workerConfig(), "bench"))
+	if err != nil {
+		b.close()
+		return nil, err
+	}
 	m, err := migrations.New(b.pool, "", cfg.Logger)
 	if err != nil {
 		b.close()
@@ -81,6 +89,9 @@ func open(ctx context.Context, cfg *Config) (*bench, error) {
 func (b *bench) close() {
 	if b.pool != nil {
 		b.pool.Close()
+	}
+	if b.riverPool != nil {
+		b.riverPool.Close()
 	}
 	if b.cfg.Keep {
 		b.progress("kept database %s", b.dbName)

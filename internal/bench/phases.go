@@ -61,6 +61,9 @@ func (b *bench) workerConfig() *config.Config {
 	if b.cfg.FetchCooldown > 0 {
 		cfg.FetchCooldown = b.cfg.FetchCooldown
 	}
+	if b.cfg.RiverSynchronousCommit != "" {
+		cfg.RiverSynchronousCommit = b.cfg.RiverSynchronousCommit
+	}
 	return cfg
 }
 
@@ -108,7 +111,7 @@ func (b *bench) runCorpus(ctx context.Context, src source, perPOI, concurrent bo
 		return res, b.count(ctx, res)
 	}
 
-	client, err := worker.NewClient(b.pool, wcfg, b.cfg.Logger, nil)
+	client, err := worker.NewClient(b.pool, wcfg, b.cfg.Logger, &worker.Options{RiverPool: b.riverPool})
 	if err != nil {
 		return nil, err
 	}
@@ -172,7 +175,7 @@ func (b *bench) publish(ctx context.Context, src source, pub *outbox.Publisher, 
 
 // work runs relay's worker until the queue is idle.
 func (b *bench) work(ctx context.Context, wcfg *config.Config, res *RunResult) error {
-	client, err := worker.NewClient(b.pool, wcfg, b.cfg.Logger, nil)
+	client, err := worker.NewClient(b.pool, wcfg, b.cfg.Logger, &worker.Options{RiverPool: b.riverPool})
 	if err != nil {
 		return err
 	}

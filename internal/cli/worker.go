@@ -8,6 +8,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/relay-dev/relay/internal/database"
 	"github.com/relay-dev/relay/internal/ops"
 	"github.com/relay-dev/relay/migrations"
 	"github.com/relay-dev/relay/worker"
@@ -38,7 +39,12 @@ thresholds) and /metrics (Prometheus). See docs/operations.md.`,
 				return err
 			}
 			defer pool.Close()
-			opts := &worker.Options{}
+			riverPool, err := database.Open(ctx, a.cfg.DatabaseURL, database.RiverOptionsFromConfig(a.cfg, "worker"))
+			if err != nil {
+				return err
+			}
+			defer riverPool.Close()
+			opts := &worker.Options{RiverPool: riverPool}
 			var metrics *ops.Metrics
 			if a.cfg.HTTPAddr != "" {
 				metrics = ops.NewMetrics(pool, a.cfg.MetricsRefresh, a.logger)

@@ -31,6 +31,9 @@ type Options struct {
 	IdleInTransactionTimeout time.Duration
 	// MaxConns caps the pool; zero keeps pgx's default (max(4, NumCPU)).
 	MaxConns int32
+	// SynchronousCommit, when set, becomes the session's
+	// synchronous_commit.
+	SynchronousCommit string
 }
 
 // riverConns is the connections a River client needs besides its running
@@ -50,6 +53,16 @@ func OptionsFromConfig(cfg *config.Config, role string) Options {
 		StatementTimeout:         cfg.StatementTimeout,
 		IdleInTransactionTimeout: cfg.IdleInTransactionTimeout,
 	}
+}
+
+// RiverOptionsFromConfig picks the settings of a worker's second pool,
+// for River's own statements (see config.Config.RiverSynchronousCommit):
+// its notifier's LISTEN, fetches, the completer's batches, maintenance.
+func RiverOptionsFromConfig(cfg *config.Config, role string) Options {
+	o := OptionsFromConfig(cfg, role+"-river")
+	o.MaxConns = 2 * riverConns
+	o.SynchronousCommit = cfg.RiverSynchronousCommit
+	return o
 }
 
 // Open parses url, applies opts and opens a pool, checking that the server
@@ -76,6 +89,9 @@ func Open(ctx context.Context, url string, opts Options) (*pgxpool.Pool, error) 
 	}
 	if opts.Schema != "" {
 		params["search_path"] = opts.Schema
+	}
+	if opts.SynchronousCommit != "" {
+		params["synchronous_commit"] = opts.SynchronousCommit
 	}
 	if opts.MaxConns > 0 {
 		poolCfg.MaxConns = opts.MaxConns
