@@ -6,6 +6,8 @@ import (
 	"strings"
 	"text/tabwriter"
 	"time"
+
+	"github.com/relay-dev/relay/config"
 )
 
 // Result is every figure of a run; with --json it is printed as one object.
@@ -39,20 +41,22 @@ type Result struct {
 
 // ResultConfig echoes the settings of the run.
 type ResultConfig struct {
-	Files         int      `json:"files"`
-	POIsPerFile   int      `json:"pois_per_file"`
-	Malformed     float64  `json:"malformed"`
-	Workers       int      `json:"workers"`
-	FilesPerTx    int      `json:"files_per_tx"`
-	BaselineFiles int      `json:"baseline_files"`
-	FailuresFiles int      `json:"failures_files"`
-	FailureRate   float64  `json:"failure_rate"`
-	FailedRows    int      `json:"failed_rows"`
-	MemoryFiles   int      `json:"memory_files"`
-	FetchCooldown string   `json:"fetch_cooldown,omitempty"`
-	RelayRuns     string   `json:"relay_runs"`
-	Phases        []string `json:"phases"`
-	GoSrc         string   `json:"go_src,omitempty"`
+	Files         int     `json:"files"`
+	POIsPerFile   int     `json:"pois_per_file"`
+	Malformed     float64 `json:"malformed"`
+	Workers       int     `json:"workers"`
+	FilesPerTx    int     `json:"files_per_tx"`
+	BaselineFiles int     `json:"baseline_files"`
+	FailuresFiles int     `json:"failures_files"`
+	FailureRate   float64 `json:"failure_rate"`
+	FailedRows    int     `json:"failed_rows"`
+	MemoryFiles   int     `json:"memory_files"`
+	FetchCooldown string  `json:"fetch_cooldown,omitempty"`
+	// RiverSynchronousCommit is the worker's river_synchronous_commit.
+	RiverSynchronousCommit string   `json:"river_synchronous_commit"`
+	RelayRuns              string   `json:"relay_runs"`
+	Phases                 []string `json:"phases"`
+	GoSrc                  string   `json:"go_src,omitempty"`
 }
 
 func resultConfig(c *Config) ResultConfig {
@@ -61,6 +65,10 @@ func resultConfig(c *Config) ResultConfig {
 		FailedRows: c.FailedRows, MemoryFiles: c.MemoryFiles, Phases: c.Phases, GoSrc: c.GoSrc, RelayRuns: c.RelayRuns}
 	if c.FetchCooldown > 0 {
 		rc.FetchCooldown = c.FetchCooldown.String()
+	}
+	rc.RiverSynchronousCommit = config.RiverSynchronousCommitDefault
+	if c.RiverSynchronousCommit != "" {
+		rc.RiverSynchronousCommit = c.RiverSynchronousCommit
 	}
 	return rc
 }
