@@ -106,28 +106,17 @@ func (t *pipeTx) queueCommit(b *pgx.Batch) {
 
 // Commit commits the transaction unless a queued COMMIT already did, and
 // releases the connection.
-func (t *pipeTx) Commit(ctx context.Context) error {
-	if t.closed {
-		return pgx.ErrTxClosed
-	}
-	defer t.release()
-	if t.committed || !t.begun {
-		return nil
-	}
-	tag, err := t.conn.Exec(ctx, "COMMIT")
-	if err != nil {
-		return err
-	}
-	if tag.String() != "COMMIT" {
-		return pgx.ErrTxCommitRollback
-	}
-	return nil
-}
+func (t *pipeTx) Commit(ctx context.Context) error { return t.end(ctx, "COMMIT") }
 
 // Rollback rolls the transaction back unless it has ended, and releases the
-// connection. A connection whose rollback fails is closed, so that the pool
-// never hands out a connection inside a transaction.
-func (t *pipeTx) Rollback(ctx context.Context) error {
+// connection.
+func (t *pipeTx) Rollback(ctx context.Context) error { return t.end(ctx, "ROLLBACK") }
+
+// end sends sql (COMMIT or ROLLBACK) unless nothing was sent or a queued
+// COMMIT succeeded, and releases the connection. A connection the statement
+// failed to take out of the transaction is closed, so that the pool never
+// hands out a connection inside a transaction.
+func (t *pipeTx) end(ctx context.Context, sql string) error {
 	if t.closed {
 		return pgx.ErrTxClosed
 	}
@@ -135,9 +124,16 @@ func (t *pipeTx) Rollback(ctx context.Context) error {
 	if t.committed || !t.begun {
 		return nil
 	}
-	if _, err := t.conn.Exec(ctx, "ROLLBACK"); err != nil {
-		_ = t.conn.Conn().Close(ctx)
+	tag, err := t.conn.Exec(ctx, sql)
+	if err != nil {
+		if t.conn.Conn().PgConn().TxStatus() != 'I' {
+			_ = t.conn.Conn().Close(ctx)
+		}
 		return err
+	}
+	if sql == "COMMIT" && tag.String() != "COMMIT" {
+		// The transaction had failed before: COMMIT rolled it back.
+		return pgx.ErrTxCommitRollback
 	}
 	return nil
 }

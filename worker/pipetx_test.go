@@ -21,20 +21,21 @@ type countingTracer struct {
 	trips int
 }
 
-func (c *countingTracer) TraceQueryStart(ctx context.Context, _ *pgx.Conn, _ pgx.TraceQueryStartData) context.Context {
+func (c *countingTracer) trip(ctx context.Context) context.Context {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.trips++
 	return ctx
 }
 
+func (c *countingTracer) TraceQueryStart(ctx context.Context, _ *pgx.Conn, _ pgx.TraceQueryStartData) context.Context {
+	return c.trip(ctx)
+}
+
 func (c *countingTracer) TraceQueryEnd(context.Context, *pgx.Conn, pgx.TraceQueryEndData) {}
 
 func (c *countingTracer) TraceBatchStart(ctx context.Context, _ *pgx.Conn, _ pgx.TraceBatchStartData) context.Context {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.trips++
-	return ctx
+	return c.trip(ctx)
 }
 
 func (c *countingTracer) TraceBatchQuery(context.Context, *pgx.Conn, pgx.TraceBatchQueryData) {}
@@ -47,16 +48,21 @@ func (c *countingTracer) reset() (trips int) {
 	return trips
 }
 
-// tracedPool is a one-connection pool on db whose round trips tr counts.
-func tracedPool(t *testing.T, db *testdb.DB, tr *countingTracer) *pgxpool.Pool {
+// setupPipe creates table pipe (columns) in a database of the test's own,
+// and a one-connection pool on it whose round trips the tracer counts.
+func setupPipe(t *testing.T, columns string) (*testdb.DB, *pgxpool.Pool, *countingTracer) {
 	t.Helper()
+	db := testdb.New(t)
+	_, err := db.Pool.Exec(context.Background(), `CREATE TABLE pipe (`+columns+`)`)
+	require.NoError(t, err)
+	tr := &countingTracer{}
 	cfg := db.Pool.Config().Copy()
 	cfg.MaxConns = 1
 	cfg.ConnConfig.Tracer = tr
 	pool, err := pgxpool.NewWithConfig(context.Background(), cfg)
 	require.NoError(t, err)
 	t.Cleanup(pool.Close)
-	return pool
+	return db, pool, tr
 }
 
 var pipeBegin = []string{"BEGIN", indexplan.TxSetSQL}
@@ -68,11 +74,7 @@ var pipeBegin = []string{"BEGIN", indexplan.TxSetSQL}
 func TestPipeTx_BeginAndCommitRideWithStatements(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	db := testdb.New(t)
-	_, err := db.Pool.Exec(ctx, `CREATE TABLE pipe (x int)`)
-	require.NoError(t, err)
-	tr := &countingTracer{}
-	pool := tracedPool(t, db, tr)
+	db, pool, tr := setupPipe(t, `x int`)
 
 	for _, first := range []string{"query", "queryrow", "exec", "batch"} {
 		t.Run(first, func(t *testing.T) {
@@ -135,11 +137,7 @@ func TestPipeTx_BeginAndCommitRideWithStatements(t *testing.T) {
 func TestPipeTx_FailedBatchSkipsCommit(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	db := testdb.New(t)
-	_, err := db.Pool.Exec(ctx, `CREATE TABLE pipe (x int PRIMARY KEY)`)
-	require.NoError(t, err)
-	tr := &countingTracer{}
-	pool := tracedPool(t, db, tr)
+	db, pool, _ := setupPipe(t, `x int PRIMARY KEY`)
 
 	tx, err := beginPipelined(ctx, pool, pipeBegin)
 	require.NoError(t, err)
@@ -183,11 +181,7 @@ func TestPipeTx_FailedBatchSkipsCommit(t *testing.T) {
 func TestPipeTx_Rollback(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	db := testdb.New(t)
-	_, err := db.Pool.Exec(ctx, `CREATE TABLE pipe (x int)`)
-	require.NoError(t, err)
-	tr := &countingTracer{}
-	pool := tracedPool(t, db, tr)
+	db, pool, tr := setupPipe(t, `x int`)
 
 	tx, err := beginPipelined(ctx, pool, pipeBegin)
 	require.NoError(t, err)
