@@ -62,7 +62,7 @@ func TestRun_KillAndSIGTERMScenariosLoseNothing(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
 	rep, err := Run(ctx, &Config{
-		Files: 40, POIsPerFile: 50, Malformed: 0.02, Kills: 3, SIGTERMs: 2, Seed: 6,
+		Files: 300, POIsPerFile: 50, Malformed: 0.02, Kills: 3, SIGTERMs: 2, Seed: 6,
 		Scenarios:    []string{ScenarioKill, ScenarioSIGTERM},
 		DatabaseURL:  testdb.ServerURL(t),
 		KillDelayMin: 30 * time.Millisecond, KillDelayMax: 150 * time.Millisecond,
@@ -78,8 +78,8 @@ func TestRun_KillAndSIGTERMScenariosLoseNothing(t *testing.T) {
 	require.Equal(t, 3, kill.Kills)
 	require.Zero(t, kill.Lost)
 	require.Zero(t, kill.Duplicated)
-	require.Equal(t, 2000-40, kill.Check.POIsStored)
-	require.Equal(t, 40, kill.Check.FailedPOIRows)
+	require.Equal(t, 15000-300, kill.Check.POIsStored)
+	require.Equal(t, 300, kill.Check.FailedPOIRows)
 	require.Zero(t, kill.Check.JobsRunning)
 
 	term := rep.Results[1]
