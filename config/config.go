@@ -8,7 +8,9 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net"
 	"regexp"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -48,7 +50,7 @@ const (
 // case, and the flag is the key with dashes (see Keys).
 type Config struct {
 	// DatabaseURL is the PostgreSQL connection string. It may hold a password;
-	// print it only through Redacted.
+	// print it only through RedactURL.
 	DatabaseURL string `mapstructure:"database_url"`
 	// DatabaseSchema, when set, is the schema relay's and River's tables live
 	// in (it becomes the connection's search_path). Empty means the default
@@ -138,7 +140,8 @@ type Config struct {
 	// MapReduceTimeout is the default deadline for one agent run.
 	MapReduceTimeout time.Duration `mapstructure:"mapreduce_timeout"`
 	// MapReduceWorkdir is where per-attempt working directories and agent
-	// logs are created (empty: a relay-mapreduce folder in the OS temp dir).
+	// logs are created (empty: a private per-user directory,
+	// agent.DefaultBaseDir: relay/mapreduce in the user's cache directory).
 	MapReduceWorkdir string `mapstructure:"mapreduce_workdir"`
 	// DLQMaxItems caps dead_lettered_items rows per MapReduce job; when full
 	// the oldest 10% are evicted (and the eviction recorded).
@@ -265,10 +268,42 @@ func (c *Config) Validate() error {
 	if c.HealthMaxDeadLetteredItems < 0 {
 		bad("health_max_dead_lettered_items", "%d must not be negative", c.HealthMaxDeadLetteredItems)
 	}
+	if c.HTTPAddr != "" {
+		if err := checkListenAddr(c.HTTPAddr); err != nil {
+			bad("http_addr", "%q %v", c.HTTPAddr, err)
+		}
+	}
 	if c.DLQMaxItems < 10 {
 		bad("dlq_max_items", "%d must be at least 10", c.DLQMaxItems)
 	}
 	return errors.Join(errs...)
+}
+
+// checkListenAddr checks that addr is host:port with a valid port (a number
+// from 0 to 65535 or a service name), so that a typo is a usage error before
+// anything starts rather than a failure to listen after the worker has
+// connected.
+func checkListenAddr(addr string) error {
+	host, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return errors.New("must be host:port, e.g. 127.0.0.1:9090 (port 0 picks a free one)")
+	}
+	if strings.ContainsFunc(host, func(r rune) bool { return r <= ' ' || r == '/' || r == '@' }) {
+		return fmt.Errorf("has an invalid host %q", host)
+	}
+	if port == "" {
+		return errors.New("lacks a port, e.g. 127.0.0.1:9090")
+	}
+	if n, err := strconv.ParseUint(port, 10, 64); err == nil {
+		if n > 65535 {
+			return fmt.Errorf("port %s is out of range (0-65535)", port)
+		}
+		return nil
+	}
+	if _, err := net.LookupPort("tcp", port); err != nil {
+		return fmt.Errorf("port %q is neither a number from 0 to 65535 nor a known service", port)
+	}
+	return nil
 }
 
 // ParseLogLevel maps debug, info, warn and error to slog levels.

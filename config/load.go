@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
+	"slices"
 	"strings"
 	"time"
 
@@ -51,7 +52,7 @@ var usage = map[string]string{
 	"mapreduce_max_retries":          "retries per MapReduce item; dead-lettered after this many + 1 failed attempts",
 	"mapreduce_parallel":             "MapReduce agents run at once by one process",
 	"mapreduce_timeout":              "deadline for one MapReduce agent run",
-	"mapreduce_workdir":              "where MapReduce attempt directories and agent logs go (empty: OS temp dir)",
+	"mapreduce_workdir":              "where MapReduce attempt directories and agent logs go (empty: relay/mapreduce in the user's cache directory, private)",
 	"dlq_max_items":                  "dead_lettered_items kept per MapReduce job; the oldest 10% are evicted when full",
 	"http_addr":                      "worker's /healthz, /readyz and /metrics address, e.g. 127.0.0.1:9090 (empty: off)",
 	"health_max_new_failed_pois":     "above this many new failed_pois rows /readyz reports degraded",
@@ -123,7 +124,30 @@ func RegisterFlags(fs *pflag.FlagSet) {
 // Load reads the configuration: explicitly set flags beat RELAY_* environment
 // variables, which beat the config file (--config), which beats the defaults.
 // lookupEnv is os.LookupEnv in production; tests pass their own.
+//
+// Its errors never show a password of any database_url it read (flag,
+// environment, config file, or a misspelt key of the file), however a
+// library quoted it.
 func Load(fs *pflag.FlagSet, lookupEnv func(string) (string, bool)) (*Config, error) {
+	red := NewRedactor()
+	cfg, err := load(fs, lookupEnv, red)
+	if err != nil {
+		return nil, &redactedError{msg: red.Redact(err.Error()), err: err}
+	}
+	return cfg, nil
+}
+
+// redactedError is an error whose message has its passwords hidden; Unwrap
+// keeps the original chain for errors.Is and errors.As.
+type redactedError struct {
+	msg string
+	err error
+}
+
+func (e *redactedError) Error() string { return e.msg }
+func (e *redactedError) Unwrap() error { return e.err }
+
+func load(fs *pflag.FlagSet, lookupEnv func(string) (string, bool), red *Redactor) (*Config, error) {
 	v := viper.New()
 	def := reflect.ValueOf(Default()).Elem()
 	t := def.Type()
@@ -135,7 +159,19 @@ func Load(fs *pflag.FlagSet, lookupEnv func(string) (string, bool)) (*Config, er
 		if path, _ := fs.GetString("config"); path != "" {
 			v.SetConfigFile(path)
 			if err := v.ReadInConfig(); err != nil {
-				return nil, fmt.Errorf("error reading config file %q: %w", path, err)
+				return nil, fmt.Errorf("error reading config file %q: %w", path, errors.New(Redact(err.Error())))
+			}
+			// Whatever happens next, errors must not show this password,
+			// nor one under a misspelt key.
+			for _, k := range v.AllKeys() {
+				if k == "database_url" || !slices.Contains(Keys(), k) {
+					red.Add(v.GetString(k))
+				}
+			}
+			// Only defaults and the file are loaded yet, so any key
+			// beyond the defaults' is the file's own.
+			if err := checkKeys(path, v.AllKeys()); err != nil {
+				return nil, err
 			}
 		}
 	}
@@ -144,6 +180,9 @@ func Load(fs *pflag.FlagSet, lookupEnv func(string) (string, bool)) (*Config, er
 	for i := range t.NumField() {
 		key := t.Field(i).Tag.Get("mapstructure")
 		if val, ok := lookupEnv(EnvPrefix + "_" + strings.ToUpper(key)); ok {
+			if key == "database_url" {
+				red.Add(val)
+			}
 			v.Set(key, val)
 		}
 	}
@@ -151,6 +190,9 @@ func Load(fs *pflag.FlagSet, lookupEnv func(string) (string, bool)) (*Config, er
 		for i := range t.NumField() {
 			key := t.Field(i).Tag.Get("mapstructure")
 			if f := fs.Lookup(strings.ReplaceAll(key, "_", "-")); f != nil && f.Changed {
+				if key == "database_url" {
+					red.Add(f.Value.String())
+				}
 				v.Set(key, f.Value.String())
 			}
 		}
@@ -163,4 +205,96 @@ func Load(fs *pflag.FlagSet, lookupEnv func(string) (string, bool)) (*Config, er
 		return nil, err
 	}
 	return cfg, nil
+}
+
+// Keys lists every configuration key (config file keys) in struct order.
+func Keys() []string {
+	t := reflect.TypeFor[Config]()
+	out := make([]string, 0, t.NumField())
+	for i := range t.NumField() {
+		out = append(out, t.Field(i).Tag.Get("mapstructure"))
+	}
+	return out
+}
+
+// checkKeys returns an error naming every key of the config file at path
+// that relay does not know, with the closest known key: a typo such as
+// databse_url would otherwise be ignored silently and the default used.
+func checkKeys(path string, keys []string) error {
+	known := Keys()
+	var errs []error
+	for _, k := range keys {
+		if slices.Contains(known, k) {
+			continue
+		}
+		msg := fmt.Sprintf("config file %q: unknown key %q", path, k)
+		if s := closest(k, known); s != "" {
+			msg += fmt.Sprintf(" (did you mean %q?)", s)
+		}
+		errs = append(errs, errors.New(msg))
+	}
+	return errors.Join(errs...)
+}
+
+// UnknownEnv returns a warning for every RELAY_* variable in environ (as
+// os.Environ gives it) that is not a configuration key's nor one of
+// alsoKnown (variables relay sets for others, such as a MapReduce agent's
+// RELAY_JOB_ID). The environment is shared with other programs, so these
+// are warnings, not errors.
+func UnknownEnv(environ []string, alsoKnown ...string) []string {
+	var envs []string
+	for _, k := range Keys() {
+		envs = append(envs, EnvPrefix+"_"+strings.ToUpper(k))
+	}
+	var out []string
+	for _, kv := range environ {
+		name, _, _ := strings.Cut(kv, "=")
+		if !strings.HasPrefix(name, EnvPrefix+"_") || slices.Contains(envs, name) || slices.Contains(alsoKnown, name) {
+			continue
+		}
+		msg := fmt.Sprintf("unknown environment variable %s is ignored", name)
+		if s := closest(name, envs); s != "" {
+			msg += fmt.Sprintf(" (did you mean %s?)", s)
+		}
+		out = append(out, msg)
+	}
+	slices.Sort(out)
+	return out
+}
+
+// closest returns the candidate nearest to s by edit distance, or "" when
+// none is near enough to be a plausible typo.
+func closest(s string, candidates []string) string {
+	best, bestD := "", -1
+	for _, c := range candidates {
+		d := editDistance(strings.ToLower(strings.ReplaceAll(s, "-", "_")), strings.ToLower(c))
+		if bestD < 0 || d < bestD {
+			best, bestD = c, d
+		}
+	}
+	if bestD < 0 || bestD > 3 || 3*bestD > len(best) {
+		return ""
+	}
+	return best
+}
+
+// editDistance is the Levenshtein distance between a and b (bytes).
+func editDistance(a, b string) int {
+	prev := make([]int, len(b)+1)
+	cur := make([]int, len(b)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		cur[0] = i
+		for j := 1; j <= len(b); j++ {
+			cost := 1
+			if a[i-1] == b[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+		}
+		prev, cur = cur, prev
+	}
+	return prev[len(b)]
 }

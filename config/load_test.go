@@ -1,6 +1,7 @@
 package config_test
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -97,5 +98,69 @@ func TestSettings_EveryKeyHasHelpAndAFlag(t *testing.T) {
 		require.NotEmpty(t, s.Usage, "key %s has no help text", s.Key)
 		require.True(t, strings.HasPrefix(s.Env, "RELAY_"))
 		require.NotNil(t, fs.Lookup(strings.TrimPrefix(s.Flag, "--")), "no flag for %s", s.Key)
+	}
+}
+
+// A misspelt key in a config file was silently ignored, and the default
+// used instead: every unknown key is an error naming it and the closest
+// known key.
+func TestLoad_UnknownConfigFileKeysAreErrors(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	for name, tc := range map[string]struct {
+		body string
+		want []string
+	}{
+		"relay.yaml": {"databse_url: postgres://adv_pw:T4po#Secret@db/relay\nworker_concurrency: 3\n",
+			[]string{`unknown key "databse_url" (did you mean "database_url"?)`}},
+		"relay.toml": {"worker-concurrency = 3\nlog_levl = \"debug\"\n",
+			[]string{`unknown key "worker-concurrency" (did you mean "worker_concurrency"?)`, `unknown key "log_levl" (did you mean "log_level"?)`}},
+		"relay.json": {`{"database": {"url": "postgres://db/relay"}, "something_else": 1}`,
+			[]string{`unknown key "database.url"`, `unknown key "something_else"`}},
+	} {
+		file := filepath.Join(dir, name)
+		require.NoError(t, os.WriteFile(file, []byte(tc.body), 0o600))
+		_, err := config.Load(flags(t, "--config", file), envOf(nil))
+		require.Error(t, err, name)
+		for _, w := range tc.want {
+			require.Contains(t, err.Error(), w, name)
+		}
+		require.Contains(t, err.Error(), file)
+		require.NotContains(t, err.Error(), "T4po", "the value is not printed")
+	}
+
+	file := filepath.Join(dir, "good.yaml")
+	require.NoError(t, os.WriteFile(file, []byte("DATABASE_URL: postgres://db/relay\nworker_concurrency: 3\n"), 0o600))
+	cfg, err := config.Load(flags(t, "--config", file), envOf(nil))
+	require.NoError(t, err, "keys are case-insensitive")
+	require.Equal(t, 3, cfg.WorkerConcurrency)
+}
+
+// The environment is shared with other programs, so unknown RELAY_*
+// variables only give warnings, and those relay sets for MapReduce agents
+// are not unknown.
+func TestUnknownEnv_WarnsAboutMisspeltVariables(t *testing.T) {
+	t.Parallel()
+	got := config.UnknownEnv([]string{
+		"RELAY_DATABSE_URL=postgres://x", "RELAY_DATABASE_URL=postgres://y", "RELAY_JOB_ID=7", "PATH=/bin", "RELAY_WHATEVER=1",
+	}, "RELAY_JOB_ID")
+	require.Equal(t, []string{
+		"unknown environment variable RELAY_DATABSE_URL is ignored (did you mean RELAY_DATABASE_URL?)",
+		"unknown environment variable RELAY_WHATEVER is ignored",
+	}, got)
+}
+
+// A bad --http-addr failed only when the worker listened, after connecting
+// to the database, and exited 1: it is a validation error (a usage error).
+func TestLoad_HTTPAddrMustBeHostPort(t *testing.T) {
+	t.Parallel()
+	for _, bad := range []string{"nonsense", ":99999", "127.0.0.1", "127.0.0.1:", "localhost:no-such-service", "a b:80", "http://127.0.0.1:9090"} {
+		_, err := config.Load(flags(t, "--http-addr", bad), envOf(nil))
+		require.ErrorContains(t, err, "invalid http_addr", bad)
+		require.ErrorContains(t, err, fmt.Sprintf("%q", bad))
+	}
+	for _, good := range []string{"", "127.0.0.1:9090", ":0", "[::1]:9090", "localhost:9090", "0.0.0.0:65535"} {
+		_, err := config.Load(flags(t, "--http-addr", good), envOf(nil))
+		require.NoError(t, err, good)
 	}
 }

@@ -415,6 +415,15 @@ func (s *Store) Analyze(ctx context.Context, f Filter, top int) (*Analysis, erro
 // exportPage is how many rows Export reads per query.
 const exportPage = 2000
 
+// exportPageSize is how many rows the next page of an export with limit (0:
+// none) reads after n rows: 0 when the export is done.
+func exportPageSize(limit, n int64) int64 {
+	if limit > 0 {
+		return max(min(exportPage, limit-n), 0)
+	}
+	return exportPage
+}
+
 // Export calls fn for every row matching f, in id order, with every column,
 // reading the table in pages by id (each page its own short query) so that a
 // million rows are never in memory and no statement runs for long. limit
@@ -425,11 +434,8 @@ func (s *Store) Export(ctx context.Context, f Filter, limit int64, fn func(*Reco
 	}
 	var n, after int64
 	for {
-		page := int64(exportPage)
-		if limit > 0 {
-			page = min(page, limit-n)
-		}
-		if page <= 0 {
+		page := exportPageSize(limit, n)
+		if page == 0 {
 			return n, nil
 		}
 		a := &queryArgs{}

@@ -2,11 +2,10 @@ package deadletter
 
 import (
 	"context"
-	"encoding/csv"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -52,9 +51,9 @@ func scanItem(row pgx.Row) (*DeadLetteredItem, error) {
 type ItemFilter struct {
 	JobID        string
 	EligibleOnly bool
-	// After and Before bound last_attempt (After inclusive, Before
+	// Since and Until bound last_attempt (Since inclusive, Until
 	// exclusive); zero means unbounded.
-	After, Before time.Time
+	Since, Until time.Time
 	// IncludeReprocessed also selects rows already reprocessed.
 	IncludeReprocessed bool
 }
@@ -73,11 +72,11 @@ func (f ItemFilter) where() (string, []any) {
 	if f.EligibleOnly {
 		conds = append(conds, "reprocess_eligible")
 	}
-	if !f.After.IsZero() {
-		add("last_attempt >= ?", f.After)
+	if !f.Since.IsZero() {
+		add("last_attempt >= ?", f.Since)
 	}
-	if !f.Before.IsZero() {
-		add("last_attempt < ?", f.Before)
+	if !f.Until.IsZero() {
+		add("last_attempt < ?", f.Until)
 	}
 	if !f.IncludeReprocessed {
 		conds = append(conds, "status <> 'reprocessed'")
@@ -261,8 +260,8 @@ type ItemHourCount struct {
 type ItemAnalysis struct {
 	JobID         string          `json:"job_id,omitempty"`
 	GeneratedAt   time.Time       `json:"generated_at"`
-	After         *time.Time      `json:"after,omitempty"`
-	Before        *time.Time      `json:"before,omitempty"`
+	Since         *time.Time      `json:"since,omitempty"`
+	Until         *time.Time      `json:"until,omitempty"`
 	TotalItems    int             `json:"total_items"`
 	PatternGroups []PatternGroup  `json:"pattern_groups"`
 	ErrorTypes    []TypeCount     `json:"error_types"`
@@ -272,15 +271,15 @@ type ItemAnalysis struct {
 // MaxPatternGroups caps the groups Analyze returns (largest first).
 const MaxPatternGroups = 50
 
-// Analyze groups the items matching f and records an analysis_generated
-// event. Sample items are item ids, or job/item when f spans jobs.
-func (s *ItemStore) Analyze(ctx context.Context, f ItemFilter, actor string) (*ItemAnalysis, error) {
+// Analyze groups the items matching f. It only reads: no audit event.
+// Sample items are item ids, or job/item when f spans jobs.
+func (s *ItemStore) Analyze(ctx context.Context, f ItemFilter) (*ItemAnalysis, error) {
 	a := &ItemAnalysis{JobID: f.JobID, GeneratedAt: time.Now().UTC(), PatternGroups: []PatternGroup{}, Temporal: []ItemHourCount{}}
-	if !f.After.IsZero() {
-		a.After = &f.After
+	if !f.Since.IsZero() {
+		a.Since = &f.Since
 	}
-	if !f.Before.IsZero() {
-		a.Before = &f.Before
+	if !f.Until.IsZero() {
+		a.Until = &f.Until
 	}
 	where, args := f.where()
 	sample := "job_id || '/' || item_id"
@@ -353,101 +352,52 @@ func (s *ItemStore) Analyze(ctx context.Context, f ItemFilter, actor string) (*I
 	if err := rows.Err(); err != nil {
 		return nil, fmt.Errorf("error analysing dead-lettered items: %w", err)
 	}
-	details := map[string]any{"job_id": f.JobID, "pattern_count": len(a.PatternGroups), "total_items": a.TotalItems}
-	if err := s.RecordEvent(ctx, actor, EventAnalysisGenerated, a.TotalItems, details); err != nil {
-		return nil, err
-	}
 	return a, nil
 }
 
-// ItemExportFormats are the formats Export writes.
-var ItemExportFormats = []string{"json", "csv"}
-
-// itemCSVHeader is the CSV export's header: one row per item, the last failure
-// flattened, item_data as JSON text.
-var itemCSVHeader = []string{"job_id", "item_id", "status", "error_type", "exit_code", "failure_count", "error_signature",
-	"last_error_message", "first_attempt", "last_attempt", "dead_lettered_at", "reprocess_eligible",
-	"manual_review_required", "log_location", "worktree_path", "item_data"}
-
-// Export writes every item matching f to w as a JSON array (full rows,
-// failure history included) or CSV, streaming, and returns how many.
-func (s *ItemStore) Export(ctx context.Context, w io.Writer, f ItemFilter, format string) (int, error) {
-	if format != "json" && format != "csv" {
-		return 0, fmt.Errorf("unknown export format %q (valid: json, csv)", format)
-	}
+// Export calls fn for every item matching f, ordered by job and id, with
+// every column, reading the table in pages (each page its own short query,
+// as Store.Export does) so that a large DLQ is never in memory and no
+// statement runs for long. limit caps the items (0: all). It returns how
+// many items fn accepted.
+func (s *ItemStore) Export(ctx context.Context, f ItemFilter, limit int64, fn func(*DeadLetteredItem) error) (int64, error) {
 	where, args := f.where()
-	rows, err := s.pool.Query(ctx, `SELECT `+itemColumns+` FROM dead_lettered_items WHERE `+where+` ORDER BY job_id, id`, args...)
-	if err != nil {
-		return 0, fmt.Errorf("error exporting dead-lettered items: %w", err)
-	}
-	defer rows.Close()
 	var (
-		n  int
-		cw *csv.Writer
+		n        int64
+		afterJob string
+		afterID  int64
 	)
-	if format == "csv" {
-		cw = csv.NewWriter(w)
-		if err := cw.Write(itemCSVHeader); err != nil {
-			return 0, err
+	for {
+		page := exportPageSize(limit, n)
+		if page == 0 {
+			return n, nil
 		}
-	} else if _, err := io.WriteString(w, "["); err != nil {
-		return 0, err
-	}
-	for rows.Next() {
-		it, err := scanItem(rows)
+		pageArgs := append(slices.Clip(args), afterJob, afterID, page)
+		k := len(args)
+		rows, err := s.pool.Query(ctx, `SELECT `+itemColumns+` FROM dead_lettered_items WHERE `+where+
+			fmt.Sprintf(` AND (job_id, id) > ($%d, $%d) ORDER BY job_id, id LIMIT $%d`, k+1, k+2, k+3), pageArgs...)
 		if err != nil {
 			return n, fmt.Errorf("error exporting dead-lettered items: %w", err)
 		}
-		if cw != nil {
-			if err := cw.Write(itemCSVRecord(it)); err != nil {
-				return n, err
+		var got int64
+		for rows.Next() {
+			it, err := scanItem(rows)
+			if err == nil {
+				err = fn(it)
 			}
-		} else {
-			b, err := json.MarshalIndent(it, "  ", "  ")
 			if err != nil {
-				return n, err
+				rows.Close()
+				return n, fmt.Errorf("error exporting dead-lettered item: %w", err)
 			}
-			sep := ",\n  "
-			if n == 0 {
-				sep = "\n  "
-			}
-			if _, err := io.WriteString(w, sep+string(b)); err != nil {
-				return n, err
-			}
+			n, got, afterJob, afterID = n+1, got+1, it.JobID, it.ID
 		}
-		n++
+		if err := rows.Err(); err != nil {
+			return n, fmt.Errorf("error exporting dead-lettered items: %w", err)
+		}
+		if got < page {
+			return n, nil
+		}
 	}
-	if err := rows.Err(); err != nil {
-		return n, fmt.Errorf("error exporting dead-lettered items: %w", err)
-	}
-	if cw != nil {
-		cw.Flush()
-		return n, cw.Error()
-	}
-	end := "\n]\n"
-	if n == 0 {
-		end = "]\n"
-	}
-	_, err = io.WriteString(w, end)
-	return n, err
-}
-
-func itemCSVRecord(it *DeadLetteredItem) []string {
-	exit, msg, logLoc, worktree := "", "", "", ""
-	if it.ExitCode != nil {
-		exit = strconv.Itoa(*it.ExitCode)
-	}
-	if last := it.LastFailure(); last != nil {
-		msg, logLoc = last.ErrorMessage, last.LogLocation
-	}
-	if it.WorktreeArtifacts != nil {
-		worktree = it.WorktreeArtifacts.WorktreePath
-	}
-	ts := func(t time.Time) string { return t.UTC().Format(time.RFC3339Nano) }
-	return []string{it.JobID, it.ItemID, string(it.Status), string(it.ErrorType), exit, strconv.Itoa(it.FailureCount),
-		it.ErrorSignature, msg, ts(it.FirstAttempt), ts(it.LastAttempt), ts(it.DeadLetteredAt),
-		strconv.FormatBool(it.ReprocessEligible), strconv.FormatBool(it.ManualReviewRequired), logLoc, worktree,
-		string(it.ItemData)}
 }
 
 // CountOlderThan counts the items a Purge with the same arguments would delete.

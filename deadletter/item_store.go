@@ -17,13 +17,13 @@ import (
 // first_attempt first, when the job goes over its max_items.
 const EvictionPercent = 10
 
-// The actions recorded in dead_letter_events for dead_lettered_items.
+// The actions recorded in dead_letter_events for dead_lettered_items. Only
+// writes are recorded: reading the DLQ (list, analyze, export) is not.
 const (
-	EventItemAdded         = "item_added"
-	EventItemRemoved       = "item_removed"
-	EventItemsReprocessed  = "items_reprocessed"
-	EventItemsEvicted      = "items_evicted"
-	EventAnalysisGenerated = "analysis_generated"
+	EventItemAdded        = "item_added"
+	EventItemRemoved      = "item_removed"
+	EventItemsReprocessed = "items_reprocessed"
+	EventItemsEvicted     = "items_evicted"
 )
 
 // ErrItemNotFound is returned when no dead_lettered_items row matches.

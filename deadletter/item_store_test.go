@@ -118,3 +118,45 @@ func TestItemStore_ReDeadLetterAppendsHistoryAndResolveLeavesDLQ(t *testing.T) {
 func newBenchStore(tb testing.TB, db *testdb.DB) *deadletter.ItemStore {
 	return deadletter.NewItemStore(db.Pool, slog.New(slog.DiscardHandler))
 }
+
+// Export reads the DLQ in pages ordered by job and id: every item once, in
+// order, across page boundaries and jobs; limit stops it early; reprocessed
+// items have left the DLQ. Analyze only reads.
+func TestItemStore_ExportStreamsInPagesAndAnalyzeOnlyReads(t *testing.T) {
+	t.Parallel()
+	db := testdb.New(t)
+	ctx := context.Background()
+	store := deadletter.NewItemStore(db.Pool, slog.New(slog.DiscardHandler))
+	_, err := db.Pool.Exec(ctx, `
+		INSERT INTO dead_lettered_items (job_id, item_id, item_data, first_attempt, last_attempt, failure_count)
+		SELECT CASE WHEN i % 2 = 0 THEN 'a' ELSE 'b' END, 'i' || i, '{}', now(), now(), 1
+		FROM generate_series(1, 4501) AS i;
+		UPDATE dead_lettered_items SET status = 'reprocessed' WHERE item_id = 'i7'`)
+	require.NoError(t, err)
+
+	var got []string
+	n, err := store.Export(ctx, deadletter.ItemFilter{}, 0, func(it *deadletter.DeadLetteredItem) error {
+		got = append(got, it.JobID+"/"+it.ItemID)
+		return nil
+	})
+	require.NoError(t, err)
+	require.EqualValues(t, 4500, n)
+	require.Len(t, got, 4500)
+	require.Equal(t, "a/i2", got[0])
+	require.Equal(t, "b/i1", got[2250], "job a's 2250 items first, then job b's")
+	require.NotContains(t, got, "b/i7")
+	seen := map[string]bool{}
+	for _, g := range got {
+		require.False(t, seen[g], "%s exported twice", g)
+		seen[g] = true
+	}
+
+	n, err = store.Export(ctx, deadletter.ItemFilter{JobID: "b"}, 2001, func(*deadletter.DeadLetteredItem) error { return nil })
+	require.NoError(t, err)
+	require.EqualValues(t, 2001, n)
+
+	an, err := store.Analyze(ctx, deadletter.ItemFilter{JobID: "a"})
+	require.NoError(t, err)
+	require.Equal(t, 2250, an.TotalItems)
+	require.Zero(t, testdb.Count(t, db.Pool, `SELECT count(*) FROM dead_letter_events`), "analyze records no event")
+}

@@ -13,6 +13,7 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/jackc/pgx/v5/stdlib"
 	"github.com/pressly/goose/v3"
@@ -37,7 +38,11 @@ type Migrator struct {
 	pool     *pgxpool.Pool
 	db       *sql.DB
 	provider *goose.Provider
-	logger   *slog.Logger
+	// newProvider builds a fresh provider: goose checks for its version
+	// table once per provider, so DropVersionTable replaces it.
+	newProvider func() (*goose.Provider, error)
+	logger      *slog.Logger
+	lockID      int64
 }
 
 // Status is one migration's state.
@@ -70,18 +75,24 @@ func New(pool *pgxpool.Pool, schema string, logger *slog.Logger) (*Migrator, err
 	if err != nil {
 		return nil, fmt.Errorf("error creating migration locker: %w", err)
 	}
-	river := riverMigration(pool, schema, logger)
-	provider, err := goose.NewProvider(goose.DialectPostgres, db, sqlFiles,
-		goose.WithDisableGlobalRegistry(true),
-		goose.WithGoMigrations(river),
-		goose.WithTableName(TableName),
-		goose.WithSessionLocker(locker),
-	)
+	newProvider := func() (*goose.Provider, error) {
+		provider, err := goose.NewProvider(goose.DialectPostgres, db, sqlFiles,
+			goose.WithDisableGlobalRegistry(true),
+			goose.WithGoMigrations(riverMigration(pool, schema, logger)),
+			goose.WithTableName(TableName),
+			goose.WithSessionLocker(locker),
+		)
+		if err != nil {
+			return nil, fmt.Errorf("error building migration provider: %w", err)
+		}
+		return provider, nil
+	}
+	provider, err := newProvider()
 	if err != nil {
 		_ = db.Close()
-		return nil, fmt.Errorf("error building migration provider: %w", err)
+		return nil, err
 	}
-	return &Migrator{pool: pool, db: db, provider: provider, logger: logger}, nil
+	return &Migrator{pool: pool, db: db, provider: provider, newProvider: newProvider, logger: logger, lockID: lockID}, nil
 }
 
 // Close releases the migrator's database handle (not the pool).
@@ -112,6 +123,123 @@ func (m *Migrator) Down(ctx context.Context) ([]Result, error) {
 func (m *Migrator) DownTo(ctx context.Context, version int64) ([]Result, error) {
 	res, err := m.provider.DownTo(ctx, version)
 	return m.results(res, "down", err)
+}
+
+// Version returns the highest version applied (0 when none).
+func (m *Migrator) Version(ctx context.Context) (int64, error) {
+	v, err := m.provider.GetDBVersion(ctx)
+	if err != nil {
+		return 0, fmt.Errorf("error reading the schema version: %w", err)
+	}
+	return v, nil
+}
+
+// Latest returns the highest version this build has a migration for.
+func (m *Migrator) Latest() int64 {
+	var v int64
+	for _, s := range m.provider.ListSources() {
+		v = max(v, s.Version)
+	}
+	return v
+}
+
+// Known reports whether this build has a migration with version.
+func (m *Migrator) Known(version int64) bool {
+	for _, s := range m.provider.ListSources() {
+		if s.Version == version {
+			return true
+		}
+	}
+	return false
+}
+
+// PlanDown returns the applied migrations above target, newest first, with
+// what rolling each back destroys (DownEffects). It changes nothing;
+// DownTo(ctx, target) carries the plan out.
+func (m *Migrator) PlanDown(ctx context.Context, target int64) ([]Rollback, error) {
+	st, err := m.Status(ctx)
+	if err != nil {
+		return nil, err
+	}
+	var out []Rollback
+	for _, s := range st {
+		if s.Applied && s.Version > target {
+			out = append(out, Rollback{Version: s.Version, Source: s.Source, Effect: DownEffectOf(s.Version)})
+		}
+	}
+	sortRollbacks(out)
+	return out, nil
+}
+
+// RowCountLimit is where RowCounts stops counting a table's rows.
+const RowCountLimit = 100_000
+
+// RowCounts counts the rows of each of tables that exists in the search
+// path, stopping at limit: a count equal to limit means "limit or more". It
+// reads at most limit rows per table, so it is cheap on big tables and exact
+// on small ones. A view counts too (relationships is a view over
+// poi_references from migration 8 on; rolling 8 back turns its rows into a
+// table's). Names that are neither are left out.
+func (m *Migrator) RowCounts(ctx context.Context, tables []string, limit int64) (map[string]int64, error) {
+	out := make(map[string]int64, len(tables))
+	for _, t := range tables {
+		ident := pgx.Identifier{t}.Sanitize()
+		var exists bool
+		if err := m.pool.QueryRow(ctx, `SELECT EXISTS (SELECT FROM pg_class WHERE oid = to_regclass($1) AND relkind IN ('r', 'p', 'v'))`,
+			ident).Scan(&exists); err != nil {
+			return nil, fmt.Errorf("error looking up table %s: %w", t, err)
+		}
+		if !exists {
+			continue
+		}
+		var n int64
+		if err := m.pool.QueryRow(ctx, `SELECT count(*) FROM (SELECT FROM `+ident+` LIMIT $1) s`, limit).Scan(&n); err != nil {
+			return nil, fmt.Errorf("error counting the rows of %s: %w", t, err)
+		}
+		out[t] = n
+	}
+	return out, nil
+}
+
+// DropVersionTable drops goose's version table once no migration is
+// applied, so that a rollback of everything leaves nothing of relay behind.
+// It holds the migration lock while it checks and drops, and does nothing
+// when the table does not exist.
+func (m *Migrator) DropVersionTable(ctx context.Context) error {
+	conn, err := m.pool.Acquire(ctx)
+	if err != nil {
+		return fmt.Errorf("error acquiring a connection: %w", err)
+	}
+	defer conn.Release()
+	if _, err := conn.Exec(ctx, `SELECT pg_advisory_lock($1)`, m.lockID); err != nil {
+		return fmt.Errorf("error taking the migration lock: %w", err)
+	}
+	defer func() { _, _ = conn.Exec(context.WithoutCancel(ctx), `SELECT pg_advisory_unlock($1)`, m.lockID) }()
+	ident := pgx.Identifier{TableName}.Sanitize()
+	var exists bool
+	if err := conn.QueryRow(ctx, `SELECT to_regclass($1) IS NOT NULL`, ident).Scan(&exists); err != nil {
+		return fmt.Errorf("error looking up %s: %w", TableName, err)
+	}
+	if !exists {
+		return nil
+	}
+	var applied int64
+	if err := conn.QueryRow(ctx, `SELECT count(*) FROM `+ident+` WHERE version_id <> 0`).Scan(&applied); err != nil {
+		return fmt.Errorf("error reading %s: %w", TableName, err)
+	}
+	if applied > 0 {
+		return fmt.Errorf("error dropping %s: %d migrations are still applied", TableName, applied)
+	}
+	if _, err := conn.Exec(ctx, `DROP TABLE `+ident); err != nil {
+		return fmt.Errorf("error dropping %s: %w", TableName, err)
+	}
+	m.logger.Info("migration version table dropped", slog.String("table", TableName))
+	provider, err := m.newProvider()
+	if err != nil {
+		return err
+	}
+	m.provider = provider
+	return nil
 }
 
 // Status lists every migration with whether it is applied.

@@ -203,7 +203,9 @@ func TestPublishTx_RepublishReplacesWithoutDuplicating(t *testing.T) {
 	var args outbox.ResolveFileArgs
 	require.NoError(t, json.Unmarshal(raw, &args))
 	require.Equal(t, r3.Version, args.FileVersion)
-	require.ElementsMatch(t, []string{"f2", "f3", "f4", "renamed"}, args.ChangedNames)
+	// The names, and the ids of the POIs gone (targetId references name
+	// them); a renamed POI keeps its id.
+	require.ElementsMatch(t, []string{"f2", "f3", "f4", "renamed", "id:src/a.js#3", "id:src/a.js#4"}, args.ChangedNames)
 }
 
 func TestPublishTx_InvalidPOIsTravelButStayOutOfSymbolTable(t *testing.T) {

@@ -9,16 +9,19 @@ import (
 	"github.com/relay-dev/relay/resolver"
 )
 
-// upsertSymbolsSQL adds or updates symbols ($1-$5 the POIs' ids, files,
-// names, types and line numbers). An id owned by another file is left alone
-// (the caller checks), and an unchanged row is not rewritten.
+// upsertSymbolsSQL adds or updates symbols ($1-$6 the POIs' ids, files,
+// names, types, line numbers and symbols, ” for none). An id owned by
+// another file is left alone (the caller checks), and an unchanged row is
+// not rewritten.
 const upsertSymbolsSQL = `
-	INSERT INTO pois (poi_id, file_id, name, type, line_number)
-	SELECT id, file, name, type, line FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::int[]) AS u(id, file, name, type, line)
+	INSERT INTO pois (poi_id, file_id, name, type, line_number, symbol)
+	SELECT id, file, name, type, line, nullif(symbol, '')
+	FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::int[], $6::text[]) AS u(id, file, name, type, line, symbol)
 	ON CONFLICT (poi_id) DO UPDATE
-		SET name = excluded.name, type = excluded.type, line_number = excluded.line_number
+		SET name = excluded.name, type = excluded.type, line_number = excluded.line_number, symbol = excluded.symbol
 		WHERE pois.file_id = excluded.file_id
-		  AND (pois.name, pois.type, pois.line_number) IS DISTINCT FROM (excluded.name, excluded.type, excluded.line_number)`
+		  AND (pois.name, pois.type, pois.line_number, pois.symbol)
+		      IS DISTINCT FROM (excluded.name, excluded.type, excluded.line_number, excluded.symbol)`
 
 // UpsertSymbolsTx puts syms into the symbol table as POIs of fileID,
 // creating the file's row if it has none, without touching the file's other
@@ -33,10 +36,12 @@ func UpsertSymbolsTx(ctx context.Context, tx pgx.Tx, fileID string, syms []resol
 	}
 	n := len(syms)
 	ids, files, names, types, lines := make([]string, n), make([]string, n), make([]string, n), make([]string, n), make([]int32, n)
+	symbols := make([]string, n)
 	for i, p := range syms {
 		ids[i], files[i], names[i], types[i], lines[i] = p.ID, fileID, p.Name, p.Type, int32(p.LineNumber)
+		symbols[i] = p.Symbol
 	}
-	if _, err := tx.Exec(ctx, upsertSymbolsSQL, ids, files, names, types, lines); err != nil {
+	if _, err := tx.Exec(ctx, upsertSymbolsSQL, ids, files, names, types, lines, symbols); err != nil {
 		return fmt.Errorf("error recording symbols of file %q: %w", fileID, err)
 	}
 	return nil

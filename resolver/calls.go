@@ -7,11 +7,20 @@ import (
 
 // extractCalls adds the CALLS references of a function, method or class POI.
 func extractCalls(ctx context.Context, p POI, refs *refSet) error {
+	lang := languageOf(p.FilePath)
+	code := p.RawCode
+	if lang == langPython {
+		code = pythonOwnCode(code)
+	}
 	s := callScanner{
-		z:          newTokenizer(ctx, p.RawCode),
+		z:          newTokenizer(ctx, code),
 		self:       simpleName(p.Name),
 		headerOpen: true,
+		kw:         keywordsOf(lang),
 		add:        func(name string) { refs.add(Calls, name) },
+	}
+	if lang == langGo {
+		s.goScope = &goScope{}
 	}
 	s.run()
 	return scanError(s.z, p, "calls")
@@ -49,8 +58,13 @@ type callScanner struct {
 	z    *tokenizer
 	self string // the POI's own name, excluded once in the header
 	add  func(name string)
+	kw   map[string]kwKind // the language's keywords
 
-	prev token // the previous token; tokEOF at the start of input
+	// goScope, for Go, tracks declarations and qualifies references.
+	goScope *goScope
+
+	prev token    // the previous token; tokEOF at the start of input
+	hist [5]token // the previous tokens, hist[0] == prev
 
 	// The header is the code before the body starts: before the first "{",
 	// "=>", ":" or ";" outside parentheses and brackets.
@@ -84,6 +98,9 @@ func (s *callScanner) run() {
 			return
 		}
 		s.trackHeader(t)
+		if s.goScope != nil {
+			s.goScope.observe(t, s.parenDepth, s.z, &s.hist)
+		}
 		switch t.kind {
 		case tokIdent:
 			s.ident(t)
@@ -92,6 +109,8 @@ func (s *callScanner) run() {
 		}
 		s.updateState(t)
 		s.prev = t
+		copy(s.hist[1:], s.hist[:len(s.hist)-1])
+		s.hist[0] = t
 	}
 }
 
@@ -131,19 +150,38 @@ func (s *callScanner) ident(t token) {
 	case s.newChain, s.defPending:
 		return
 	case isMemberAccess(s.prev):
+		if s.goScope != nil {
+			s.addRef(s.goScope.member(t.text, &s.hist))
+			return
+		}
 		s.add(t.text)
 		return
-	case keywords[t.text] != kwNone:
+	case s.kw[t.text] != kwNone:
 		return
 	}
-	switch s.context(t) {
+	c := s.context(t)
+	if s.goScope != nil && (c == ctxStatement || c == ctxList) {
+		c = ctxCall // Go defines methods only after func: `if x := f(); g(y) {` calls g
+	}
+	switch c {
 	case ctxCall:
+		if s.goScope != nil {
+			s.addRef(s.goScope.plain(t.text))
+			return
+		}
 		s.add(t.text)
 	case ctxStatement:
 		s.pending = append(s.pending, pendingCall{name: t.text, depth: s.parenDepth, colonOK: true})
 	case ctxList:
 		s.pending = append(s.pending, pendingCall{name: t.text, depth: s.parenDepth})
 	case ctxDecl: // a declared name, not a call
+	}
+}
+
+// addRef adds a reference unless name is empty (not a reference).
+func (s *callScanner) addRef(name string) {
+	if name != "" {
+		s.add(name)
 	}
 }
 
@@ -162,7 +200,7 @@ func (s *callScanner) context(t token) callContext {
 		if t.nlBefore {
 			return ctxStatement
 		}
-		if k := keywords[p.text]; k != kwNone && k != kwModifier {
+		if k := s.kw[p.text]; k != kwNone && k != kwModifier {
 			return ctxCall // return foo(), await foo(), not foo()
 		}
 		return ctxDecl // int add(, String name(, async foo(, get value(
@@ -208,7 +246,7 @@ func (s *callScanner) punct(t token) {
 // updateState tracks definition keywords and new-expressions after token t.
 func (s *callScanner) updateState(t token) {
 	if t.kind == tokIdent {
-		switch keywords[t.text] {
+		switch s.kw[t.text] {
 		case kwDefine:
 			s.defPending, s.newChain = true, false
 		case kwNew:

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
+	"slices"
 	"strings"
 	"unicode/utf8"
 )
@@ -17,6 +18,8 @@ const (
 	fieldFilePath   = "filePath"
 	fieldRawCode    = "rawCode"
 	fieldContext    = "context"
+	fieldSymbol     = "symbol"
+	fieldReferences = "references"
 )
 
 // maxQuotedValue is how many bytes of an offending string value an error message quotes.
@@ -28,13 +31,19 @@ const maxQuotedValue = 40
 // lineNumber must be a non-negative integer that fits in an int32: a JSON number
 // whose value has no fractional part (3 and 3.0 are accepted; 3.5, -1 and "3" are not).
 // filePath, rawCode and context must be strings when present and not null; absent
-// or null they decode as "". Unknown fields are ignored; keys match exactly
+// or null they decode as "". symbol, when present and not null, must be a
+// non-empty string of at most MaxSymbolBytes bytes. references, when present
+// and not null, must be an array (possibly empty: References is then empty,
+// not nil) of objects, each with a type among CALLS, EXTENDS, IMPLEMENTS and
+// IMPORTS and exactly one of symbol and targetId, a non-empty string of at
+// most MaxSymbolBytes bytes. Unknown fields are ignored; keys match exactly
 // (case-sensitively).
 //
 // Every problem with the data, invalid JSON included, is reported as a
 // *ValidationError naming the first field at fault, in the order id, type, name,
-// lineNumber, filePath, rawCode, context. When the id is usable it is set in
-// POIID even if another field is at fault. DecodePOI never panics.
+// lineNumber, filePath, rawCode, context, symbol, references (a reference's
+// field is named with its index: references[2].type). When the id is usable
+// it is set in POIID even if another field is at fault. DecodePOI never panics.
 func DecodePOI(raw []byte) (POI, error) {
 	fields, err := objectFields(raw)
 	if err != nil {
@@ -130,15 +139,104 @@ func validate(fields map[string]json.RawMessage, code bool) (POI, error) {
 		if reason = optionalStringKind(fields, fieldContext); reason != "" {
 			return fail(fieldContext, reason)
 		}
-		return p, nil
+	} else {
+		if p.RawCode, reason = optionalString(fields, fieldRawCode); reason != "" {
+			return fail(fieldRawCode, reason)
+		}
+		if p.Context, reason = optionalString(fields, fieldContext); reason != "" {
+			return fail(fieldContext, reason)
+		}
 	}
-	if p.RawCode, reason = optionalString(fields, fieldRawCode); reason != "" {
-		return fail(fieldRawCode, reason)
+	if v, present := fields[fieldSymbol]; present && jsonKind(v) != 'n' {
+		if p.Symbol, reason = symbolString(v); reason != "" {
+			return fail(fieldSymbol, reason)
+		}
 	}
-	if p.Context, reason = optionalString(fields, fieldContext); reason != "" {
-		return fail(fieldContext, reason)
+	var field string
+	if p.References, field, reason = suppliedReferences(fields[fieldReferences]); reason != "" {
+		return fail(field, reason)
 	}
 	return p, nil
+}
+
+// relTypes are the relationship types a supplied reference may have.
+var relTypes = []RelType{Calls, Extends, Implements, Imports}
+
+// symbolString returns the symbol or target id in v, a non-empty string of
+// at most MaxSymbolBytes bytes, or a reason why it is not one.
+func symbolString(v json.RawMessage) (string, string) {
+	s, ok := asString(v)
+	switch {
+	case !ok:
+		return "", "must be a non-empty string, got " + describe(v)
+	case s == "":
+		return "", "must be a non-empty string, got empty string"
+	case len(s) > MaxSymbolBytes:
+		return "", fmt.Sprintf("is %d bytes, more than the %d-byte limit", len(s), MaxSymbolBytes)
+	}
+	return s, ""
+}
+
+// suppliedReferences decodes the references field v (nil when absent): nil
+// for absent or null, or the references, or the field at fault and why.
+func suppliedReferences(v json.RawMessage) ([]SuppliedReference, string, string) {
+	switch jsonKind(v) {
+	case 0, 'n':
+		return nil, "", ""
+	case '[':
+	default:
+		return nil, fieldReferences, "must be an array, got " + describe(v)
+	}
+	var items []json.RawMessage
+	if err := json.Unmarshal(v, &items); err != nil {
+		// Unreachable for a valid JSON array.
+		return nil, fieldReferences, "is not a valid array: " + err.Error()
+	}
+	refs := make([]SuppliedReference, 0, len(items))
+	for i, item := range items {
+		at := func(f string) string { return fmt.Sprintf("%s[%d]%s", fieldReferences, i, f) }
+		if jsonKind(item) != '{' {
+			return nil, at(""), "must be an object, got " + describe(item)
+		}
+		var m map[string]json.RawMessage
+		if err := json.Unmarshal(item, &m); err != nil {
+			return nil, at(""), "is not a valid object: " + err.Error()
+		}
+		var r SuppliedReference
+		t, present := m["type"]
+		if !present {
+			return nil, at(".type"), "is required"
+		}
+		s, ok := asString(t)
+		if !ok {
+			return nil, at(".type"), "must be one of CALLS, EXTENDS, IMPLEMENTS, IMPORTS, got " + describe(t)
+		}
+		r.Type = RelType(s)
+		if !slices.Contains(relTypes, r.Type) {
+			return nil, at(".type"), quoteTruncated(s) + " is not one of CALLS, EXTENDS, IMPLEMENTS, IMPORTS"
+		}
+		sym, hasSym := m["symbol"]
+		tid, hasTID := m["targetId"]
+		hasSym = hasSym && jsonKind(sym) != 'n'
+		hasTID = hasTID && jsonKind(tid) != 'n'
+		var reason string
+		switch {
+		case hasSym && hasTID:
+			return nil, at(""), "must have exactly one of symbol and targetId, got both"
+		case hasSym:
+			if r.Symbol, reason = symbolString(sym); reason != "" {
+				return nil, at(".symbol"), reason
+			}
+		case hasTID:
+			if r.TargetID, reason = symbolString(tid); reason != "" {
+				return nil, at(".targetId"), reason
+			}
+		default:
+			return nil, at(""), "must have exactly one of symbol and targetId, got neither"
+		}
+		refs = append(refs, r)
+	}
+	return refs, "", ""
 }
 
 // Peek returns the id and filePath of a raw POI when they are JSON strings,

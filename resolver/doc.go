@@ -8,6 +8,30 @@
 // DecodePOI turns one raw JSON POI into a POI or a *ValidationError that names
 // the field at fault; Peek reads just the id and filePath.
 //
+// # Analyzer-supplied references
+//
+// An analyzer that knows a POI's references (a compiler front end, a SCIP or
+// LSIF indexer) sends them with the POI, with the POI's stable fully
+// qualified name:
+//
+//	{"id": "g1", "type": "method_definition", "name": "Get", "filePath": "pkg/cache.go",
+//	 "lineNumber": 12, "rawCode": "func (c *Cache) Get(k string) V { … }",
+//	 "symbol": "example.com/m/pkg.(*Cache).Get",
+//	 "references": [{"type": "CALLS", "symbol": "example.com/m/pkg.hash"},
+//	                {"type": "CALLS", "targetId": "pkg/lru.go:40:touch"}]}
+//
+// Each reference has a type (CALLS, EXTENDS, IMPLEMENTS or IMPORTS) and
+// exactly one of symbol (the target's symbol) and targetId (the target's POI
+// id); DecodePOI rejects anything else, naming the field
+// (`references[2].type "CALLZ" is not one of …`). When references is present,
+// even empty, Extract returns them instead of reading RawCode, named
+// "sym:<symbol>" and "id:<targetId>" (SuppliedReference.Name). Every POI is a
+// candidate for "id:<its id>", and one with a symbol for "sym:<its symbol>"
+// (SuppliedNames); Lookup resolves these names with the name rule below
+// (the target's type must accept the relationship, candidates in the
+// source's file win, no self edges), in every language, without Go's
+// qualifier rules.
+//
 // # Extraction
 //
 // Extract reads a POI's RawCode with a hand-written tokenizer that understands
@@ -51,6 +75,42 @@
 //     `func add(a, b int) int {`, `func (c *Calc) Add(a int) int {`,
 //     `add(a, b) {`, `public int add(int a) {` and `const add = (a, b) => …`,
 //     with decorators or annotations before them.
+//
+// Languages are told apart by FilePath's extension, where their rules differ:
+//
+//   - keywords: Go (.go) and Python (.py) have their own tables, so a Go
+//     function named lock or with, and Python calls of func, map, range,
+//     type, select, delete, lock or new, are calls; any other file uses the
+//     table of all languages above;
+//
+//   - Python: a POI's calls are those of its own body. The bodies of the
+//     functions and classes nested in it (lines indented under a nested def
+//     or class) are left out: a class keeps its decorators, base-class
+//     expressions, class-level statements and its methods' decorators and
+//     default values, not its methods' calls;
+//
+//   - Go: a name followed by "(" at the start of a statement is a call (Go
+//     defines functions only after func), so `if x := f(); g(y) {` calls f
+//     and g. The scanner follows what the POI declares (receiver,
+//     parameters, results, `x := …`, `var x T`, closures' parameters, one
+//     scope for the whole POI) and writes what the call's form says about
+//     its target into the reference's Name:
+//
+//     f()          -> f        a function of the caller's package
+//     q.f()        -> q.f      q not declared in the POI: a function of package q
+//     r.m()        -> ().m     r the method's receiver: a method of the caller's package
+//     x.m()        -> (.).m    x declared with a type of the caller's package
+//     (`x *T`, `x := &T{…}`, `x := newT()`)
+//     x.m()        -> (q).m    x of a type of package q (`x *q.T`, `x := q.New()`),
+//     and q.V.m() with q not declared
+//     x.y.m(), f().m(), local of unknown type -> .m   a method of any package
+//
+//     Not references: builtins and conversions to predeclared types
+//     (len(x), close(ch), string(b)), calls of a declared name (a function
+//     value: fn(x)), and member calls on a value of a predeclared type or
+//     one without methods (`err error`, `[]T`, `map[K]V`, `func(…)`).
+//     Embedded types keep their qualifier: `*io.Reader` gives EXTENDS
+//     io.Reader. TargetName(ref) is the name a reference looks up (Reader).
 //
 // A recursive call in the body is returned; Lookup never resolves a reference
 // to its own POI, so Extract and Lookup together create no self edge.
@@ -113,4 +173,26 @@
 // the name lookup rule: a candidate in the source file wins over candidates
 // elsewhere, and more than one candidate at the deciding level is Ambiguous
 // rather than a guess.
+//
+// A Go source file's CALLS and EXTENDS references follow their form (see
+// Extraction); a package is a directory, named after its last element:
+//
+//   - f (and EXTENDS T): functions (classes, interfaces) of the source's
+//     directory, one of the source file first;
+//   - q.f (EXTENDS q.T): functions (types) of a directory named q; none when
+//     the package is outside the corpus, so io.ReadAll, errors.New and
+//     strings.ToLower no longer link to a tree's ReadAll, New, ToLower. The
+//     corpus's root directory has no name: qualified references never
+//     reach it;
+//   - ().m: methods of the source's directory, one of the source file first
+//     (the receiver's own type is usually declared there);
+//   - (.).m: methods of the source's directory, without file preference;
+//   - (q).m: methods of a directory named q (sync.Mutex's Lock links to
+//     nothing);
+//   - .m: methods anywhere, without file preference.
+//
+// A member call never resolves to a function, a plain call never to a
+// method. ReferenceNames lists the reference names a POI can be the target
+// of (for re-resolution when it is published or removed), ByNameOnly says
+// which files' references use the name-only rule.
 package resolver

@@ -59,6 +59,10 @@ func FuzzDecodePOI(f *testing.F) {
 	f.Add([]byte(`{"id":"a\\\"\n\t\/\b\f\r\u003c","type":"b","name":"c","lineNumber":0,"rawCode":null,"x":true}`))
 	f.Add([]byte("{\"id\":\"a\xff\",\"type\":\"b\",\"name\":\"c\",\"lineNumber\":1,\"context\":\"\\ud800x\"}"))
 
+	f.Add([]byte(`{"id":"a","type":"b","name":"c","lineNumber":1,"symbol":"m/p.(*T).M","references":[{"type":"CALLS","symbol":"m/p.F"},{"type":"EXTENDS","targetId":"b"}]}`))
+	f.Add([]byte(`{"id":"a","type":"b","name":"c","lineNumber":1,"references":[]}`))
+	f.Add([]byte(`{"id":"a","type":"b","name":"c","lineNumber":1,"references":[{"type":"CALLZ","symbol":"\ud800","targetId":null,"type":"CALLS"}]}`))
+
 	f.Fuzz(func(t *testing.T, raw []byte) {
 		// The fast path (scanObject) and encoding/json agree on every input.
 		general, generalErr := decodeGeneral(raw)

@@ -13,7 +13,7 @@ const maxEmbedLineTokens = 16
 // extractInheritance adds the EXTENDS and IMPLEMENTS references of a class or
 // interface POI, read from the first declaration header in its code.
 func extractInheritance(ctx context.Context, p POI, refs *refSet) error {
-	h := inheritanceParser{z: newTokenizer(ctx, p.RawCode), refs: refs}
+	h := inheritanceParser{z: newTokenizer(ctx, p.RawCode), refs: refs, qualify: languageOf(p.FilePath) == langGo}
 	h.run()
 	return scanError(h.z, p, "inheritance")
 }
@@ -22,6 +22,8 @@ func extractInheritance(ctx context.Context, p POI, refs *refSet) error {
 type inheritanceParser struct {
 	z    *tokenizer
 	refs *refSet
+	// qualify: keep a Go embedded type's package qualifier (a .go file).
+	qualify bool
 }
 
 // run finds the first declaration outside any braces, parentheses or brackets
@@ -198,11 +200,11 @@ func (h *inheritanceParser) goEmbeds() {
 	for {
 		t := h.z.next()
 		if t.nlBefore && depth == 1 {
-			line.flush(h.refs)
+			line.flush(h.refs, h.qualify)
 		}
 		switch {
 		case t.kind == tokEOF:
-			line.flush(h.refs)
+			line.flush(h.refs, h.qualify)
 			return
 		case t.isPunct("{"):
 			depth++
@@ -210,12 +212,12 @@ func (h *inheritanceParser) goEmbeds() {
 		case t.isPunct("}"):
 			depth--
 			if depth == 0 {
-				line.flush(h.refs)
+				line.flush(h.refs, h.qualify)
 				return
 			}
 		case depth > 1:
 		case t.isPunct(";"):
-			line.flush(h.refs)
+			line.flush(h.refs, h.qualify)
 		default:
 			line.push(t)
 		}
@@ -240,17 +242,18 @@ func (l *embedLine) push(t token) {
 }
 
 // flush adds the line's embedded type, if it is one, and resets the line.
-func (l *embedLine) flush(refs *refSet) {
+func (l *embedLine) flush(refs *refSet, qualify bool) {
 	if !l.bad {
-		refs.add(Extends, embeddedType(l.toks[:l.n]))
+		refs.add(Extends, embeddedType(l.toks[:l.n], qualify))
 	}
 	*l = embedLine{}
 }
 
 // embeddedType returns the type name of an embedded field line,
 // `[*][pkg.]Name[[T, …]] ["tag"]`, or "" when the line is anything else
-// (a named field, a method, a type union).
-func embeddedType(toks []token) string {
+// (a named field, a method, a type union). With qualify, a qualified name
+// keeps its package (io.Reader, where the default is Reader).
+func embeddedType(toks []token, qualify bool) string {
 	i := 0
 	if i < len(toks) && toks[i].isPunct("*") {
 		i++
@@ -261,7 +264,11 @@ func embeddedType(toks []token) string {
 	name := toks[i].text
 	i++
 	if i+1 < len(toks) && toks[i].isPunct(".") && toks[i+1].kind == tokIdent {
-		name = toks[i+1].text
+		if qualify {
+			name += "." + toks[i+1].text
+		} else {
+			name = toks[i+1].text
+		}
 		i += 2
 	}
 	if i < len(toks) && toks[i].isPunct("[") {

@@ -1,6 +1,9 @@
 package resolver
 
-import "strconv"
+import (
+	"path"
+	"strconv"
+)
 
 // Accepts reports whether a POI of targetType can be the target of a
 // relationship of type rt:
@@ -72,7 +75,14 @@ func (o Outcome) String() string {
 // counting candidate anywhere is Resolved, more are Ambiguous, none is Unknown.
 // Candidates are counted by distinct POIID, so a repeated row does not make a
 // name ambiguous, and the order of cands does not matter.
+//
+// A supplied reference ("sym:…", "id:…", see IsSupplied) follows this rule
+// in every language; its candidates are the POIs of that symbol or id, with
+// Name set to the reference's name.
 func Lookup(sourceID, sourceFile string, ref Reference, cands []Candidate) (targetID string, outcome Outcome) {
+	if (ref.Type == Calls || ref.Type == Extends) && languageOf(sourceFile) == langGo && !IsSupplied(ref.Name) {
+		return lookupGo(sourceID, sourceFile, ref, cands)
+	}
 	var local, global distinctIDs
 	for _, c := range cands {
 		if c.Name != ref.Name || c.POIID == sourceID || !Accepts(ref.Type, c.Type) {
@@ -111,4 +121,98 @@ func (d *distinctIDs) add(id string) {
 	case d.count == 1 && id != d.first:
 		d.count = 2
 	}
+}
+
+// TargetName is the name of the POIs ref can resolve to: the name the
+// symbol table is searched for. It is ref.Name without the qualifier a Go
+// reference carries ("strings.ToLower", "().Close", ".Close" -> ToLower,
+// Close); other references have none. A supplied reference's name is its
+// target's name: "sym:<symbol>" or "id:<id>" (see SuppliedNames).
+func TargetName(ref Reference) string {
+	if (ref.Type != Calls && ref.Type != Extends) || IsSupplied(ref.Name) {
+		return ref.Name
+	}
+	_, name := goRefForm(ref.Name)
+	return name
+}
+
+// ReferenceNames returns the reference names that can resolve to a POI
+// named name in file fileID: when a publish adds or removes such a POI,
+// references of these names are looked up again. For a Go file they are
+// name itself and its qualified forms (see the package documentation);
+// otherwise name alone, as for a supplied reference's name ("sym:…",
+// "id:…").
+func ReferenceNames(fileID, name string) []string {
+	if languageOf(fileID) != langGo || IsSupplied(name) {
+		return []string{name}
+	}
+	names := []string{name, "." + name, "()." + name, "(.)." + name}
+	if pkg := path.Base(path.Dir(fileID)); pkg != "." && pkg != "/" {
+		names = append(names, pkg+"."+name, "("+pkg+")."+name)
+	}
+	return names
+}
+
+// ByNameOnly reports whether the references of file sourceFile resolve by
+// name and file alone (every language but Go): then, when three or more
+// candidates of a name exist, the name is ambiguous everywhere outside
+// their files.
+func ByNameOnly(sourceFile string) bool { return languageOf(sourceFile) != langGo }
+
+// lookupGo is the lookup rule of a Go reference (the package
+// documentation has it in full): the reference's form limits the
+// candidates to functions or methods (classes and interfaces for EXTENDS)
+// of the source's package or of the package it names, a package being a
+// directory (named after its last element); a plain call and a call on a
+// value of the source's package prefer a candidate of the source file.
+func lookupGo(sourceID, sourceFile string, ref Reference, cands []Candidate) (string, Outcome) {
+	form, name := goRefForm(ref.Name)
+	dir := path.Dir(sourceFile)
+	var pkg string
+	switch {
+	case form == "" || form == "()" || form == "(.)" || form == ".":
+	case form[0] == '(':
+		pkg = form[1 : len(form)-1]
+	default:
+		pkg = form
+	}
+	wantMethod := form == "." || form == "()" || (form != "" && form[0] == '(')
+	var local, scoped distinctIDs
+	for _, c := range cands {
+		if c.Name != name || c.POIID == sourceID || !Accepts(ref.Type, c.Type) {
+			continue
+		}
+		if ref.Type == Calls && (c.Type == TypeMethod) != wantMethod {
+			continue
+		}
+		cdir := path.Dir(c.FileID)
+		switch {
+		case pkg != "":
+			// The package q is a directory named q. The corpus's root
+			// directory has no name of its own: qualified references never
+			// reach it (its external tests' calls are missed), since a
+			// change of one of its names could not find them again.
+			if cdir == "." || path.Base(cdir) != pkg {
+				continue
+			}
+		case form == ".": // any package
+		default: // the source's package
+			if cdir != dir {
+				continue
+			}
+			if c.FileID == sourceFile && form != "(.)" {
+				local.add(c.POIID)
+			}
+		}
+		scoped.add(c.POIID)
+	}
+	for _, ids := range []distinctIDs{local, scoped} {
+		switch {
+		case ids.count > 1:
+			return "", Ambiguous
+		case ids.count == 1:
+			return ids.first, Resolved
+		}
+	}
+	return "", Unknown
 }

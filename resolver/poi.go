@@ -1,5 +1,7 @@
 package resolver
 
+import "strings"
+
 // POI is a point of interest as received from a backend service (camelCase JSON).
 // Build one from untrusted input with DecodePOI, which validates it.
 type POI struct {
@@ -10,6 +12,62 @@ type POI struct {
 	LineNumber int    `json:"lineNumber"`
 	RawCode    string `json:"rawCode"`
 	Context    string `json:"context"`
+	// Symbol is the POI's stable fully qualified name, when its analyzer
+	// gives one (e.g. "github.com/x/y/pkg.(*T).Method"): references of
+	// other POIs can name it instead of its Name (SuppliedReference).
+	Symbol string `json:"symbol,omitempty"`
+	// References, when not nil (the field present, even empty), are the
+	// POI's references as its analyzer supplies them: Extract returns
+	// these instead of reading RawCode.
+	References []SuppliedReference `json:"references"`
+}
+
+// SuppliedReference is a reference an analyzer supplies with a POI: a
+// relationship of Type to the POI whose symbol is Symbol, or to the POI
+// whose id is TargetID (exactly one of the two is set).
+type SuppliedReference struct {
+	Type     RelType `json:"type"`
+	Symbol   string  `json:"symbol,omitempty"`
+	TargetID string  `json:"targetId,omitempty"`
+}
+
+// Prefixes of the reference names of supplied references: a reference to
+// symbol S is named "sym:S", one to POI id I "id:I" (see Extract). The
+// names share the name space of the names extracted from code, which never
+// hold a colon after a letter, so the two cannot meet.
+const (
+	SymbolPrefix = "sym:"
+	IDPrefix     = "id:"
+)
+
+// MaxSymbolBytes is the longest symbol or targetId a POI may hold: its
+// reference name (with SymbolPrefix or IDPrefix) must fit MaxNameBytes.
+const MaxSymbolBytes = MaxNameBytes - len(SymbolPrefix)
+
+// Name is the reference name r is stored and resolved under: "sym:" and
+// its symbol, or "id:" and its target id.
+func (r SuppliedReference) Name() string {
+	if r.Symbol != "" {
+		return SymbolPrefix + r.Symbol
+	}
+	return IDPrefix + r.TargetID
+}
+
+// IsSupplied reports whether a reference name is that of a supplied
+// reference ("sym:…" or "id:…").
+func IsSupplied(name string) bool {
+	return strings.HasPrefix(name, SymbolPrefix) || strings.HasPrefix(name, IDPrefix)
+}
+
+// SuppliedNames returns the reference names, besides its Name, under which
+// a POI of id and symbol is a candidate: "id:<id>" for every POI, and
+// "sym:<symbol>" when it has a symbol. A publish that adds or removes the
+// POI changes these names too.
+func SuppliedNames(id, symbol string) []string {
+	if symbol == "" {
+		return []string{IDPrefix + id}
+	}
+	return []string{IDPrefix + id, SymbolPrefix + symbol}
 }
 
 // Known POI types. A POI of any other type is valid data: Extract returns no

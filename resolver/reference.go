@@ -30,7 +30,13 @@ type Reference struct {
 }
 
 // Extract returns the references in the POI's RawCode, de-duplicated and sorted
-// by Type then Name, or nil when there are none. Which references a POI type
+// by Type then Name, or nil when there are none.
+//
+// A POI with References (not nil) is not read: its references are those its
+// analyzer supplied, whatever its type, each named SuppliedReference.Name
+// ("sym:<symbol>" or "id:<targetId>"), de-duplicated and sorted the same way.
+//
+// Which references a POI type
 // yields, and which language forms are understood, is described in the package
 // documentation. A POI of a type without references (a variable, an unknown
 // type) yields nil and no error.
@@ -42,6 +48,12 @@ func Extract(ctx context.Context, p POI) ([]Reference, error) {
 		return nil, fmt.Errorf("error extracting references of poi %q: %w", p.ID, err)
 	}
 	var refs refSet
+	if p.References != nil {
+		for _, r := range p.References {
+			refs.add(r.Type, r.Name())
+		}
+		return refs.sorted(), nil
+	}
 	switch p.Type {
 	case TypeFunction, TypeMethod:
 		if err := extractCalls(ctx, p, &refs); err != nil {

@@ -9,7 +9,7 @@ import (
 )
 
 // knownFields are the POI keys DecodePOI reads; scanObject keeps only these.
-var knownFields = [...]string{fieldID, fieldType, fieldName, fieldLineNumber, fieldFilePath, fieldRawCode, fieldContext}
+var knownFields = [...]string{fieldID, fieldType, fieldName, fieldLineNumber, fieldFilePath, fieldRawCode, fieldContext, fieldSymbol, fieldReferences}
 
 // scanObject is DecodePOI's fast path. It validates raw as one JSON object
 // whose member values are strings, numbers, booleans or null (every POI relay

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
-	"path/filepath"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -21,8 +20,10 @@ import (
 
 // MapReduceConfig tunes MapReduceItemWorker.
 type MapReduceConfig struct {
-	// Workdir holds per-attempt working directories and logs (default: a
-	// relay-mapreduce directory in the OS temp dir).
+	// Workdir holds per-attempt working directories and logs (default
+	// agent.DefaultBaseDir(): a private per-user directory). The agent
+	// runner creates it 0700 and refuses a symlink, another user's directory
+	// or one others can write to.
 	Workdir string
 	// KillGrace is the time between SIGTERM and SIGKILL at an agent's
 	// deadline (default agent.KillGraceDefault).
@@ -30,6 +31,10 @@ type MapReduceConfig struct {
 	// Actor names the worker in dead_letter_events (default
 	// deadletter.WorkerActor).
 	Actor string
+	// StopNow, when closed, interrupts every running agent at once (their
+	// process groups are killed and the items run again later) instead of
+	// letting River's soft stop wait for them. nil: never.
+	StopNow <-chan struct{}
 }
 
 // mapReduceTimeoutGrace is added to an item's agent timeout to give River's
@@ -62,7 +67,7 @@ type MapReduceItemWorker struct {
 // NewMapReduceItemWorker returns the mapreduce_item worker.
 func NewMapReduceItemWorker(pool *pgxpool.Pool, cfg MapReduceConfig, logger *slog.Logger) *MapReduceItemWorker {
 	if cfg.Workdir == "" {
-		cfg.Workdir = filepath.Join(os.TempDir(), "relay-mapreduce")
+		cfg.Workdir = agent.DefaultBaseDir()
 	}
 	if cfg.Actor == "" {
 		cfg.Actor = deadletter.WorkerActor
@@ -145,8 +150,25 @@ func (w *MapReduceItemWorker) run(ctx context.Context, item *mapreduce.WorkItem,
 		return &agent.Outcome{ErrorType: deadletter.ErrorTypeCommandFailed, Step: agent.StepRunAgent,
 			Message: err.Error(), StartedAt: time.Now().UTC()}
 	}
+	if w.cfg.StopNow != nil {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithCancel(ctx)
+		defer cancel()
+		go func() {
+			select {
+			case <-w.cfg.StopNow:
+				cancel()
+			case <-ctx.Done():
+			}
+		}()
+	}
 	r := &agent.Runner{Argv: argv, Timeout: item.Job.Timeout, BaseDir: w.cfg.Workdir, KillGrace: w.cfg.KillGrace}
-	return r.Run(ctx, agent.Task{JobID: item.Job.ID, ItemID: item.ItemID, Attempt: attempt, Data: item.Data})
+	out := r.Run(ctx, agent.Task{JobID: item.Job.ID, ItemID: item.ItemID, Attempt: attempt, Data: item.Data})
+	if out.Warning != "" {
+		w.logger.WarnContext(ctx, "agent attempt warning", slog.String("job_id", item.Job.ID), slog.String("item_id", item.ItemID),
+			slog.Int("attempt", attempt), slog.String("warning", out.Warning), slog.String("log", out.LogPath))
+	}
+	return out
 }
 
 // succeed records the result, takes the item out of the DLQ if it was there,

@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"log/slog"
 	"runtime/debug"
+	"slices"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -269,6 +270,7 @@ func (w *ResolveFileWorker) commit(ctx context.Context, job *river.Job[outbox.Re
 			return nil, err
 		}
 		in.mayConflict = true
+		in.changed = withSuppliedNames(args.ChangedNames, ok2)
 	}
 	if len(args.FailedPOIIDs) > 0 {
 		// A reprocessed POI may never have entered the symbol table.
@@ -396,4 +398,30 @@ func validationMessage(e *resolver.ValidationError, fileID string, index int) st
 		field = "the POI"
 	}
 	return fmt.Sprintf("%s: %s %s", who, field, e.Reason)
+}
+
+// withSuppliedNames returns changed (a reprocess job's names: its POIs'
+// names) with the names supplied references reach the resolved POIs by
+// ("id:<id>", "sym:<symbol>"): a POI that resolves now may enter the symbol
+// table for the first time, and references to its id or symbol resolve
+// again as references to its name do.
+func withSuppliedNames(changed []string, ok []poiResult) []string {
+	set := make(map[string]bool, len(changed)+2*len(ok))
+	for _, n := range changed {
+		set[n] = true
+	}
+	for _, r := range ok {
+		if r.poi.Type == resolver.TypeImport {
+			continue
+		}
+		for _, n := range resolver.SuppliedNames(r.poi.ID, r.poi.Symbol) {
+			set[n] = true
+		}
+	}
+	out := make([]string, 0, len(set))
+	for n := range set {
+		out = append(out, n)
+	}
+	slices.Sort(out)
+	return out
 }

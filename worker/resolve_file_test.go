@@ -382,7 +382,7 @@ func TestResolveFileWorker_LargeBatchTakesTheGlobalLinkLockInstead(t *testing.T)
 		globalMode string
 		nameLocks  int
 		batchLocks int
-	}{{10, "ShareLock", 10, 1}, {300, "ExclusiveLock", 0, 0}} {
+	}{{10, "ShareLock", 20, 1}, {300, "ExclusiveLock", 0, 0}} { // 20: each POI's name and "id:" name
 		t.Run(fmt.Sprint(tc.pois), func(t *testing.T) {
 			t.Parallel()
 			b := setupUnit(t, nil)

@@ -8,6 +8,7 @@ import (
 	"math"
 	"slices"
 	"strconv"
+	"strings"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
@@ -157,7 +158,7 @@ func (s store) link(ctx context.Context, in linkInput) (linkResult, error) {
 	for _, r := range in.ok {
 		for _, ref := range r.refs {
 			nrefs++
-			referredSet[ref.Name] = true
+			referredSet[resolver.TargetName(ref)] = true
 		}
 	}
 	referred := make([]string, 0, len(referredSet))
@@ -278,10 +279,10 @@ func (s store) link(ctx context.Context, in linkInput) (linkResult, error) {
 				continue // one row per reference: ON CONFLICT cannot take a key twice
 			}
 			seen[k] = true
-			target, outcome := resolver.Lookup(r.poi.ID, fileID, ref, cands[ref.Name])
+			target, outcome := resolver.Lookup(r.poi.ID, fileID, ref, cands[resolver.TargetName(ref)])
 			switch outcome {
 			case resolver.Resolved:
-				own.add(r.poi.ID, ref, &target, fileOf(cands[ref.Name], target))
+				own.add(r.poi.ID, ref, &target, fileOf(cands[resolver.TargetName(ref)], target))
 				res.written++
 			case resolver.Unknown:
 				own.add(r.poi.ID, ref, nil, "")
@@ -421,10 +422,22 @@ func sortedKeys(set map[int64]bool) []int64 {
 // Import POIs are left out by the query: no relationship type accepts an
 // import as its target (resolver.Accepts), and in real code they are the
 // most repeated names of all (every file importing fmt has an import POI
-// named fmt).
+// named fmt). The names of supplied references are read by symbol
+// ("sym:<symbol>", through pois' symbol index) and by id ("id:<id>"), each
+// candidate named after the reference name it was read for.
 func queueCandidates(b *pgx.Batch, names []string, out map[string][]resolver.Candidate) {
-	b.Queue(`SELECT poi_id, file_id, name, type FROM pois WHERE name = ANY($1) AND type <> $2`,
-		names, resolver.TypeImport).Query(func(rows pgx.Rows) error {
+	plain, symbols, ids := []string{}, []string{}, []string{}
+	for _, n := range names {
+		switch {
+		case strings.HasPrefix(n, resolver.SymbolPrefix):
+			symbols = append(symbols, strings.TrimPrefix(n, resolver.SymbolPrefix))
+		case strings.HasPrefix(n, resolver.IDPrefix):
+			ids = append(ids, strings.TrimPrefix(n, resolver.IDPrefix))
+		default:
+			plain = append(plain, n)
+		}
+	}
+	read := func(rows pgx.Rows) error {
 		for rows.Next() {
 			var c resolver.Candidate
 			if err := rows.Scan(&c.POIID, &c.FileID, &c.Name, &c.Type); err != nil {
@@ -436,7 +449,19 @@ func queueCandidates(b *pgx.Batch, names []string, out map[string][]resolver.Can
 			return fmt.Errorf("error reading symbols: %w", err)
 		}
 		return nil
-	})
+	}
+	if len(plain) > 0 {
+		b.Queue(`SELECT poi_id, file_id, name, type FROM pois WHERE name = ANY($1) AND type <> $2`,
+			plain, resolver.TypeImport).Query(read)
+	}
+	if len(symbols) > 0 {
+		b.Queue(`SELECT poi_id, file_id, $3 || symbol, type FROM pois WHERE symbol = ANY($1) AND type <> $2`,
+			symbols, resolver.TypeImport, resolver.SymbolPrefix).Query(read)
+	}
+	if len(ids) > 0 {
+		b.Queue(`SELECT poi_id, file_id, $3 || poi_id, type FROM pois WHERE poi_id = ANY($1) AND type <> $2`,
+			ids, resolver.TypeImport, resolver.IDPrefix).Query(read)
+	}
 }
 
 // storedRef is another file's reference to a changed name.
@@ -456,6 +481,12 @@ type storedRef struct {
 // the references resolved after it (on a first publish of a corpus, nearly
 // all) are not read.
 func queueStaleRefs(b *pgx.Batch, fileID string, changed []string, publishXID int64, out *[]storedRef) {
+	// The names of references that can resolve to a changed name's POIs
+	// (a Go reference's name carries its qualifier: resolver.ReferenceNames).
+	names := make([]string, 0, len(changed))
+	for _, n := range changed {
+		names = append(names, resolver.ReferenceNames(fileID, n)...)
+	}
 	horizon := uint64(math.MaxUint64) // unknown publish: every reference
 	if publishXID > 0 {
 		horizon = uint64(publishXID)
@@ -467,7 +498,7 @@ func queueStaleRefs(b *pgx.Batch, fileID string, changed []string, publishXID in
 			SELECT source_poi_id, source_file_id, name, type FROM poi_references r
 			WHERE r.name = u.name AND r.resolved_xmin <= $3::text::xid8 AND r.source_file_id <> $2
 			OFFSET 0) r`,
-		changed, fileID, strconv.FormatUint(horizon, 10)).Query(func(rows pgx.Rows) error {
+		names, fileID, strconv.FormatUint(horizon, 10)).Query(func(rows pgx.Rows) error {
 		for rows.Next() {
 			var r storedRef
 			if err := rows.Scan(&r.src, &r.file, &r.name, &r.typ); err != nil {
@@ -486,10 +517,11 @@ func queueStaleRefs(b *pgx.Batch, fileID string, changed []string, publishXID in
 // changed names and returns how many references it re-resolves; it adds the
 // relationships it writes to written.
 // Where three or more symbols of a name can take a relationship type, every
-// cross-file reference of that type is ambiguous whatever its file, so its
-// cross-file targets are simply cleared; the other references are looked
-// up one by one with the same rule as the batch's own, and a reference
-// whose target changed gets its new one (or none).
+// cross-file reference of that type is ambiguous whatever its file, under
+// the name-only rule (resolver.ByNameOnly), so the cross-file targets of
+// such references are simply cleared; the other references are looked up
+// one by one with the same rule as the batch's own, and a reference whose
+// target changed gets its new one (or none).
 func queueReresolve(b *pgx.Batch, jobID int64, fileID string, changed []string, cands map[string][]resolver.Candidate, refs []storedRef, written *int64) int {
 	type nameType struct{ name, typ string }
 	ambiguous := map[nameType]bool{}
@@ -517,17 +549,19 @@ func queueReresolve(b *pgx.Batch, jobID int64, fileID string, changed []string, 
 					SELECT ctid FROM poi_references r
 					WHERE r.name = u.name AND r.type = u.type AND r.target_poi_id IS NOT NULL
 					  AND r.source_file_id <> r.target_file_id AND r.source_file_id <> $3
+					  AND lower(r.source_file_id) NOT LIKE '%.go' -- see resolver.ByNameOnly
 					OFFSET 0) r))`,
 			ambNames, ambTypes, fileID, jobID)
 	}
 	var e references
 	for _, r := range refs {
-		if ambiguous[nameType{r.name, r.typ}] {
+		if ambiguous[nameType{r.name, r.typ}] && resolver.ByNameOnly(r.file) {
 			continue
 		}
 		ref := resolver.Reference{Name: r.name, Type: resolver.RelType(r.typ)}
-		if target, outcome := resolver.Lookup(r.src, r.file, ref, cands[r.name]); outcome == resolver.Resolved {
-			e.add(r.src, ref, &target, fileOf(cands[r.name], target))
+		name := resolver.TargetName(ref)
+		if target, outcome := resolver.Lookup(r.src, r.file, ref, cands[name]); outcome == resolver.Resolved {
+			e.add(r.src, ref, &target, fileOf(cands[name], target))
 		} else {
 			e.add(r.src, ref, nil, "")
 		}

@@ -2,17 +2,18 @@
 package main
 
 import (
-	"context"
 	"os"
-	"os/signal"
-	"syscall"
 
 	"github.com/relay-dev/relay/internal/cli"
 )
 
 func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	code := cli.Main(ctx, os.Args[1:], cli.Env{Stdin: os.Stdin, Stdout: os.Stdout, Stderr: os.Stderr})
+	harden()
+	lookupEnv := takeEnv()
+	warnDatabaseURLFlag(os.Stderr, os.Args[1:])
+	ctx, stopNow, stop := notifyInterrupts()
+	code := cli.Main(ctx, os.Args[1:], cli.Env{Stdin: os.Stdin, Stdout: os.Stdout, Stderr: os.Stderr,
+		LookupEnv: lookupEnv, StopNow: stopNow})
 	stop()
 	os.Exit(code)
 }

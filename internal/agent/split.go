@@ -97,3 +97,31 @@ func Split(command string) ([]string, error) {
 	}
 	return argv, nil
 }
+
+// Join is the inverse of Split: it quotes each word that needs it, so that
+// Split(Join(argv)) returns argv.
+func Join(argv []string) string {
+	words := make([]string, len(argv))
+	for i, w := range argv {
+		words[i] = quoteWord(w)
+	}
+	return strings.Join(words, " ")
+}
+
+func quoteWord(w string) string {
+	if w == "" {
+		return "''"
+	}
+	safe := true
+	for _, r := range w {
+		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune("_-./:=@%+,", r)) {
+			safe = false
+			break
+		}
+	}
+	if safe {
+		return w
+	}
+	// '...' is literal; a single quote is closed, escaped and reopened.
+	return "'" + strings.ReplaceAll(w, "'", `'\''`) + "'"
+}

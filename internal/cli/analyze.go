@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"encoding/json"
 	"fmt"
 	"os"
 	"time"
@@ -100,7 +99,7 @@ then resolves every batch, as 'relay worker --until-idle' would.`,
 				}
 			}
 			if asJSON {
-				return json.NewEncoder(a.out()).Encode(out)
+				return a.printJSON(out)
 			}
 			fmt.Fprintf(a.out(), "relay analyze: published %d files, %d POIs in %d jobs in %.1fs; %d files skipped (parse errors), %d rejected\n",
 				out.Files, out.POIs, out.Jobs, out.Seconds, len(out.Skipped), len(out.Rejected))

@@ -33,6 +33,20 @@ func run(t *testing.T, db *testdb.DB, stdin string, env map[string]string, args 
 	return result{code, out.String(), errOut.String()}
 }
 
+// runOnTerminal is run with standard input a terminal on which a person
+// types stdin (Env.StdinIsTerminal).
+func runOnTerminal(t *testing.T, db *testdb.DB, stdin string, args ...string) result {
+	t.Helper()
+	args = append(args, "--database-url", db.URL, "--database-schema", db.Schema)
+	var out, errOut bytes.Buffer
+	code := cli.Main(context.Background(), args, cli.Env{
+		Stdin: strings.NewReader(stdin), Stdout: &out, Stderr: &errOut,
+		LookupEnv:       func(string) (string, bool) { return "", false },
+		StdinIsTerminal: func() bool { return true },
+	})
+	return result{code, out.String(), errOut.String()}
+}
+
 func TestPublish_MixedGoodAndBadLines(t *testing.T) {
 	t.Parallel()
 	db := testdb.New(t)
@@ -62,8 +76,8 @@ func TestPublish_MixedGoodAndBadLines(t *testing.T) {
 	// nothing duplicated), the same rejections.
 	r = run(t, db, input, nil, "publish", "--json")
 	require.Equal(t, cli.ExitRuntime, r.code)
-	require.Contains(t, r.stdout, `"files":2`)
-	require.Contains(t, r.stdout, `"line":3`)
+	require.Contains(t, r.stdout, `"files": 2`)
+	require.Contains(t, r.stdout, `"line": 3`)
 	require.Equal(t, 3, testdb.Count(t, db.Pool, `SELECT count(*) FROM pois`))
 
 	// Work everything; the published files resolve against each other.

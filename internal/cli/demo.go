@@ -126,6 +126,6 @@ func printDemoSummary(ctx context.Context, a *app, pool *pgxpool.Pool, sum *Publ
 	_ = tw.Flush()
 	fmt.Fprintf(out, "\nInspect them with SQL (the failed_pois contract is in README.md):\n"+
 		"  psql %q -c \"SELECT id, poi_id, error_class, error_message, original_poi_data FROM failed_pois ORDER BY id DESC LIMIT 10\"\n",
-		config.Redact(a.cfg.DatabaseURL))
+		config.RedactURL(a.cfg.DatabaseURL))
 	return nil
 }

@@ -1,25 +1,22 @@
 package cli
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
-	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"text/tabwriter"
 	"time"
 
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/spf13/cobra"
 
 	"github.com/relay-dev/relay/deadletter"
 	"github.com/relay-dev/relay/internal/mapreduce"
+	"github.com/relay-dev/relay/internal/termout"
 	"github.com/relay-dev/relay/worker"
 )
 
@@ -31,52 +28,49 @@ func newDLQCmd(a *app) *cobra.Command {
 retries (and resolve_file batches River discarded, under job id resolve_file).
 An item that is later reprocessed successfully leaves the queue (status
 reprocessed) and 'relay dlq clear' deletes its row. docs/dead_lettered_items.md
-documents the table, the error types and the policy.`,
+documents the table, the error types and the policy. The commands take the
+same flags as relay failed: --since/--until, --limit, --json, --format,
+--older-than-days, --yes/-y, --actor. Writes (purge, clear, retry) record who
+(--actor, default the OS user) in dead_letter_events; reads record nothing.`,
 	}
 	cmd.AddCommand(newDLQListCmd(a), newDLQInspectCmd(a), newDLQAnalyzeCmd(a), newDLQExportCmd(a),
 		newDLQPurgeCmd(a), newDLQRetryCmd(a), newDLQStatsCmd(a), newDLQClearCmd(a))
 	return cmd
 }
 
-// withDLQ opens the pool and runs f with the item store.
-func withDLQ(cmd *cobra.Command, a *app, f func(ctx context.Context, pool *pgxpool.Pool, dlq *deadletter.ItemStore) error) error {
-	ctx := cmd.Context()
-	pool, err := a.open(ctx, "dlq")
-	if err != nil {
-		return err
-	}
-	defer pool.Close()
-	return f(ctx, pool, deadletter.NewItemStore(pool, a.logger))
-}
-
-func printIndentedJSON(w io.Writer, v any) error {
-	enc := json.NewEncoder(w)
-	enc.SetIndent("", "  ")
-	return enc.Encode(v)
-}
+// itemTimeHelp documents --since and --until of the dead_lettered_items
+// commands.
+var itemTimeHelp = timeRangeHelp("last_attempt, the time of an item's latest failure")
 
 func newDLQListCmd(a *app) *cobra.Command {
 	var (
 		jobID    string
 		eligible bool
+		times    timeRange
 		limit    int
 		asJSON   bool
 	)
 	cmd := &cobra.Command{
 		Use:   "list",
 		Short: "List dead-lettered items, most recent failure first",
+		Long:  "List shows dead_lettered_items rows, most recent failure first, one line each.\n\n" + itemTimeHelp,
 		Args:  exactArgs(0),
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if limit < 1 {
-				return usageError{fmt.Errorf("--limit %d must be at least 1", limit)}
+			f := deadletter.ItemFilter{JobID: jobID, EligibleOnly: eligible}
+			var err error
+			if f.Since, f.Until, err = times.parse(time.Now()); err != nil {
+				return err
 			}
-			return withDLQ(cmd, a, func(ctx context.Context, _ *pgxpool.Pool, dlq *deadletter.ItemStore) error {
-				items, total, err := dlq.List(ctx, deadletter.ItemFilter{JobID: jobID, EligibleOnly: eligible}, limit)
+			if err := listLimit(limit, "dlq"); err != nil {
+				return err
+			}
+			return a.withDeadLetters(cmd, "dlq", func(ctx context.Context, dl *deadLetters) error {
+				items, total, err := dl.items.List(ctx, f, limit)
 				if err != nil {
 					return err
 				}
 				if asJSON {
-					return printIndentedJSON(a.out(), struct {
+					return a.printJSON(struct {
 						Total int                            `json:"total"`
 						Items []*deadletter.DeadLetteredItem `json:"items"`
 					}{total, items})
@@ -84,9 +78,9 @@ func newDLQListCmd(a *app) *cobra.Command {
 				tw := tabwriter.NewWriter(a.out(), 0, 4, 2, ' ', 0)
 				fmt.Fprintln(tw, "JOB\tITEM\tERROR TYPE\tEXIT\tFAILURES\tLAST ATTEMPT (UTC)\tELIGIBLE\tSTATUS\tSIGNATURE")
 				for _, it := range items {
-					fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%s\t%s\t%s\t%s\n", it.JobID, it.ItemID, it.ErrorType, exitCodeText(it.ExitCode),
+					fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%s\t%s\t%s\t%s\n", termout.String(it.JobID), termout.String(it.ItemID), it.ErrorType, exitCodeText(it.ExitCode),
 						it.FailureCount, it.LastAttempt.UTC().Format("2006-01-02 15:04:05"), yesOrNo(it.ReprocessEligible),
-						it.Status, truncateRunes(it.ErrorSignature, 60))
+						it.Status, oneLine(it.ErrorSignature, 60))
 				}
 				_ = tw.Flush()
 				fmt.Fprintf(a.out(), "\n%d of %d items shown\n", len(items), total)
@@ -97,6 +91,7 @@ func newDLQListCmd(a *app) *cobra.Command {
 	f := cmd.Flags()
 	f.StringVar(&jobID, "job-id", "", "only this job's items")
 	f.BoolVar(&eligible, "eligible", false, "only items eligible for reprocessing")
+	times.register(cmd)
 	f.IntVar(&limit, "limit", 50, "most items to show")
 	f.BoolVar(&asJSON, "json", false, "print JSON (full rows)")
 	return cmd
@@ -126,8 +121,8 @@ func newDLQInspectCmd(a *app) *cobra.Command {
 		Short: "Show one dead-lettered item: its data, every attempt, logs, worktree and eligibility",
 		Args:  exactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return withDLQ(cmd, a, func(ctx context.Context, _ *pgxpool.Pool, dlq *deadletter.ItemStore) error {
-				it, err := dlq.Get(ctx, jobID, args[0])
+			return a.withDeadLetters(cmd, "dlq", func(ctx context.Context, dl *deadLetters) error {
+				it, err := dl.items.Get(ctx, jobID, args[0])
 				var amb *deadletter.AmbiguousItemError
 				switch {
 				case errors.As(err, &amb):
@@ -138,7 +133,7 @@ func newDLQInspectCmd(a *app) *cobra.Command {
 					return err
 				}
 				if asJSON {
-					return printIndentedJSON(a.out(), it)
+					return a.printJSON(it)
 				}
 				printItemInspection(a.out(), it)
 				return nil
@@ -152,18 +147,18 @@ func newDLQInspectCmd(a *app) *cobra.Command {
 
 func printItemInspection(w io.Writer, it *deadletter.DeadLetteredItem) {
 	now := time.Now()
-	fmt.Fprintf(w, "Item %s of job %s\n", it.ItemID, it.JobID)
+	fmt.Fprintf(w, "Item %s of job %s\n", termout.String(it.ItemID), termout.String(it.JobID))
 	fmt.Fprintf(w, "  status:            %s (dead-lettered %s, %s)\n", it.Status, pluralize(it.DeadLetterCount, "time"), whenAgo(it.DeadLetteredAt, now))
 	fmt.Fprintf(w, "  error type:        %s", it.ErrorType)
 	if it.ExitCode != nil {
 		fmt.Fprintf(w, " (exit code %d)", *it.ExitCode)
 	}
-	fmt.Fprintf(w, "\n  error signature:   %s\n", it.ErrorSignature)
+	fmt.Fprintf(w, "\n  error signature:   %s\n", oneLine(it.ErrorSignature, 0))
 	fmt.Fprintf(w, "  failures:          %d, from %s to %s\n", it.FailureCount,
 		it.FirstAttempt.UTC().Format(time.RFC3339), it.LastAttempt.UTC().Format(time.RFC3339))
 	fmt.Fprintf(w, "  reprocess eligible: %s; manual review required: %s\n", yesOrNo(it.ReprocessEligible), yesOrNo(it.ManualReviewRequired))
 	if art := it.WorktreeArtifacts; art != nil {
-		fmt.Fprintf(w, "  worktree:          %s (kept: %s)\n", art.WorktreePath, yesOrNo(art.Kept))
+		fmt.Fprintf(w, "  worktree:          %s (kept: %s)\n", termout.String(art.WorktreePath), yesOrNo(art.Kept))
 	}
 	data := string(it.ItemData)
 	var buf strings.Builder
@@ -182,15 +177,15 @@ func printItemInspection(w io.Writer, it *deadletter.DeadLetteredItem) {
 			fmt.Fprintf(w, " (%s)", h.Signal)
 		}
 		fmt.Fprintf(w, "  %dms  step %s\n", h.DurationMS, h.StepFailed)
-		fmt.Fprintf(w, "      %s\n", h.ErrorMessage)
+		fmt.Fprintf(w, "      %s\n", oneLine(h.ErrorMessage, 0))
 		if h.AgentID != "" {
 			fmt.Fprintf(w, "      agent: %s\n", h.AgentID)
 		}
 		if h.LogLocation != "" {
-			fmt.Fprintf(w, "      log: %s\n", h.LogLocation)
+			fmt.Fprintf(w, "      log: %s\n", termout.String(h.LogLocation))
 		}
 		if h.WorktreePath != "" {
-			fmt.Fprintf(w, "      worktree: %s\n", h.WorktreePath)
+			fmt.Fprintf(w, "      worktree: %s\n", termout.String(h.WorktreePath))
 		}
 		if tail := strings.TrimSpace(h.StackTrace); tail != "" {
 			lines := strings.Split(tail, "\n")
@@ -203,56 +198,43 @@ func printItemInspection(w io.Writer, it *deadletter.DeadLetteredItem) {
 	}
 }
 
-// parseDLQTime reads --after/--before: RFC 3339, "2006-01-02 15:04" or a date.
-func parseDLQTime(flag, s string) (time.Time, error) {
-	if s == "" {
-		return time.Time{}, nil
-	}
-	for _, layout := range []string{time.RFC3339Nano, "2006-01-02T15:04", "2006-01-02 15:04:05", "2006-01-02 15:04", "2006-01-02"} {
-		if t, err := time.ParseInLocation(layout, s, time.UTC); err == nil {
-			return t, nil
-		}
-	}
-	return time.Time{}, usageError{fmt.Errorf("--%s %q: want a time like 2026-01-21T14:00:00Z, 2026-01-21 14:00 or 2026-01-21 (UTC)", flag, s)}
-}
-
 func newDLQAnalyzeCmd(a *app) *cobra.Command {
 	var (
-		jobID, after, before, export string
-		asJSON                       bool
+		jobID, export string
+		times         timeRange
+		asJSON        bool
 	)
 	cmd := &cobra.Command{
 		Use:   "analyze",
 		Short: "Group dead-lettered items by error signature, error type and hour",
 		Long: `Analyze groups the items in the DLQ (optionally one job's, and those whose last
-attempt is within --after/--before) by error signature (the normalized error
+attempt is within --since/--until) by error signature (the normalized error
 message: numbers, paths, ids and times replaced), with each group's share,
 error type and sample items; then the error type breakdown and the number of
 items per hour of their last failure. --export writes the analysis as JSON
-to a file too. Each run records an analysis_generated event.`,
+to a file too. It only reads: no audit event is recorded.
+
+` + itemTimeHelp,
 		Args: exactArgs(0),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			f := deadletter.ItemFilter{JobID: jobID}
 			var err error
-			if f.After, err = parseDLQTime("after", after); err != nil {
+			if f.Since, f.Until, err = times.parse(time.Now()); err != nil {
 				return err
 			}
-			if f.Before, err = parseDLQTime("before", before); err != nil {
-				return err
-			}
-			return withDLQ(cmd, a, func(ctx context.Context, _ *pgxpool.Pool, dlq *deadletter.ItemStore) error {
-				an, err := dlq.Analyze(ctx, f, deadletter.DefaultActor())
+			return a.withDeadLetters(cmd, "dlq", func(ctx context.Context, dl *deadLetters) error {
+				an, err := dl.items.Analyze(ctx, f)
 				if err != nil {
 					return err
 				}
 				if export != "" {
-					if err := writeFileViaTemp(export, func(w io.Writer) error { return printIndentedJSON(w, an) }); err != nil {
+					if err := writeOutput(export, a.dataOut(), func(w io.Writer) error { return encodeJSON(w, an) }); err != nil {
 						return err
 					}
 					fmt.Fprintf(a.env.Stderr, "relay dlq: analysis written to %s\n", export)
 				}
 				if asJSON {
-					return printIndentedJSON(a.out(), an)
+					return a.printJSON(an)
 				}
 				printItemAnalysis(a.out(), an)
 				return nil
@@ -260,9 +242,15 @@ to a file too. Each run records an analysis_generated event.`,
 		},
 	}
 	fl := cmd.Flags()
+	// pflag prints "Flag --after has been deprecated" to the flag set's
+	// output: standard error, not standard output where --json goes.
+	fl.SetOutput(a.env.Stderr)
 	fl.StringVar(&jobID, "job-id", "", "only this job's items")
-	fl.StringVar(&after, "after", "", "only items whose last attempt is at or after this time (UTC)")
-	fl.StringVar(&before, "before", "", "only items whose last attempt is before this time (UTC)")
+	times.register(cmd)
+	fl.StringVar(&times.since, "after", "", "the same as --since")
+	fl.StringVar(&times.until, "before", "", "the same as --until")
+	_ = cmd.Flags().MarkDeprecated("after", "use --since")
+	_ = cmd.Flags().MarkDeprecated("before", "use --until")
 	fl.StringVar(&export, "export", "", "also write the analysis as JSON to this file")
 	fl.BoolVar(&asJSON, "json", false, "print JSON")
 	return cmd
@@ -280,7 +268,7 @@ func printItemAnalysis(w io.Writer, an *deadletter.ItemAnalysis) {
 	}
 	for i, g := range an.PatternGroups {
 		fmt.Fprintf(w, "  Pattern %d: %q (%s, %.0f%%)\n", i+1, truncateRunes(g.Signature, 100), pluralize(g.Count, "item"), 100*g.Share)
-		fmt.Fprintf(w, "    Error Type: %s\n    Sample Items: %s\n", g.ErrorType, strings.Join(g.SampleItems, ", "))
+		fmt.Fprintf(w, "    Error Type: %s\n    Sample Items: %s\n", g.ErrorType, termout.String(strings.Join(g.SampleItems, ", ")))
 	}
 	fmt.Fprintf(w, "\nError Types:\n")
 	for _, t := range an.ErrorTypes {
@@ -292,146 +280,124 @@ func printItemAnalysis(w io.Writer, an *deadletter.ItemAnalysis) {
 	}
 }
 
-// writeFileViaTemp writes path through a temporary file in its directory.
-func writeFileViaTemp(path string, write func(io.Writer) error) error {
-	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*")
-	if err != nil {
-		return fmt.Errorf("error creating %s: %w", path, err)
-	}
-	defer os.Remove(tmp.Name())
-	bw := bufio.NewWriterSize(tmp, 1<<16)
-	if err := write(bw); err != nil {
-		tmp.Close()
-		return fmt.Errorf("error writing %s: %w", path, err)
-	}
-	if err := bw.Flush(); err != nil {
-		tmp.Close()
-		return fmt.Errorf("error writing %s: %w", path, err)
-	}
-	if err := tmp.Close(); err != nil {
-		return fmt.Errorf("error writing %s: %w", path, err)
-	}
-	if err := os.Rename(tmp.Name(), path); err != nil {
-		return fmt.Errorf("error writing %s: %w", path, err)
-	}
-	return nil
-}
-
 func newDLQExportCmd(a *app) *cobra.Command {
-	var jobID, format string
+	var (
+		jobID string
+		times timeRange
+		ef    exportFlags
+	)
 	cmd := &cobra.Command{
-		Use:   "export OUTPUT",
-		Short: "Export dead-lettered items as JSON (full rows) or CSV (one line per item)",
-		Long: `Export writes the items in the DLQ (optionally one job's) to OUTPUT ("-" for
-standard output). --format defaults to csv when OUTPUT ends in .csv, else
-json. JSON holds full rows with their failure history; CSV has one line per
-item with the last failure's message, log and worktree, and item_data as JSON.`,
+		Use:   "export FILE",
+		Short: "Stream dead-lettered items to a CSV, JSON Lines or JSON file (FILE '-' is stdout)",
+		Long: `Export writes the items in the DLQ (optionally one job's) to FILE, ordered by
+job and id, reading the table in pages. JSON Lines and JSON hold full rows
+with their failure history; CSV has one line per item with the last
+failure's message, log and worktree, and item_data as JSON text.
+
+` + exportHelp + `
+
+` + itemTimeHelp,
 		Args: exactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			out := args[0]
-			if format == "" {
-				format = "json"
-				if strings.HasSuffix(strings.ToLower(out), ".csv") {
-					format = "csv"
-				}
+			f := deadletter.ItemFilter{JobID: jobID}
+			var err error
+			if f.Since, f.Until, err = times.parse(time.Now()); err != nil {
+				return err
 			}
-			if format != "json" && format != "csv" {
-				return usageError{fmt.Errorf("--format %q must be json or csv", format)}
-			}
-			return withDLQ(cmd, a, func(ctx context.Context, _ *pgxpool.Pool, dlq *deadletter.ItemStore) error {
-				f := deadletter.ItemFilter{JobID: jobID}
-				var n int
-				write := func(w io.Writer) error {
-					var err error
-					n, err = dlq.Export(ctx, w, f, format)
-					return err
-				}
-				if out == "-" {
-					return write(a.out())
-				}
-				if err := writeFileViaTemp(out, write); err != nil {
-					return err
-				}
-				fmt.Fprintf(a.out(), "exported %s to %s (%s)\n", pluralize(n, "item"), out, format)
-				return nil
+			return runExport(a, cmd, "dlq", args[0], &ef, func(dl *deadLetters) rowExport[*deadletter.DeadLetteredItem] {
+				return rowExport[*deadletter.DeadLetteredItem]{noun: "item", columns: itemColumns, record: itemRecord,
+					stream: func(ctx context.Context, fn func(*deadletter.DeadLetteredItem) error) (int64, error) {
+						return dl.items.Export(ctx, f, ef.limit, fn)
+					}}
 			})
 		},
 	}
 	cmd.Flags().StringVar(&jobID, "job-id", "", "only this job's items")
-	cmd.Flags().StringVar(&format, "format", "", "json or csv (default: from OUTPUT's extension, else json)")
+	times.register(cmd)
+	ef.register(cmd)
 	return cmd
 }
 
-// confirmDLQ asks on stderr and reads the answer from stdin.
-func confirmDLQ(a *app, question string) (bool, error) {
-	fmt.Fprintf(a.env.Stderr, "%s [y/N] ", question)
-	line, err := bufio.NewReader(a.env.Stdin).ReadString('\n')
-	if err != nil && !errors.Is(err, io.EOF) {
-		return false, err
+// itemColumns is the CSV header of a dead_lettered_items export: one row
+// per item, the last failure flattened, item_data as JSON text.
+var itemColumns = []string{"job_id", "item_id", "status", "error_type", "exit_code", "failure_count", "error_signature",
+	"last_error_message", "first_attempt", "last_attempt", "dead_lettered_at", "reprocess_eligible",
+	"manual_review_required", "log_location", "worktree_path", "item_data"}
+
+// itemRecord is it's CSV record.
+func itemRecord(it *deadletter.DeadLetteredItem) []string {
+	exit, msg, logLoc, worktree := "", "", "", ""
+	if it.ExitCode != nil {
+		exit = strconv.Itoa(*it.ExitCode)
 	}
-	ans := strings.ToLower(strings.TrimSpace(line))
-	return ans == "y" || ans == "yes", nil
+	if last := it.LastFailure(); last != nil {
+		msg, logLoc = last.ErrorMessage, last.LogLocation
+	}
+	if it.WorktreeArtifacts != nil {
+		worktree = it.WorktreeArtifacts.WorktreePath
+	}
+	return []string{it.JobID, it.ItemID, string(it.Status), string(it.ErrorType), exit, strconv.Itoa(it.FailureCount),
+		it.ErrorSignature, msg, csvTime(it.FirstAttempt), csvTime(it.LastAttempt), csvTime(it.DeadLetteredAt),
+		strconv.FormatBool(it.ReprocessEligible), strconv.FormatBool(it.ManualReviewRequired), logLoc, worktree,
+		string(it.ItemData)}
 }
 
 func newDLQPurgeCmd(a *app) *cobra.Command {
 	var (
-		days  int
+		pf    purgeFlags
 		jobID string
-		yes   bool
 	)
 	cmd := &cobra.Command{
-		Use:   "purge --older-than-days N",
+		Use:   "purge --older-than-days N [--job-id ID] [--yes]",
 		Short: "Delete items dead-lettered more than N days ago (asks first unless --yes)",
-		Args:  exactArgs(0),
+		Long: `Purge deletes dead_lettered_items rows dead-lettered more than
+--older-than-days days ago (of one --job-id, or of every job). It says how
+many it would delete and asks for confirmation on a terminal; when standard
+input is not a terminal it refuses (exit 1) unless --yes (-y). One audit
+event (item_removed) records the run and --actor.`,
+		Args: exactArgs(0),
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if !cmd.Flags().Changed("older-than-days") {
-				return usageError{errors.New("--older-than-days is required")}
+			age, err := pf.age()
+			if err != nil {
+				return err
 			}
-			if days < 0 {
-				return usageError{fmt.Errorf("--older-than-days %d must not be negative", days)}
+			cutoff := time.Now().Add(-age)
+			scope := "all jobs"
+			if jobID != "" {
+				scope = "job " + jobID
 			}
-			cutoff := time.Now().Add(-time.Duration(days) * 24 * time.Hour)
-			return withDLQ(cmd, a, func(ctx context.Context, _ *pgxpool.Pool, dlq *deadletter.ItemStore) error {
-				n, err := dlq.CountOlderThan(ctx, cutoff, jobID)
-				if err != nil {
-					return err
-				}
-				scope := "all jobs"
-				if jobID != "" {
-					scope = "job " + jobID
-				}
-				if n == 0 {
-					fmt.Fprintf(a.out(), "no items of %s dead-lettered before %s\n", scope, cutoff.UTC().Format(time.RFC3339))
-					return nil
-				}
-				if !yes {
-					ok, err := confirmDLQ(a, fmt.Sprintf("Permanently delete %s of %s dead-lettered before %s?",
-						pluralize(n, "item"), scope, cutoff.UTC().Format(time.RFC3339)))
-					if err != nil {
-						return err
-					}
-					if !ok {
-						return exitError{code: ExitRuntime, msg: "purge cancelled; nothing deleted"}
-					}
-				}
-				n, err = dlq.Purge(ctx, cutoff, jobID, fmt.Sprintf("purged: older than %d days", days), deadletter.DefaultActor())
-				if err != nil {
-					return err
-				}
-				fmt.Fprintf(a.out(), "purged %s of %s dead-lettered before %s\n", pluralize(n, "item"), scope, cutoff.UTC().Format(time.RFC3339))
-				return nil
+			what := func(n int64) string {
+				return fmt.Sprintf("%s of %s dead-lettered before %s", pluralize(int(n), "item"), scope, cutoff.UTC().Format(time.RFC3339))
+			}
+			return a.withDeadLetters(cmd, "dlq", func(ctx context.Context, dl *deadLetters) error {
+				return a.runDeletion(deletion{
+					yes: pf.yes, asJSON: pf.asJSON, actor: pf.actor, key: "purged",
+					count: func() (int64, error) {
+						n, err := dl.items.CountOlderThan(ctx, cutoff, jobID)
+						return int64(n), err
+					},
+					ask: func(n int64) confirmation {
+						return confirmation{command: "purge", effect: "would delete " + what(n), undone: "deleted",
+							question: "Permanently delete " + what(n) + "?"}
+					},
+					remove: func(actor string) (int64, error) {
+						n, err := dl.items.Purge(ctx, cutoff, jobID, fmt.Sprintf("purged: older than %d days", pf.days), actor)
+						return int64(n), err
+					},
+					none: fmt.Sprintf("no items of %s dead-lettered before %s", scope, cutoff.UTC().Format(time.RFC3339)),
+					done: func(n int64) string { return "purged " + what(n) },
+				})
 			})
 		},
 	}
-	cmd.Flags().IntVar(&days, "older-than-days", 0, "delete items dead-lettered more than this many days ago (required)")
+	pf.register(cmd, "delete items dead-lettered")
 	cmd.Flags().StringVar(&jobID, "job-id", "", "only this job's items")
-	cmd.Flags().BoolVarP(&yes, "yes", "y", false, "do not ask for confirmation")
 	return cmd
 }
 
 func newDLQRetryCmd(a *app) *cobra.Command {
 	var (
-		filter               string
+		filter, actor        string
 		maxRetries, parallel int
 		force, wait, asJSON  bool
 	)
@@ -460,7 +426,8 @@ succeeded.`,
 			if maxRetries < -1 || maxRetries > 100 {
 				return usageError{fmt.Errorf("--max-retries %d must be between 0 and 100", maxRetries)}
 			}
-			return withDLQ(cmd, a, func(ctx context.Context, pool *pgxpool.Pool, dlq *deadletter.ItemStore) error {
+			return a.withDeadLetters(cmd, "dlq", func(ctx context.Context, dl *deadLetters) error {
+				pool, dlq := dl.pool, dl.items
 				job, err := loadJob(ctx, pool, args[0])
 				if err != nil {
 					return err
@@ -499,7 +466,7 @@ succeeded.`,
 				details := map[string]any{"job_id": job.ID, "count": len(ids), "filter": filter, "force": force,
 					"max_retries": retries, "successful": nil}
 				if !wait {
-					_ = dlq.RecordEvent(ctx, deadletter.DefaultActor(), deadletter.EventItemsReprocessed, len(ids), details)
+					_ = dlq.RecordEvent(ctx, actorOr(actor), deadletter.EventItemsReprocessed, len(ids), details)
 					fmt.Fprintf(a.out(), "enqueued %s; a running 'relay worker' works them ('relay mapreduce status %s')\n",
 						pluralize(len(ids), "item"), job.ID)
 					return nil
@@ -513,9 +480,9 @@ succeeded.`,
 					return err
 				}
 				details["successful"] = ok
-				_ = dlq.RecordEvent(ctx, deadletter.DefaultActor(), deadletter.EventItemsReprocessed, len(ids), details)
+				_ = dlq.RecordEvent(ctx, actorOr(actor), deadletter.EventItemsReprocessed, len(ids), details)
 				if asJSON {
-					if err := printIndentedJSON(a.out(), map[string]any{"retried": len(ids), "successful": ok,
+					if err := a.printJSON(map[string]any{"retried": len(ids), "successful": ok,
 						"failed": len(ids) - ok, "items": c}); err != nil {
 						return err
 					}
@@ -538,6 +505,7 @@ succeeded.`,
 	f.BoolVar(&force, "force", false, "also retry items that are not reprocess_eligible")
 	f.BoolVar(&wait, "wait", false, "work the items in this process and report how many succeeded")
 	f.BoolVar(&asJSON, "json", false, "with --wait, print the result as JSON")
+	actorFlag(cmd, &actor)
 	return cmd
 }
 
@@ -551,13 +519,13 @@ func newDLQStatsCmd(a *app) *cobra.Command {
 		Short: "Totals, eligibility, manual review, age range and error types of the DLQ",
 		Args:  exactArgs(0),
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return withDLQ(cmd, a, func(ctx context.Context, _ *pgxpool.Pool, dlq *deadletter.ItemStore) error {
-				st, err := dlq.Stats(ctx, jobID)
+			return a.withDeadLetters(cmd, "dlq", func(ctx context.Context, dl *deadLetters) error {
+				st, err := dl.items.Stats(ctx, jobID)
 				if err != nil {
 					return err
 				}
 				if asJSON {
-					return printIndentedJSON(a.out(), st)
+					return a.printJSON(st)
 				}
 				printItemStats(a.out(), st, time.Now())
 				return nil
@@ -595,39 +563,47 @@ func printItemStats(w io.Writer, st *deadletter.ItemStats, now time.Time) {
 }
 
 func newDLQClearCmd(a *app) *cobra.Command {
-	var yes bool
+	var (
+		yes, asJSON bool
+		actor       string
+	)
 	cmd := &cobra.Command{
-		Use:   "clear JOB_ID",
+		Use:   "clear JOB_ID [--yes]",
 		Short: "Delete a job's items that were successfully reprocessed (asks first unless --yes)",
-		Args:  exactArgs(1),
+		Long: `Clear deletes the job's dead_lettered_items rows that were successfully
+reprocessed (status reprocessed: they have left the DLQ). It asks for
+confirmation on a terminal; when standard input is not a terminal it refuses
+(exit 1) unless --yes (-y). One audit event (item_removed) records the run
+and --actor.`,
+		Args: exactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			jobID := args[0]
-			return withDLQ(cmd, a, func(ctx context.Context, _ *pgxpool.Pool, dlq *deadletter.ItemStore) error {
-				n, err := dlq.CountReprocessed(ctx, jobID)
-				if err != nil {
-					return err
-				}
-				if n == 0 {
-					fmt.Fprintf(a.out(), "no reprocessed items of job %s to clear\n", jobID)
-					return nil
-				}
-				if !yes {
-					ok, err := confirmDLQ(a, fmt.Sprintf("Delete %s of job %s that were successfully reprocessed?", pluralize(n, "item"), jobID))
-					if err != nil {
-						return err
-					}
-					if !ok {
-						return exitError{code: ExitRuntime, msg: "clear cancelled; nothing deleted"}
-					}
-				}
-				if n, err = dlq.Clear(ctx, jobID, deadletter.DefaultActor()); err != nil {
-					return err
-				}
-				fmt.Fprintf(a.out(), "cleared %s of job %s\n", pluralize(n, "reprocessed item"), jobID)
-				return nil
+			return a.withDeadLetters(cmd, "dlq", func(ctx context.Context, dl *deadLetters) error {
+				return a.runDeletion(deletion{
+					yes: yes, asJSON: asJSON, actor: actor, key: "cleared",
+					count: func() (int64, error) {
+						n, err := dl.items.CountReprocessed(ctx, jobID)
+						return int64(n), err
+					},
+					ask: func(n int64) confirmation {
+						what := fmt.Sprintf("%s of job %s that were successfully reprocessed", pluralize(int(n), "item"), jobID)
+						return confirmation{command: "clear", effect: "would delete " + what, undone: "deleted",
+							question: "Delete " + what + "?"}
+					},
+					remove: func(actor string) (int64, error) {
+						n, err := dl.items.Clear(ctx, jobID, actor)
+						return int64(n), err
+					},
+					none: fmt.Sprintf("no reprocessed items of job %s to clear", jobID),
+					done: func(n int64) string {
+						return fmt.Sprintf("cleared %s of job %s", pluralize(int(n), "reprocessed item"), jobID)
+					},
+				})
 			})
 		},
 	}
-	cmd.Flags().BoolVarP(&yes, "yes", "y", false, "do not ask for confirmation")
+	yesFlag(cmd, &yes)
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
+	actorFlag(cmd, &actor)
 	return cmd
 }

@@ -1,18 +1,13 @@
 package cli
 
 import (
-	"bufio"
-	"bytes"
 	"cmp"
 	"context"
-	"encoding/csv"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"maps"
-	"os"
-	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -23,6 +18,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/relay-dev/relay/deadletter"
+	"github.com/relay-dev/relay/internal/termout"
 )
 
 func newFailedCmd(a *app) *cobra.Command {
@@ -30,8 +26,10 @@ func newFailedCmd(a *app) *cobra.Command {
 		Use:   "failed",
 		Short: "Read and manage failed_pois: list, inspect, stats, analyze, export, ignore, purge",
 		Long: `Failed reads and manages failed_pois, the POIs that failed in a resolve_file
-batch. Every listing takes --json. Writes (ignore, purge) record who, what and
-how many in dead_letter_events. docs/failed_pois.md describes the table.
+batch. Every listing takes --json. Writes (ignore, purge) record who (--actor,
+default the OS user), what and how many in dead_letter_events; reads record
+nothing. docs/failed_pois.md describes the table; relay dlq takes the same
+flags for dead_lettered_items.
 
 ` + timeFlagHelp,
 		Args: exactArgs(0),
@@ -42,23 +40,6 @@ how many in dead_letter_events. docs/failed_pois.md describes the table.
 	cmd.AddCommand(newFailedListCmd(a), newFailedInspectCmd(a), newFailedStatsCmd(a), newFailedAnalyzeCmd(a),
 		newFailedExportCmd(a), newFailedIgnoreCmd(a), newFailedPurgeCmd(a))
 	return cmd
-}
-
-// withStore opens a pool for one command and runs fn with a Store over it.
-func (a *app) withStore(ctx context.Context, role string, fn func(*deadletter.Store) error) error {
-	pool, err := a.open(ctx, role)
-	if err != nil {
-		return err
-	}
-	defer pool.Close()
-	return fn(deadletter.NewStore(pool))
-}
-
-func (a *app) writeJSON(v any) error {
-	enc := json.NewEncoder(a.out())
-	enc.SetIndent("", "  ")
-	enc.SetEscapeHTML(false) // signatures hold <n>, <str>
-	return enc.Encode(v)
 }
 
 func newFailedListCmd(a *app) *cobra.Command {
@@ -77,16 +58,16 @@ func newFailedListCmd(a *app) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			if limit < 1 || limit > 10000 {
-				return usageError{fmt.Errorf("--limit %d must be between 1 and 10000 (use relay failed export for more)", limit)}
+			if err := listLimit(limit, "failed"); err != nil {
+				return err
 			}
-			return a.withStore(cmd.Context(), "failed", func(s *deadletter.Store) error {
-				rows, err := s.List(cmd.Context(), f, limit)
+			return a.withDeadLetters(cmd, "failed", func(ctx context.Context, dl *deadLetters) error {
+				rows, err := dl.failed.List(ctx, f, limit)
 				if err != nil {
 					return err
 				}
 				if asJSON {
-					return a.writeJSON(rows)
+					return a.printJSON(rows)
 				}
 				printFailedList(a.out(), rows, limit)
 				return nil
@@ -131,13 +112,13 @@ func newFailedInspectCmd(a *app) *cobra.Command {
 			if err != nil || id < 1 {
 				return usageError{fmt.Errorf("ID %q must be a failed_pois id (a positive integer)", args[0])}
 			}
-			return a.withStore(cmd.Context(), "failed", func(s *deadletter.Store) error {
-				in, err := s.Get(cmd.Context(), id)
+			return a.withDeadLetters(cmd, "failed", func(ctx context.Context, dl *deadLetters) error {
+				in, err := dl.failed.Get(ctx, id)
 				if err != nil {
 					return err
 				}
 				if asJSON {
-					return a.writeJSON(in)
+					return a.printJSON(in)
 				}
 				printInspection(a.out(), in)
 				return nil
@@ -157,14 +138,14 @@ func printInspection(w io.Writer, in *deadletter.Inspection) {
 		line("manual review", "required (failed too many reprocesses; relay reprocess skips it without --include-manual-review)")
 	}
 	if in.IgnoredReason != "" {
-		line("ignored reason", in.IgnoredReason)
+		line("ignored reason", termout.String(in.IgnoredReason))
 	}
-	line("file", in.FileID)
-	line("poi", orDash(in.POIID)+fmt.Sprintf(" (#%d in its original job)", in.POIIndex))
+	line("file", termout.String(in.FileID))
+	line("poi", orDash(termout.String(in.POIID))+fmt.Sprintf(" (#%d in its original job)", in.POIIndex))
 	line("attempts", strconv.Itoa(in.Attempts))
 	line("failed at", in.FailedAt.Format(time.RFC3339Nano))
 	line("error class", string(in.ErrorClass))
-	line("error signature", in.ErrorSignature)
+	line("error signature", termout.String(in.ErrorSignature))
 	line("error", oneLine(in.ErrorMessage, 0))
 	if !in.ReprocessRequestedAt.IsZero() {
 		line("reprocess requested", in.ReprocessRequestedAt.Format(time.RFC3339Nano))
@@ -202,13 +183,13 @@ func newFailedStatsCmd(a *app) *cobra.Command {
 		Short: "Count failed POIs by status and error class; oldest, newest, manual review, stuck",
 		Args:  exactArgs(0),
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return a.withStore(cmd.Context(), "failed", func(s *deadletter.Store) error {
-				st, err := s.Stats(cmd.Context())
+			return a.withDeadLetters(cmd, "failed", func(ctx context.Context, dl *deadLetters) error {
+				st, err := dl.failed.Stats(ctx)
 				if err != nil {
 					return err
 				}
 				if asJSON {
-					return a.writeJSON(st)
+					return a.printJSON(st)
 				}
 				printStats(a.out(), st)
 				return nil
@@ -268,13 +249,13 @@ hour (UTC) over the last 7 days (or since --since, if later).
 			if top < 1 || top > 1000 {
 				return usageError{fmt.Errorf("--top %d must be between 1 and 1000", top)}
 			}
-			return a.withStore(cmd.Context(), "failed", func(s *deadletter.Store) error {
-				an, err := s.Analyze(cmd.Context(), f, top)
+			return a.withDeadLetters(cmd, "failed", func(ctx context.Context, dl *deadLetters) error {
+				an, err := dl.failed.Analyze(ctx, f, top)
 				if err != nil {
 					return err
 				}
 				if asJSON {
-					return a.writeJSON(an)
+					return a.printJSON(an)
 				}
 				printAnalysis(a.out(), an)
 				return nil
@@ -298,7 +279,7 @@ func printAnalysis(w io.Writer, an *deadletter.Analysis) {
 	for _, g := range an.Groups {
 		samples := make([]string, len(g.SamplePOIIDs))
 		for i, p := range g.SamplePOIIDs {
-			samples[i] = cmp.Or(p, "#"+strconv.FormatInt(g.SampleRowIDs[i], 10))
+			samples[i] = cmp.Or(termout.String(p), "#"+strconv.FormatInt(g.SampleRowIDs[i], 10))
 		}
 		fmt.Fprintf(tw, "%d\t%.1f%%\t%s\t%s\t%s\t%s\t%s\n", g.Count, 100*g.Share, g.ErrorClass,
 			g.FirstSeen.Format(time.RFC3339), g.LastSeen.Format(time.RFC3339), strings.Join(samples, ","), oneLine(g.Signature, 120))
@@ -323,19 +304,17 @@ func printAnalysis(w io.Writer, an *deadletter.Analysis) {
 
 func newFailedExportCmd(a *app) *cobra.Command {
 	var (
-		ff     filterFlags
-		format string
-		limit  int64
+		ff filterFlags
+		ef exportFlags
 	)
 	cmd := &cobra.Command{
 		Use:   "export FILE",
-		Short: "Stream failed POIs to a CSV or JSON-lines file (FILE '-' is stdout)",
+		Short: "Stream failed POIs to a CSV, JSON Lines or JSON file (FILE '-' is stdout)",
 		Long: `Export writes every matching failed_pois row, with every column, to FILE in id
-order, reading the table in pages so a million rows never sit in memory.
---format csv (the default) writes a header line and one record per row, quoted
-as RFC 4180 requires; original_poi_data and error_history are JSON text.
---format json writes one JSON object per line (JSON Lines). The file is
-created with mode 0600 (it holds source code) and appears only once complete.
+order, reading the table in pages so a million rows never sit in memory. In
+CSV, original_poi_data and error_history are JSON text.
+
+` + exportHelp + `
 
 ` + timeFlagHelp,
 		Args: exactArgs(1),
@@ -344,114 +323,42 @@ created with mode 0600 (it holds source code) and appears only once complete.
 			if err != nil {
 				return err
 			}
-			if format != "csv" && format != "json" {
-				return usageError{fmt.Errorf("--format %q must be csv or json", format)}
-			}
-			if limit < 0 {
-				return usageError{fmt.Errorf("--limit %d must not be negative", limit)}
-			}
-			return a.withStore(cmd.Context(), "failed", func(s *deadletter.Store) error {
-				n, err := exportTo(cmd.Context(), s, args[0], a.out(), format, f, limit)
-				if err != nil {
-					return err
-				}
-				if args[0] != "-" {
-					fmt.Fprintf(a.env.Stderr, "exported %d rows to %s\n", n, args[0])
-				}
-				return nil
+			return runExport(a, cmd, "failed", args[0], &ef, func(dl *deadLetters) rowExport[*deadletter.Record] {
+				return rowExport[*deadletter.Record]{noun: "row", columns: failedColumns, record: failedRecord,
+					stream: func(ctx context.Context, fn func(*deadletter.Record) error) (int64, error) {
+						return dl.failed.Export(ctx, f, ef.limit, fn)
+					}}
 			})
 		},
 	}
 	ff.register(cmd, "only rows in this status")
-	cmd.Flags().StringVar(&format, "format", "csv", "csv or json (JSON Lines)")
-	cmd.Flags().Int64Var(&limit, "limit", 0, "stop after this many rows (0: all)")
+	ef.register(cmd)
 	return cmd
 }
 
-// exportColumns is the CSV header.
-var exportColumns = []string{"id", "original_job_id", "file_id", "poi_id", "poi_index", "failed_at", "status", "attempts",
+// failedColumns is the CSV header of a failed_pois export.
+var failedColumns = []string{"id", "original_job_id", "file_id", "poi_id", "poi_index", "failed_at", "status", "attempts",
 	"error_class", "error_signature", "error_message", "error_context", "manual_review_required", "reprocess_job_id",
 	"reprocess_requested_at", "reprocessed_at", "ignored_reason", "updated_at", "original_poi_data", "error_history"}
 
-// exportTo streams rows to path (a temporary file renamed into place when
-// complete) or, for "-", to stdout.
-func exportTo(ctx context.Context, s *deadletter.Store, path string, stdout io.Writer, format string, f deadletter.Filter, limit int64) (int64, error) {
-	var w io.Writer = stdout
-	var tmp *os.File
-	if path != "-" {
-		var err error
-		tmp, err = os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*.tmp") // mode 0600
-		if err != nil {
-			return 0, fmt.Errorf("error creating export file: %w", err)
-		}
-		defer func() {
-			if tmp != nil {
-				_ = tmp.Close()
-				_ = os.Remove(tmp.Name())
-			}
-		}()
-		w = tmp
+// failedRecord is r's CSV record.
+func failedRecord(r *deadletter.Record) []string {
+	return []string{strconv.FormatInt(r.ID, 10), strconv.FormatInt(r.OriginalJobID, 10), r.FileID, r.POIID,
+		strconv.Itoa(r.POIIndex), csvTime(r.FailedAt), string(r.Status), strconv.Itoa(r.Attempts), string(r.ErrorClass),
+		r.ErrorSignature, r.ErrorMessage, r.ErrorContext, strconv.FormatBool(r.ManualReviewRequired),
+		csvInt(r.ReprocessJobID), csvTime(r.ReprocessRequestedAt), csvTime(r.ReprocessedAt), r.IgnoredReason,
+		csvTime(r.UpdatedAt), string(r.POIData), csvJSON(r.History)}
+}
+
+// csvJSON is v as JSON text for a CSV cell ("" when it cannot be encoded).
+func csvJSON(v any) string {
+	var b strings.Builder
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return ""
 	}
-	bw := bufio.NewWriterSize(w, 1<<16)
-	var write func(*deadletter.Record) error
-	var flush func() error
-	if format == "csv" {
-		cw := csv.NewWriter(bw)
-		if err := cw.Write(exportColumns); err != nil {
-			return 0, err
-		}
-		rec := make([]string, len(exportColumns))
-		var hist bytes.Buffer
-		histEnc := json.NewEncoder(&hist)
-		histEnc.SetEscapeHTML(false)
-		write = func(r *deadletter.Record) error {
-			hist.Reset()
-			if err := histEnc.Encode(r.History); err != nil {
-				return err
-			}
-			rec = append(rec[:0], strconv.FormatInt(r.ID, 10), strconv.FormatInt(r.OriginalJobID, 10), r.FileID, r.POIID,
-				strconv.Itoa(r.POIIndex), csvTime(r.FailedAt), string(r.Status), strconv.Itoa(r.Attempts), string(r.ErrorClass),
-				r.ErrorSignature, r.ErrorMessage, r.ErrorContext, strconv.FormatBool(r.ManualReviewRequired),
-				csvInt(r.ReprocessJobID), csvTime(r.ReprocessRequestedAt), csvTime(r.ReprocessedAt), r.IgnoredReason,
-				csvTime(r.UpdatedAt), string(r.POIData), strings.TrimSuffix(hist.String(), "\n"))
-			return cw.Write(rec)
-		}
-		flush = func() error { cw.Flush(); return cw.Error() }
-	} else {
-		enc := json.NewEncoder(bw)
-		enc.SetEscapeHTML(false)
-		write = func(r *deadletter.Record) error {
-			if r.History == nil {
-				r.History = []deadletter.HistoryEntry{}
-			}
-			return enc.Encode(r)
-		}
-		flush = func() error { return nil }
-	}
-	n, err := s.Export(ctx, f, limit, write)
-	if err != nil {
-		return n, err
-	}
-	if err := flush(); err != nil {
-		return n, fmt.Errorf("error writing export: %w", err)
-	}
-	if err := bw.Flush(); err != nil {
-		return n, fmt.Errorf("error writing export: %w", err)
-	}
-	if tmp == nil {
-		return n, nil
-	}
-	if err := tmp.Sync(); err != nil {
-		return n, fmt.Errorf("error writing export: %w", err)
-	}
-	if err := tmp.Close(); err != nil {
-		return n, fmt.Errorf("error writing export: %w", err)
-	}
-	if err := os.Rename(tmp.Name(), path); err != nil {
-		return n, fmt.Errorf("error writing export: %w", err)
-	}
-	tmp = nil
-	return n, nil
+	return strings.TrimSuffix(b.String(), "\n")
 }
 
 func csvTime(t time.Time) string {
@@ -497,13 +404,13 @@ not found or refused.`,
 				}
 				ids[i] = id
 			}
-			return a.withStore(cmd.Context(), "failed", func(s *deadletter.Store) error {
-				res, err := s.Ignore(cmd.Context(), ids, reason, actorOr(actor))
+			return a.withDeadLetters(cmd, "failed", func(ctx context.Context, dl *deadLetters) error {
+				res, err := dl.failed.Ignore(ctx, ids, reason, actorOr(actor))
 				if err != nil {
 					return err
 				}
 				if asJSON {
-					if err := a.writeJSON(res); err != nil {
+					if err := a.printJSON(res); err != nil {
 						return err
 					}
 				} else {
@@ -531,11 +438,8 @@ not found or refused.`,
 
 func newFailedPurgeCmd(a *app) *cobra.Command {
 	var (
-		days   int
+		pf     purgeFlags
 		status string
-		actor  string
-		yes    bool
-		asJSON bool
 	)
 	cmd := &cobra.Command{
 		Use:   "purge --older-than-days N [--status S] [--yes]",
@@ -543,14 +447,16 @@ func newFailedPurgeCmd(a *app) *cobra.Command {
 		Long: `Purge deletes failed_pois rows whose updated_at (last change) is more than
 --older-than-days days ago, of one --status or, by default, of every status but
 reprocessing. Rows in reprocessing are never purged: their job has not reported
-back. It shows what it would delete and asks for confirmation on standard input
-unless --yes. It deletes in batches; one audit event records the run.`,
+back. It shows what it would delete and asks for confirmation on a terminal;
+when standard input is not a terminal it refuses (exit 1) unless --yes (-y).
+It deletes in batches; one audit event records the run and --actor.`,
 		Args: exactArgs(0),
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if days < 1 {
-				return usageError{fmt.Errorf("--older-than-days %d must be at least 1", days)}
+			age, err := pf.age()
+			if err != nil {
+				return err
 			}
-			p := deadletter.PurgeFilter{OlderThan: time.Duration(days) * 24 * time.Hour}
+			p := deadletter.PurgeFilter{OlderThan: age}
 			if status != "" {
 				st, err := deadletter.ParseStatus(status)
 				if err != nil {
@@ -561,63 +467,47 @@ unless --yes. It deletes in batches; one audit event records the run.`,
 				}
 				p.Status = st
 			}
-			return a.withStore(cmd.Context(), "failed", func(s *deadletter.Store) error {
-				ctx := cmd.Context()
-				preview, err := s.PurgePreview(ctx, p)
-				if err != nil {
-					return err
-				}
-				var total int64
+			return a.withDeadLetters(cmd, "failed", func(ctx context.Context, dl *deadLetters) error {
 				var parts []string
-				for _, st := range deadletter.Statuses() {
-					if n := preview[st]; n > 0 {
-						total += n
-						parts = append(parts, fmt.Sprintf("%s %d", st, n))
-					}
-				}
-				if total == 0 {
-					if asJSON {
-						return a.writeJSON(map[string]int64{"purged": 0})
-					}
-					fmt.Fprintln(a.out(), "nothing to purge")
-					return nil
-				}
-				if !yes {
-					q := fmt.Sprintf("Delete %d failed_pois rows not updated for %d days (%s)? This cannot be undone.",
-						total, days, strings.Join(parts, ", "))
-					if !confirm(a.env.Stdin, a.env.Stderr, q) {
-						return exitError{code: ExitRuntime, msg: "purge cancelled: nothing deleted"}
-					}
-				}
-				n, err := s.Purge(ctx, p, actorOr(actor))
-				if err != nil {
-					return err
-				}
-				if asJSON {
-					return a.writeJSON(map[string]int64{"purged": n})
-				}
-				fmt.Fprintf(a.out(), "purged %d rows\n", n)
-				return nil
+				return a.runDeletion(deletion{
+					yes: pf.yes, asJSON: pf.asJSON, actor: pf.actor, key: "purged",
+					count: func() (int64, error) {
+						preview, err := dl.failed.PurgePreview(ctx, p)
+						var total int64
+						for _, st := range deadletter.Statuses() {
+							if n := preview[st]; n > 0 {
+								total += n
+								parts = append(parts, fmt.Sprintf("%s %d", st, n))
+							}
+						}
+						return total, err
+					},
+					ask: func(n int64) confirmation {
+						what := fmt.Sprintf("%d failed_pois rows not updated for %d days (%s)", n, pf.days, strings.Join(parts, ", "))
+						return confirmation{command: "purge", effect: "would delete " + what, undone: "deleted",
+							question: "Delete " + what + "? This cannot be undone."}
+					},
+					remove: func(actor string) (int64, error) { return dl.failed.Purge(ctx, p, actor) },
+					none:   "nothing to purge",
+					done:   func(n int64) string { return fmt.Sprintf("purged %d rows", n) },
+				})
 			})
 		},
 	}
-	cmd.Flags().IntVar(&days, "older-than-days", 0, "purge rows not updated for this many days (required, at least 1)")
+	pf.register(cmd, "purge rows not updated")
 	cmd.Flags().StringVar(&status, "status", "", "only rows in this status: new, reprocessed or ignored (default: all but reprocessing)")
-	cmd.Flags().BoolVar(&yes, "yes", false, "do not ask for confirmation")
-	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
-	actorFlag(cmd, &actor)
-	_ = cmd.MarkFlagRequired("older-than-days")
 	return cmd
 }
 
-// oneLine flattens s to one line and, when max > 0, cuts it to max runes.
+// oneLine flattens s to one line, when max > 0 cuts it to max runes, and
+// escapes what a terminal would interpret (termout.String).
 func oneLine(s string, max int) string {
 	s = strings.Join(strings.Fields(s), " ")
 	if max > 0 && utf8.RuneCountInString(s) > max {
 		r := []rune(s)
-		return string(r[:max-1]) + "…"
+		s = string(r[:max-1]) + "…"
 	}
-	return s
+	return termout.String(s)
 }
 
 func orDash(s string) string { return cmp.Or(s, "-") }

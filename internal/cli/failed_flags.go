@@ -1,11 +1,7 @@
 package cli
 
 import (
-	"bufio"
 	"fmt"
-	"io"
-	"strconv"
-	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -13,15 +9,14 @@ import (
 	"github.com/relay-dev/relay/deadletter"
 )
 
-const timeFlagHelp = `--since and --until take an RFC 3339 time (2026-11-21T04:00:00Z), a date
-(2026-11-21, UTC midnight) or an age counted back from now: a Go duration
-(90m, 24h) or a number of days or weeks (7d, 2w). They bound failed_at, the
-time of a row's latest failure: since <= failed_at < until.`
+// timeFlagHelp documents --since and --until of the failed_pois commands.
+var timeFlagHelp = timeRangeHelp("failed_at, the time of a row's latest failure")
 
 // filterFlags are the flags that select failed_pois rows.
 type filterFlags struct {
-	status, fileID, signature, errorClass, since, until string
-	manualReview                                        bool
+	status, fileID, signature, errorClass string
+	manualReview                          bool
+	times                                 timeRange
 }
 
 func (f *filterFlags) register(cmd *cobra.Command, statusHelp string) {
@@ -30,8 +25,7 @@ func (f *filterFlags) register(cmd *cobra.Command, statusHelp string) {
 	fl.StringVar(&f.fileID, "file-id", "", "only rows of this file")
 	fl.StringVar(&f.signature, "signature", "", "only rows with this error signature (a raw error message works too: it is normalized the same way)")
 	fl.StringVar(&f.errorClass, "error-class", "", "only rows of this class: validation, panic, timeout, resolver or storage")
-	fl.StringVar(&f.since, "since", "", "only rows that last failed at or after this time or age (see Long help)")
-	fl.StringVar(&f.until, "until", "", "only rows that last failed before this time or age")
+	f.times.register(cmd)
 	fl.BoolVar(&f.manualReview, "manual-review", false, "only rows needing manual review")
 }
 
@@ -53,69 +47,12 @@ func (f *filterFlags) filter(now time.Time) (deadletter.Filter, error) {
 		out.ErrorClass = c
 	}
 	var err error
-	if out.Since, err = parseTimeFlag(f.since, now); err != nil {
-		return out, usageError{fmt.Errorf("--since: %w", err)}
-	}
-	if out.Until, err = parseTimeFlag(f.until, now); err != nil {
-		return out, usageError{fmt.Errorf("--until: %w", err)}
+	if out.Since, out.Until, err = f.times.parse(now); err != nil {
+		return out, err
 	}
 	out.FileID, out.Signature, out.ManualReview = f.fileID, f.signature, f.manualReview
 	if err := out.Validate(); err != nil {
 		return out, usageError{err}
 	}
 	return out, nil
-}
-
-// parseTimeFlag reads an RFC 3339 time, a date, or an age before now ("24h",
-// "7d", "2w"); "" is the zero time.
-func parseTimeFlag(s string, now time.Time) (time.Time, error) {
-	s = strings.TrimSpace(s)
-	if s == "" {
-		return time.Time{}, nil
-	}
-	if t, err := time.Parse(time.RFC3339Nano, s); err == nil {
-		return t.UTC(), nil
-	}
-	if t, err := time.Parse(time.DateOnly, s); err == nil {
-		return t.UTC(), nil
-	}
-	var age time.Duration
-	if n, unit := strings.TrimRight(s, "dw"), s[len(s)-1]; (unit == 'd' || unit == 'w') && len(n) == len(s)-1 {
-		v, err := strconv.ParseFloat(n, 64)
-		if err != nil || v < 0 {
-			return time.Time{}, fmt.Errorf("%q is not an RFC 3339 time, a date (2006-01-02) or an age (24h, 7d, 2w)", s)
-		}
-		day := 24 * time.Hour
-		if unit == 'w' {
-			day *= 7
-		}
-		age = time.Duration(v * float64(day))
-	} else {
-		d, err := time.ParseDuration(s)
-		if err != nil || d < 0 {
-			return time.Time{}, fmt.Errorf("%q is not an RFC 3339 time, a date (2006-01-02) or an age (24h, 7d, 2w)", s)
-		}
-		age = d
-	}
-	return now.Add(-age).UTC(), nil
-}
-
-// actorFlag registers --actor, the name audit events record.
-func actorFlag(cmd *cobra.Command, actor *string) {
-	cmd.Flags().StringVar(actor, "actor", "", "who to record in the audit trail (dead_letter_events); default: the OS user")
-}
-
-func actorOr(actor string) string {
-	if strings.TrimSpace(actor) != "" {
-		return actor
-	}
-	return deadletter.DefaultActor()
-}
-
-// confirm asks question on w and reads a yes from r.
-func confirm(r io.Reader, w io.Writer, question string) bool {
-	fmt.Fprintf(w, "%s [y/N] ", question)
-	line, _ := bufio.NewReader(r).ReadString('\n')
-	ans := strings.ToLower(strings.TrimSpace(line))
-	return ans == "y" || ans == "yes"
 }

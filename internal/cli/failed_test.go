@@ -154,8 +154,8 @@ func TestFailed_ExportCSVAndJSONCarryEveryByteSafely(t *testing.T) {
 	require.Equal(t, trickyCode, data.RawCode)
 	require.Equal(t, `poi "<str>": lineNumber must be a non-negative integer, got string "<str>"`, last[col["error_signature"]])
 
-	jfile := filepath.Join(dir, "failed.ndjson")
-	r = run(t, db, "", nil, "failed", "export", jfile, "--format", "json")
+	jfile := filepath.Join(dir, "failed.ndjson") // JSON Lines, from the extension
+	r = run(t, db, "", nil, "failed", "export", jfile)
 	require.Equal(t, cli.ExitOK, r.code, r.stderr)
 	raw, err := os.ReadFile(jfile)
 	require.NoError(t, err)
@@ -171,7 +171,7 @@ func TestFailed_ExportCSVAndJSONCarryEveryByteSafely(t *testing.T) {
 	require.EqualValues(t, 3, row.ID)
 	require.Equal(t, trickyCode, row.POIData.RawCode)
 
-	r = run(t, db, "", nil, "failed", "export", "-", "--format", "json", "--limit", "1")
+	r = run(t, db, "", nil, "failed", "export", "-", "--format", "jsonl", "--limit", "1")
 	require.Equal(t, cli.ExitOK, r.code, r.stderr)
 	require.Equal(t, 1, strings.Count(r.stdout, "\n"))
 
@@ -222,15 +222,18 @@ func TestFailed_PurgeAsksFirstAndRefusesReprocessing(t *testing.T) {
 	r = run(t, db, "", nil, "failed", "purge")
 	require.Equal(t, cli.ExitUsage, r.code)
 
-	r = run(t, db, "n\n", nil, "failed", "purge", "--older-than-days", "30")
+	r = runOnTerminal(t, db, "n\n", "failed", "purge", "--older-than-days", "30")
 	require.Equal(t, cli.ExitRuntime, r.code)
 	require.Contains(t, r.stderr, "Delete 2 failed_pois rows not updated for 30 days (new 2)? This cannot be undone. [y/N]")
 	require.Contains(t, r.stderr, "purge cancelled: nothing deleted")
-	r = run(t, db, "", nil, "failed", "purge", "--older-than-days", "30")
+	r = runOnTerminal(t, db, "", "failed", "purge", "--older-than-days", "30")
 	require.Equal(t, cli.ExitRuntime, r.code, "no answer is no")
+	r = run(t, db, "yes\n", nil, "failed", "purge", "--older-than-days", "30")
+	require.Equal(t, cli.ExitRuntime, r.code, "an answer piped in is no answer")
+	require.Contains(t, r.stderr, "run it again with --yes")
 	require.Equal(t, 4, testdb.Count(t, db.Pool, `SELECT count(*) FROM failed_pois`))
 
-	r = run(t, db, "yes\n", nil, "failed", "purge", "--older-than-days", "30", "--actor", "bob")
+	r = runOnTerminal(t, db, "yes\n", "failed", "purge", "--older-than-days", "30", "--actor", "bob")
 	require.Equal(t, cli.ExitOK, r.code, r.stderr)
 	require.Contains(t, r.stdout, "purged 2 rows")
 	require.Equal(t, 0, testdb.Count(t, db.Pool, `SELECT count(*) FROM failed_pois WHERE id IN (1, 3)`))

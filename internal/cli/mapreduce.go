@@ -1,14 +1,17 @@
 package cli
 
 import (
+	"cmp"
 	"context"
 	"crypto/rand"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"log/slog"
 	"os"
+	"os/exec"
+	"path/filepath"
 	"strings"
 	"sync"
 	"text/tabwriter"
@@ -16,6 +19,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/riverqueue/river"
 	"github.com/spf13/cobra"
 
 	"github.com/relay-dev/relay/config"
@@ -56,29 +60,56 @@ its position from 1. Invalid items are reported with their line numbers and
 nothing is enqueued. The job and one River job per item are inserted in one
 transaction.
 
+Item ids are at most 1024 bytes, without control characters; items are at
+most 16 MiB of UTF-8 JSON, without \u0000 or lone surrogates (\ud800), which
+PostgreSQL cannot store. Invalid input is a usage error (exit code 2).
+
+--agent is split into words like a shell would, without any expansion, and
+run without a shell; write --agent "sh -c '...'" for pipes or variables. Its
+program is resolved when the job is submitted: a path with a slash against
+the current directory, a bare name in PATH; it must be an executable file.
+The job stores the absolute path, so any worker runs the same program.
+
 The agent is run once per attempt with the item's JSON on stdin, in a fresh
-working directory, with RELAY_JOB_ID, RELAY_ITEM_ID, RELAY_ATTEMPT and
-RELAY_WORKDIR set (and no other RELAY_* variable). --agent is split into
-words like a shell would, without any expansion, and run without a shell;
-write --agent "sh -c '...'" for pipes or variables. Item data never reaches
-the command line. Exit 0 is success and stdout is the item's result; exit 65
-(EX_DATAERR) means "invalid item" (ValidationFailed); any other exit is a
-failure. Each attempt's stdout and stderr go to a log file under
---mapreduce-workdir.
+working directory. Its environment is an allow-list: RELAY_JOB_ID,
+RELAY_ITEM_ID, RELAY_ATTEMPT and RELAY_WORKDIR, plus only PATH, HOME, USER,
+LOGNAME, SHELL, LANG, LANGUAGE, LC_*, TZ, TMPDIR and TERM from relay's own
+environment. The database URL, PG* variables and any other secret never
+reach it; give an agent what it needs explicitly, e.g. --agent "env
+KEY_FILE=/etc/agent/key ./agent.sh". Item data never reaches the command
+line. Exit 0 is success and stdout (at most 1 MiB; more fails the attempt
+with ResourceExhausted) is the item's result; exit 65 (EX_DATAERR) means
+"invalid item" (ValidationFailed); any other exit is a failure. When the
+agent exits, every process left in its process group is killed; a process
+started with setsid escapes that, and relay cannot stop it.
+
+Each attempt's stdout and stderr go to a log file (at most 8 MiB: the first
+and last 4 MiB are kept) under --mapreduce-workdir, by default relay/mapreduce
+in the user's cache directory ($XDG_CACHE_HOME or ~/.cache). The workdir is
+created 0700 and must not be a symlink, someone else's or writable by
+others; attempts' directories are 0700 and logs 0600.
 
 Without --wait a running 'relay worker' works the items. With --wait this
-process works them (--parallel agents at once), shows progress on stderr and
-prints the job summary; the exit code is 1 when any item did not succeed.`,
+process works them, and only them, on a queue of the job's own (--parallel
+agents at once), shows progress on stderr and prints the job summary; the
+exit code is 1 when any item did not succeed. A first Ctrl-C stops starting
+agents and waits up to --shutdown-timeout for running ones; a second kills
+them at once. An interrupted job keeps its items: 'relay mapreduce resume
+JOB_ID --wait' goes on with them (exit code 130).`,
 		Args: exactArgs(0),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx := cmd.Context()
 			if input == "" || agentCmd == "" {
 				return usageError{errors.New("--input and --agent are required")}
 			}
-			if _, err := agent.Split(agentCmd); err != nil {
+			argv, err := agent.Split(agentCmd)
+			if err != nil {
 				return usageError{err}
 			}
-			job := &mapreduce.Job{ID: jobID, Agent: agentCmd, InputPath: input,
+			if argv, err = resolveAgent(argv); err != nil {
+				return usageError{err}
+			}
+			job := &mapreduce.Job{ID: jobID, Agent: agent.Join(argv), InputPath: input,
 				MaxRetries: intOrDefault(maxRetries, -1, a.cfg.MapReduceMaxRetries), Parallel: intOrDefault(parallel, 0, a.cfg.MapReduceParallel),
 				Timeout: timeout, RetryBackoff: backoff, DLQMaxItems: a.cfg.DLQMaxItems}
 			if job.Timeout == 0 {
@@ -89,7 +120,6 @@ prints the job summary; the exit code is 1 when any item did not succeed.`,
 				_, _ = rand.Read(r[:])
 				job.ID = mapreduce.NewJobID(time.Now(), r)
 			}
-			var err error
 			if job.Policy.IncludeErrors, err = deadletter.ParseErrorTypeList(include); err != nil {
 				return usageError{fmt.Errorf("--dlq-include-errors: %w", err)}
 			}
@@ -103,6 +133,13 @@ prints the job summary; the exit code is 1 when any item did not succeed.`,
 				fmt.Fprintf(a.env.Stderr, "relay mapreduce: warning: --timeout %s is close to rescue_stuck_jobs_after %s; "+
 					"River may rescue (re-run) an agent that is still running. Raise --rescue-stuck-jobs-after.\n",
 					job.Timeout, a.cfg.RescueStuckJobsAfter)
+			}
+			if wait {
+				// Only this process works the job's items.
+				job.Queue = mapreduce.WaitQueue(job.ID)
+				if err := agent.PrepareBaseDir(mapReduceWorkdir(a)); err != nil {
+					return usageError{fmt.Errorf("--mapreduce-workdir: %w", err)}
+				}
 			}
 			items, err := readItems(a, input)
 			if err != nil {
@@ -154,6 +191,42 @@ prints the job summary; the exit code is 1 when any item did not succeed.`,
 	return cmd
 }
 
+// resolveAgent makes the agent's program an absolute path to an executable
+// file: a path with a slash is taken against the current directory, a bare
+// name is looked up in PATH. Whoever works the job later, from whatever
+// directory, runs the same program.
+func resolveAgent(argv []string) ([]string, error) {
+	prog, path := argv[0], argv[0]
+	if !strings.ContainsRune(prog, '/') {
+		p, err := exec.LookPath(prog)
+		if err != nil {
+			return nil, fmt.Errorf("--agent: program %q not found in PATH", prog)
+		}
+		path = p
+	}
+	path, err := filepath.Abs(path)
+	if err != nil {
+		return nil, fmt.Errorf("--agent: program %q: %w", prog, err)
+	}
+	fi, err := os.Stat(path)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return nil, fmt.Errorf("--agent: program %s does not exist", path)
+	case err != nil:
+		return nil, fmt.Errorf("--agent: program %s: %w", path, err)
+	case fi.IsDir():
+		return nil, fmt.Errorf("--agent: program %s is a directory", path)
+	case fi.Mode()&0o111 == 0:
+		return nil, fmt.Errorf("--agent: program %s is not executable (chmod +x it, or write --agent \"sh %s\")", path, prog)
+	}
+	return append([]string{path}, argv[1:]...), nil
+}
+
+// mapReduceWorkdir is where this process's agents run and log.
+func mapReduceWorkdir(a *app) string {
+	return cmp.Or(a.cfg.MapReduceWorkdir, agent.DefaultBaseDir())
+}
+
 func intOrDefault(v, unset, def int) int {
 	if v == unset {
 		return def
@@ -174,21 +247,28 @@ func readItems(a *app, path string) ([]mapreduce.Item, error) {
 	}
 	items, bad, err := mapreduce.ParseInput(r)
 	if err != nil {
-		return nil, exitError{code: ExitRuntime, msg: fmt.Sprintf("%s: %v", path, err)}
+		return nil, exitError{code: ExitUsage, msg: fmt.Sprintf("%s: %v", path, err)}
 	}
 	for _, b := range bad {
 		fmt.Fprintf(a.env.Stderr, "%s: %s\n", path, b.Error())
 	}
 	if len(bad) > 0 {
-		return nil, exitError{code: ExitRuntime, msg: fmt.Sprintf("%d invalid items in %s; nothing enqueued", len(bad), path)}
+		return nil, exitError{code: ExitUsage, msg: fmt.Sprintf("%d invalid items in %s; nothing enqueued", len(bad), path)}
 	}
 	return items, nil
 }
+
+// ExitInterrupted is the exit code of a --wait run stopped by Ctrl-C (or
+// SIGTERM), as a shell reports a command killed by SIGINT.
+const ExitInterrupted = 130
 
 // waitAndSummarize works job's items in this process, then prints the
 // summary; it fails when any item did not succeed.
 func waitAndSummarize(ctx context.Context, a *app, pool *pgxpool.Pool, job *mapreduce.Job, parallel int, asJSON bool) error {
 	c, err := workInProcess(ctx, a, pool, job.ID, parallel)
+	if err != nil && ctx.Err() != nil {
+		return interrupted(a, pool, job.ID)
+	}
 	if err != nil {
 		return err
 	}
@@ -202,12 +282,40 @@ func waitAndSummarize(ctx context.Context, a *app, pool *pgxpool.Pool, job *mapr
 	return nil
 }
 
-// workInProcess runs an in-process River client on the MapReduce queue until
-// jobID has no item left to run, with progress on stderr.
+// interrupted says where an interrupted --wait run left its job and how to
+// go on.
+func interrupted(a *app, pool *pgxpool.Pool, jobID string) error {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	msg := fmt.Sprintf("job %s interrupted", jobID)
+	if c, err := mapreduce.NewStore(pool).Counts(ctx, jobID); err == nil {
+		msg += fmt.Sprintf(": %d of %d items done (%d succeeded, %d dead-lettered), %d left", c.Done(), c.Total,
+			c.Succeeded, c.DeadLettered, c.Total-c.Done())
+	}
+	msg += fmt.Sprintf(". Go on with 'relay mapreduce resume %s --wait', or hand the rest to a running "+
+		"'relay worker' with 'relay mapreduce resume %s'", jobID, jobID)
+	return exitError{code: ExitInterrupted, msg: msg}
+}
+
+// adoptInterval is how often a --wait run takes back items of its job that
+// wait on another queue (e.g. retried by a 'relay worker' that was running
+// them when the run started).
+const adoptInterval = 5 * time.Second
+
+// workInProcess runs an in-process River client on jobID's own queue
+// (mapreduce.WaitQueue), so that it works that job's items and no other's,
+// until jobID has no item left to run, with progress on stderr. The job's
+// items waiting on any other queue are moved to it first. The first
+// interrupt (ctx cancelled) stops it starting agents and waits up to
+// shutdown_timeout for running ones; a second (a.env.StopNow) kills them.
 func workInProcess(ctx context.Context, a *app, pool *pgxpool.Pool, jobID string, parallel int) (*mapreduce.Counts, error) {
 	cfg := *a.cfg
 	if parallel > 0 {
 		cfg.MapReduceParallel = parallel
+	}
+	workdir := mapReduceWorkdir(a)
+	if err := agent.PrepareBaseDir(workdir); err != nil {
+		return nil, usageError{fmt.Errorf("--mapreduce-workdir: %w", err)}
 	}
 	// River's workers log from their own goroutines while progress is
 	// printed here: both go through one locked writer.
@@ -218,10 +326,47 @@ func workInProcess(ctx context.Context, a *app, pool *pgxpool.Pool, jobID string
 		h = slog.NewJSONHandler(stderr, &slog.HandlerOptions{Level: level})
 	}
 	logger := slog.New(h)
-	client, err := worker.NewClient(pool, &cfg, logger, &worker.Options{Queues: []string{mapreduce.Queue}})
+	store := mapreduce.NewStore(pool)
+	queue := mapreduce.WaitQueue(jobID)
+	if _, err := store.MoveQueued(ctx, jobID, queue); err != nil {
+		return nil, err
+	}
+	killNow := make(chan struct{})
+	client, err := worker.NewClient(pool, &cfg, logger, &worker.Options{Queues: []string{mapreduce.Queue},
+		MapReduce: &worker.MapReduceConfig{Workdir: workdir, StopNow: killNow}})
 	if err != nil {
 		return nil, err
 	}
+	// The shared queue is how worker.NewClient configures a MapReduce
+	// client; swap it for the job's own.
+	if err := client.Queues().Remove(ctx, mapreduce.Queue); err != nil {
+		return nil, fmt.Errorf("error configuring River client: %w", err)
+	}
+	if err := client.Queues().Add(queue, river.QueueConfig{MaxWorkers: cfg.MapReduceParallel}); err != nil {
+		return nil, fmt.Errorf("error configuring River client: %w", err)
+	}
+
+	done := make(chan struct{})
+	defer close(done)
+	go watchInterrupts(ctx, done, a.env.StopNow, killNow, stderr, store, jobID, cfg.ShutdownTimeout)
+	go func() {
+		t := time.NewTicker(adoptInterval)
+		defer t.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-done:
+				return
+			case <-t.C:
+				if n, err := store.MoveQueued(ctx, jobID, queue); err == nil && n > 0 {
+					logger.InfoContext(ctx, "took back items of the job that waited on another queue",
+						slog.String("job_id", jobID), slog.Int("items", n))
+				}
+			}
+		}
+	}()
+
 	start := time.Now()
 	last := time.Time{}
 	return worker.RunMapReduceUntilDone(ctx, client, pool, logger, jobID, func(c *mapreduce.Counts) {
@@ -233,6 +378,36 @@ func workInProcess(ctx context.Context, a *app, pool *pgxpool.Pool, jobID string
 			jobID, c.Done(), c.Total, c.Succeeded, c.DeadLettered, c.Running, c.Retrying, c.Pending,
 			time.Since(start).Round(100*time.Millisecond))
 	})
+}
+
+// watchInterrupts tells the user, at the first interrupt, what the run is
+// waiting for, and closes killNow at the second.
+func watchInterrupts(ctx context.Context, done <-chan struct{}, stopNow <-chan struct{}, killNow chan<- struct{},
+	stderr io.Writer, store *mapreduce.Store, jobID string, grace time.Duration) {
+	select {
+	case <-done:
+		return
+	case <-ctx.Done():
+	}
+	running := "the running agents"
+	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+	if c, err := store.Counts(cctx, jobID); err == nil {
+		running = pluralize(c.Running, "running agent")
+	}
+	cancel()
+	if grace > 0 {
+		fmt.Fprintf(stderr, "relay mapreduce: interrupted: starting no more agents; waiting up to %s for %s to stop; "+
+			"press Ctrl-C again to kill them now\n", grace, running)
+	} else {
+		fmt.Fprintf(stderr, "relay mapreduce: interrupted: starting no more agents; waiting for %s to stop; "+
+			"press Ctrl-C again to kill them now\n", running)
+	}
+	select {
+	case <-done:
+	case <-stopNow:
+		fmt.Fprintf(stderr, "relay mapreduce: interrupted again: killing %s\n", running)
+		close(killNow)
+	}
 }
 
 // lockedWriter serializes writes from several goroutines.
@@ -262,9 +437,7 @@ func printJobSummary(ctx context.Context, a *app, pool *pgxpool.Pool, job *mapre
 	}
 	out := a.out()
 	if asJSON {
-		enc := json.NewEncoder(out)
-		enc.SetIndent("", "  ")
-		return enc.Encode(JobSummary{Job: job, Items: c, DLQ: st})
+		return a.printJSON(JobSummary{Job: job, Items: c, DLQ: st})
 	}
 	fmt.Fprintf(out, "MapReduce job %s\n", job.ID)
 	fmt.Fprintf(out, "  agent: %s\n  input: %s (%d items)\n  max retries: %d, timeout: %s, retry backoff: %s\n",
@@ -384,7 +557,10 @@ DLQ write, then re-enqueues the job's unfinished items: pending items with no
 River job left to run them (deleted, or lost). Items still queued, running or
 waiting for a retry are left alone. With --include-dlq-items the job's
 dead-lettered items (status dead_lettered, eligible or not) are put back in
-the work queue too; their history goes on from where it stopped.`,
+the work queue too; their history goes on from where it stopped.
+
+Items an interrupted 'run --wait' left queued go on with resume --wait (this
+process works them) or, without --wait, are handed to 'relay worker'.`,
 		Args: exactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx := cmd.Context()
@@ -406,10 +582,21 @@ the work queue too; their history goes on from where it stopped.`,
 			}
 			retries := intOrDefault(maxRetries, -1, job.MaxRetries)
 			store, dlq := mapreduce.NewStore(pool), deadletter.NewItemStore(pool, a.logger)
+			// With --wait this process works the job on its own queue;
+			// without, 'relay worker' does, on the shared one: the items an
+			// interrupted --wait run left queued move there.
+			job.Queue = mapreduce.Queue
+			if wait {
+				job.Queue = mapreduce.WaitQueue(job.ID)
+			}
 			var unfinished, fromDLQ []string
+			var moved int
 			err = pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error {
 				var err error
 				if unfinished, err = store.UnfinishedTx(ctx, tx, job.ID); err != nil {
+					return err
+				}
+				if moved, err = store.MoveQueuedTx(ctx, tx, job.ID, job.Queue); err != nil {
 					return err
 				}
 				if includeDLQ {
@@ -433,6 +620,10 @@ the work queue too; their history goes on from where it stopped.`,
 			fmt.Fprintf(a.env.Stderr, "relay mapreduce: job %s: re-enqueued %d unfinished and %d dead-lettered items; "+
 				"%d items already queued or running left alone\n", job.ID, len(unfinished), len(fromDLQ),
 				c.Live()-len(unfinished)-len(fromDLQ))
+			if moved > 0 && !wait {
+				fmt.Fprintf(a.env.Stderr, "relay mapreduce: job %s: %d items an interrupted --wait run left queued "+
+					"are handed to 'relay worker'\n", job.ID, moved)
+			}
 			if !wait {
 				return nil
 			}

@@ -1,8 +1,10 @@
 package cli
 
 import (
-	"encoding/json"
+	"errors"
 	"fmt"
+	"io"
+	"strings"
 	"text/tabwriter"
 
 	"github.com/spf13/cobra"
@@ -50,16 +52,7 @@ func newMigrateCmd(a *app) *cobra.Command {
 		}
 		return nil
 	})
-	down := run("down", "Roll back the most recent migration", func(cmd *cobra.Command, m *migrations.Migrator) error {
-		res, err := m.Down(cmd.Context())
-		if err != nil {
-			return err
-		}
-		for _, r := range res {
-			fmt.Fprintf(a.out(), "rolled back %05d %s\n", r.Version, r.Source)
-		}
-		return nil
-	})
+	down := newMigrateDownCmd(a)
 	var asJSON bool
 	status := run("status", "List migrations and whether each is applied", func(cmd *cobra.Command, m *migrations.Migrator) error {
 		st, err := m.Status(cmd.Context())
@@ -67,9 +60,7 @@ func newMigrateCmd(a *app) *cobra.Command {
 			return err
 		}
 		if asJSON {
-			enc := json.NewEncoder(a.out())
-			enc.SetIndent("", "  ")
-			return enc.Encode(st)
+			return a.printJSON(st)
 		}
 		tw := tabwriter.NewWriter(a.out(), 0, 4, 2, ' ', 0)
 		fmt.Fprintln(tw, "VERSION\tSTATE\tAPPLIED AT\tSOURCE")
@@ -85,4 +76,186 @@ func newMigrateCmd(a *app) *cobra.Command {
 	status.Flags().BoolVar(&asJSON, "json", false, "print JSON")
 	cmd.AddCommand(up, down, status)
 	return cmd
+}
+
+const migrateDownLong = `Down rolls back applied migrations, newest first: one by default, every
+migration above VERSION with --to VERSION (VERSION stays applied), or all of
+them with --all (the same as --to 0), which removes River's tables, relay's
+and goose's version table (relay_goose_db_version): everything relay created.
+
+A rollback that loses data (it drops a table, a column or rows; see
+docs/operations.md, "Rolling back migrations") lists what it destroys, with
+row counts, and asks for confirmation; --yes (-y) skips the question. When
+standard input is not a terminal it does not ask: it refuses, exit code 1,
+and rolls nothing back. Row counts are count(*) over at most 100000 rows
+per table ("100000+" means at least that many). Rollbacks that lose no
+data (an index swapped, a derived counter table dropped) run without asking.
+--dry-run prints the plan and changes nothing.`
+
+func newMigrateDownCmd(a *app) *cobra.Command {
+	var (
+		to               int64
+		all, yes, dryRun bool
+	)
+	cmd := &cobra.Command{
+		Use:   "down [--to VERSION | --all] [--yes] [--dry-run]",
+		Short: "Roll back the most recent migration (asks before destroying data unless --yes)",
+		Long:  migrateDownLong,
+		Args:  exactArgs(0),
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			toSet := cmd.Flags().Changed("to")
+			if all && toSet {
+				return usageError{errors.New("--all and --to exclude each other (--all is --to 0)")}
+			}
+			if toSet && to < 0 {
+				return usageError{fmt.Errorf("--to %d: want a version, or 0 for all", to)}
+			}
+			ctx := cmd.Context()
+			pool, err := a.open(ctx, "migrate")
+			if err != nil {
+				return err
+			}
+			defer pool.Close()
+			m, err := migrations.New(pool, a.cfg.DatabaseSchema, a.logger)
+			if err != nil {
+				return err
+			}
+			defer m.Close()
+
+			current, err := m.Version(ctx)
+			if err != nil {
+				return err
+			}
+			if latest := m.Latest(); current > latest {
+				return fmt.Errorf("the schema is at version %d, newer than this relay knows (%d): roll it back with the relay that applied it", current, latest)
+			}
+			if toSet && to != 0 && !m.Known(to) {
+				return usageError{fmt.Errorf("--to %d: no such migration (versions 1 to %d; 0 for all)", to, m.Latest())}
+			}
+			target := to
+			if all {
+				target = 0
+			}
+			plan, err := m.PlanDown(ctx, target)
+			if err != nil {
+				return err
+			}
+			if !all && !toSet && len(plan) > 1 {
+				target, plan = plan[1].Version, plan[:1]
+			}
+			if len(plan) == 0 {
+				if target == 0 && !dryRun {
+					if err := m.DropVersionTable(ctx); err != nil {
+						return err
+					}
+				}
+				fmt.Fprintf(a.out(), "relay: nothing to roll back (schema at version %d)\n", current)
+				return nil
+			}
+			counts, err := m.RowCounts(ctx, planTables(plan), migrations.RowCountLimit)
+			if err != nil {
+				return err
+			}
+			if dryRun {
+				printDownPlan(a.out(), plan, target, counts)
+				fmt.Fprintln(a.out(), "dry run: nothing rolled back")
+				return nil
+			}
+			if migrations.LosesData(plan) && !yes {
+				printDownPlan(a.env.Stderr, plan, target, counts)
+				if err := a.confirm(confirmation{command: "migrate down", effect: "destroys the data listed above", undone: "rolled back",
+					question: fmt.Sprintf("Roll back %s and destroy this data?", pluralize(len(plan), "migration"))}); err != nil {
+					return err
+				}
+			}
+			// Roll back what was planned and confirmed, nothing more: a
+			// migration applied since then would be rolled back unseen.
+			if now, err := m.Version(ctx); err != nil {
+				return err
+			} else if now != plan[0].Version {
+				return fmt.Errorf("the schema moved from version %d to %d while planning; nothing rolled back: run it again", plan[0].Version, now)
+			}
+			res, err := m.DownTo(ctx, target)
+			for _, r := range res {
+				fmt.Fprintf(a.out(), "rolled back %05d %s\n", r.Version, sourceName(r.Version, r.Source))
+			}
+			if err != nil {
+				return err
+			}
+			if target == 0 {
+				if err := m.DropVersionTable(ctx); err != nil {
+					return err
+				}
+				fmt.Fprintf(a.out(), "dropped %s: nothing of relay is left in the schema\n", migrations.TableName)
+			}
+			return nil
+		},
+	}
+	f := cmd.Flags()
+	f.Int64Var(&to, "to", 0, "roll back every migration above VERSION, leaving VERSION applied (0: all)")
+	f.BoolVar(&all, "all", false, "roll back every migration: River's tables, relay's and the version table (same as --to 0)")
+	yesFlag(cmd, &yes)
+	f.BoolVar(&dryRun, "dry-run", false, "print what would be rolled back and destroyed; change nothing")
+	return cmd
+}
+
+// planTables lists the tables whose rows the plan destroys or changes.
+func planTables(plan []migrations.Rollback) []string {
+	var out []string
+	for _, r := range plan {
+		out = append(out, r.Effect.Tables()...)
+	}
+	return out
+}
+
+func sourceName(version int64, source string) string {
+	if source == "" && version == 1 {
+		return "River's migrations (Go)"
+	}
+	return source
+}
+
+// printDownPlan writes what rolling back plan does and destroys.
+func printDownPlan(w io.Writer, plan []migrations.Rollback, target int64, counts map[string]int64) {
+	fmt.Fprintf(w, "Rolling back %s (schema version %d -> %d):\n", pluralize(len(plan), "migration"), plan[0].Version, target)
+	for _, r := range plan {
+		e := r.Effect
+		fmt.Fprintf(w, "  %05d %s: %s\n", r.Version, sourceName(r.Version, r.Source), e.Note)
+		if len(e.DropsTables) > 0 {
+			fmt.Fprintf(w, "        drops tables: %s\n", tablesWithCounts(e.DropsTables, counts))
+		}
+		if len(e.DropsDerivedTables) > 0 {
+			fmt.Fprintf(w, "        drops derived tables (recomputed on the way up): %s\n", tablesWithCounts(e.DropsDerivedTables, counts))
+		}
+		if len(e.DropsColumns) > 0 {
+			var tables []string
+			for _, c := range e.DropsColumns {
+				t, _, _ := strings.Cut(c, ".")
+				if len(tables) == 0 || tables[len(tables)-1] != t {
+					tables = append(tables, t)
+				}
+			}
+			fmt.Fprintf(w, "        drops columns: %s, of %s\n", strings.Join(e.DropsColumns, ", "), tablesWithCounts(tables, counts))
+		}
+		if len(e.DeletesFrom) > 0 {
+			fmt.Fprintf(w, "        deletes rows from: %s\n", tablesWithCounts(e.DeletesFrom, counts))
+		}
+	}
+	fmt.Fprintf(w, "Row counts are count(*) over at most %d rows per table.\n", migrations.RowCountLimit)
+}
+
+func tablesWithCounts(tables []string, counts map[string]int64) string {
+	parts := make([]string, 0, len(tables))
+	for _, t := range tables {
+		n, ok := counts[t]
+		switch {
+		case !ok:
+			parts = append(parts, t+" (absent now)")
+		case n >= migrations.RowCountLimit:
+			parts = append(parts, fmt.Sprintf("%s (%d+ rows)", t, n))
+		default:
+			parts = append(parts, fmt.Sprintf("%s (%s)", t, pluralize(int(n), "row")))
+		}
+	}
+	return strings.Join(parts, ", ")
 }

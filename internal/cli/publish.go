@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -21,8 +20,18 @@ import (
 	"github.com/relay-dev/relay/worker"
 )
 
+// maxLineBytesDefault is --max-line-bytes' default: far above a real
+// file's analysis, far below what would exhaust a publisher's memory. It
+// is fixed rather than derived from max_job_bytes, which bounds one
+// resolve_file job: a file's POIs are split across as many jobs as needed,
+// so a line may rightly be many times max_job_bytes.
+const maxLineBytesDefault = 64 << 20
+
 func newPublishCmd(a *app) *cobra.Command {
-	var asJSON bool
+	var (
+		asJSON       bool
+		maxLineBytes int64
+	)
 	cmd := &cobra.Command{
 		Use:   "publish [FILE|-]",
 		Short: "Publish newline-delimited file analyses (one JSON object per line)",
@@ -30,9 +39,18 @@ func newPublishCmd(a *app) *cobra.Command {
 from FILE or standard input ("-" or no argument). Each line is published in its
 own transaction: its POIs enter the symbol table and one resolve_file job is
 enqueued. A bad line is reported with its line number and fileId and the good
-lines are still published; the exit code is 1 when any line was rejected.`,
+lines are still published; the exit code is 1 when any line was rejected.
+
+A line longer than --max-line-bytes (default 64 MiB, 67108864 bytes) is
+rejected as "N MiB exceeds --max-line-bytes 64 MiB": no more than
+--max-line-bytes of it is held in memory (the rest is skipped in 1 MiB
+chunks), and the lines after it are still published. Publishing a line
+takes a few times its size in memory.`,
 		Args: maxArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if maxLineBytes < 1 {
+				return usageError{fmt.Errorf("--max-line-bytes %d must be at least 1", maxLineBytes)}
+			}
 			in := a.env.Stdin
 			if len(args) == 1 && args[0] != "-" {
 				f, err := os.Open(args[0])
@@ -47,12 +65,12 @@ lines are still published; the exit code is 1 when any line was rejected.`,
 				return err
 			}
 			defer pool.Close()
-			sum, err := publishStream(cmd.Context(), a, pool, in)
+			sum, err := publishStreamLimited(cmd.Context(), a, pool, in, maxLineBytes)
 			if err != nil {
 				return err
 			}
 			if asJSON {
-				if err := json.NewEncoder(a.out()).Encode(sum); err != nil {
+				if err := a.printJSON(sum); err != nil {
 					return err
 				}
 			} else {
@@ -66,6 +84,8 @@ lines are still published; the exit code is 1 when any line was rejected.`,
 		},
 	}
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print the summary as JSON")
+	cmd.Flags().Int64Var(&maxLineBytes, "max-line-bytes", maxLineBytesDefault,
+		"reject (and skip, unread) any line longer than this many bytes")
 	return cmd
 }
 
@@ -89,6 +109,12 @@ type RejectedLine struct {
 // publishStream publishes every line of r, each in its own transaction,
 // reporting rejected lines on stderr as it goes.
 func publishStream(ctx context.Context, a *app, pool *pgxpool.Pool, r io.Reader) (*PublishSummary, error) {
+	return publishStreamLimited(ctx, a, pool, r, maxLineBytesDefault)
+}
+
+// publishStreamLimited is publishStream rejecting lines longer than
+// maxLineBytes.
+func publishStreamLimited(ctx context.Context, a *app, pool *pgxpool.Pool, r io.Reader, maxLineBytes int64) (*PublishSummary, error) {
 	client, err := worker.NewInsertClient(pool, a.cfg, a.logger)
 	if err != nil {
 		return nil, err
@@ -97,11 +123,17 @@ func publishStream(ctx context.Context, a *app, pool *pgxpool.Pool, r io.Reader)
 		MaxAttempts: a.cfg.MaxAttempts}, a.logger)
 
 	sum := &PublishSummary{Rejected: []RejectedLine{}}
-	br := bufio.NewReaderSize(r, 1<<20)
+	lines := newLineReader(r, maxLineBytes)
 	lastLog := time.Now()
 	for lineNo := 1; ; lineNo++ {
-		line, readErr := br.ReadBytes('\n')
-		if len(bytes.TrimSpace(line)) > 0 {
+		line, readErr := lines.next()
+		var tooLong *lineTooLongError
+		if errors.As(readErr, &tooLong) {
+			sum.Lines++
+			sum.Rejected = append(sum.Rejected, RejectedLine{Line: lineNo, Error: tooLong.Error()})
+			fmt.Fprintf(a.env.Stderr, "line %d: rejected: %s\n", lineNo, tooLong)
+			readErr = tooLong.readErr
+		} else if len(bytes.TrimSpace(line)) > 0 {
 			sum.Lines++
 			res, err := publishLine(ctx, pool, pub, line)
 			switch {
@@ -158,4 +190,78 @@ func publishLine(ctx context.Context, pool *pgxpool.Pool, pub *outbox.Publisher,
 		}
 		return res, err
 	}
+}
+
+// lineReader reads newline-delimited lines of at most max bytes (newline
+// not counted), holding at most max bytes plus one buffer of a line in
+// memory whatever the input.
+type lineReader struct {
+	br  *bufio.Reader
+	max int64
+	buf []byte
+}
+
+// lineReaderChunk is the buffer a too-long line is skipped through.
+const lineReaderChunk = 1 << 20
+
+func newLineReader(r io.Reader, max int64) *lineReader {
+	return &lineReader{br: bufio.NewReaderSize(r, lineReaderChunk), max: max}
+}
+
+// next returns the next line with its newline (none at the end of input),
+// valid until the next call, and io.EOF with the last line. A line longer
+// than max is not returned: it is read through and dropped in chunks, and
+// next returns a *lineTooLongError carrying its length and the error that
+// ended it (nil, or io.EOF at the end of input).
+func (lr *lineReader) next() ([]byte, error) {
+	lr.buf = lr.buf[:0]
+	if cap(lr.buf) > 4*lineReaderChunk {
+		lr.buf = nil // keep no big line's buffer alive for the small ones
+	}
+	var size int64 // the line's bytes so far, without the newline
+	over := false
+	for {
+		chunk, err := lr.br.ReadSlice('\n')
+		size += int64(len(chunk))
+		if n := len(chunk); n > 0 && chunk[n-1] == '\n' {
+			size--
+		}
+		if !over && size > lr.max {
+			over, lr.buf = true, nil
+		}
+		if !over {
+			lr.buf = append(lr.buf, chunk...)
+		}
+		if errors.Is(err, bufio.ErrBufferFull) {
+			continue
+		}
+		if over {
+			return nil, &lineTooLongError{size: size, max: lr.max, readErr: err}
+		}
+		return lr.buf, err
+	}
+}
+
+// lineTooLongError is a line longer than --max-line-bytes.
+type lineTooLongError struct {
+	size, max int64
+	readErr   error // what ended the line: nil, io.EOF or a read error
+}
+
+func (e *lineTooLongError) Error() string {
+	return fmt.Sprintf("%s (%d bytes) exceeds --max-line-bytes %s (%d bytes)", byteSize(e.size), e.size, byteSize(e.max), e.max)
+}
+
+// byteSize writes n in the largest binary unit it reaches: "64 MiB",
+// "1.5 GiB", "900 B".
+func byteSize(n int64) string {
+	units := []string{"B", "KiB", "MiB", "GiB", "TiB"}
+	v, i := float64(n), 0
+	for v >= 1024 && i < len(units)-1 {
+		v, i = v/1024, i+1
+	}
+	if i == 0 || v == float64(int64(v)) {
+		return fmt.Sprintf("%d %s", int64(v), units[i])
+	}
+	return fmt.Sprintf("%.1f %s", v, units[i])
 }

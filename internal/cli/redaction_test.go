@@ -75,3 +75,62 @@ func TestMain_PasswordsRedactedInEveryFailingCommand(t *testing.T) {
 		require.NotContains(t, r.stdout+r.stderr, secret)
 	}
 }
+
+// The password shapes the old regular expressions printed in full: pgx
+// accepts '#' and '?' in a userinfo password (and connects), so they reached
+// connection errors; '/', ' ' and a second '@' reached parse errors. Every
+// way a URL arrives: flag, environment, config file.
+func TestMain_ReportedPasswordShapesNeverPrinted(t *testing.T) {
+	t.Parallel()
+	const tail = "@127.0.0.1:1/relay?sslmode=disable&connect_timeout=2"
+	for _, pw := range []string{"s3cr3t#Pss", "s3cr3t?Pss", "s3cr3t/Pss", "s3cr3t Pss", "s3cr3t@Pss", "s3cr3t%Pss"} {
+		u := "postgres://adv_pw:" + pw + tail
+		cfgFile := filepath.Join(t.TempDir(), "relay.yaml")
+		require.NoError(t, os.WriteFile(cfgFile, []byte("database_url: '"+u+"'\n"), 0o600))
+		for _, args := range [][]string{{"worker"}, {"migrate", "status"}, {"publish", "-"}, {"demo"}} {
+			for _, how := range []string{"flag", "env", "config"} {
+				var r result
+				switch how {
+				case "flag":
+					r = run(t, nil, "", nil, append([]string{"--database-url", u}, args...)...)
+				case "env":
+					r = run(t, nil, "", map[string]string{"RELAY_DATABASE_URL": u, "RELAY_LOG_LEVEL": "debug"}, args...)
+				case "config":
+					r = run(t, nil, "", nil, append([]string{"--config", cfgFile}, args...)...)
+				}
+				out := r.stdout + r.stderr
+				require.NotEqual(t, cli.ExitOK, r.code, "%q %s via %s: %s", pw, args, how, out)
+				require.NotContains(t, out, "s3cr3t", "%q %s via %s leaked the password", pw, args, how)
+				require.NotContains(t, out, "Pss", "%q %s via %s leaked the password's tail", pw, args, how)
+				require.Contains(t, r.stderr, "adv_pw:xxxxx@127.0.0.1:1/relay", "%q %s via %s", pw, args, how)
+			}
+		}
+	}
+}
+
+// The demo's closing hint printed the configured URL through the old
+// regular expressions: postgres://root:s3cr3t#Pss@... in full.
+func TestDemo_HintNeverShowsThePassword(t *testing.T) {
+	t.Parallel()
+	db := testdb.New(t)
+	server, err := url.Parse(db.URL)
+	require.NoError(t, err)
+	// The test server trusts local connections: any password connects.
+	withPW := server.Scheme + "://" + server.User.Username() + ":s3cr3t#Pss@" + server.Host + server.Path + "?" + server.RawQuery
+	r := run(t, nil, "", nil, "demo", "--database-url", withPW, "--database-schema", db.Schema)
+	require.Equal(t, cli.ExitOK, r.code, r.stderr)
+	require.NotContains(t, r.stdout+r.stderr, "s3cr3t")
+	require.Contains(t, r.stdout, `psql "`+server.Scheme+"://"+server.User.Username()+":xxxxx@"+server.Host+server.Path)
+}
+
+// A misspelt key in a config file was ignored (and the default URL used);
+// it is a usage error naming the key, and the value is not printed.
+func TestMain_ConfigFileTypoIsAUsageError(t *testing.T) {
+	t.Parallel()
+	cfgFile := filepath.Join(t.TempDir(), "relay.yaml")
+	require.NoError(t, os.WriteFile(cfgFile, []byte("databse_url: 'postgres://adv_pw:s3cr3t#Pss@127.0.0.1:1/relay'\n"), 0o600))
+	r := run(t, nil, "", nil, "--config", cfgFile, "migrate", "status")
+	require.Equal(t, cli.ExitUsage, r.code, r.stderr)
+	require.Contains(t, r.stderr, `unknown key "databse_url" (did you mean "database_url"?)`)
+	require.NotContains(t, r.stdout+r.stderr, "s3cr3t")
+}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"strconv"
 	"strings"
 	"text/tabwriter"
@@ -13,6 +14,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/relay-dev/relay/deadletter"
+	"github.com/relay-dev/relay/internal/termout"
 	"github.com/relay-dev/relay/worker"
 )
 
@@ -50,8 +52,9 @@ back (River discarded or cancelled it, or it was deleted). --status ignored
 brings ignored rows back deliberately.
 
 --dry-run prints what would be enqueued, per file and per signature, and
-changes nothing. Without --yes, reprocess shows the same summary and asks for
-confirmation on standard input. Progress goes to standard error. Every run is
+changes nothing. Without --yes (-y), reprocess shows the same summary and asks
+for confirmation on a terminal; when standard input is not a terminal it
+refuses (exit 1). Progress goes to standard error. Every run is
 recorded in dead_letter_events (action reprocess).
 
 ` + timeFlagHelp,
@@ -95,7 +98,7 @@ recorded in dead_letter_events (action reprocess).
 				}
 				if dryRun {
 					if asJSON {
-						return a.writeJSON(plan)
+						return a.printJSON(plan)
 					}
 					printPlan(a.out(), plan)
 					fmt.Fprintln(a.out(), "dry run: nothing changed")
@@ -105,8 +108,9 @@ recorded in dead_letter_events (action reprocess).
 					return reportReprocess(a, asJSON, &deadletter.ReprocessResult{})
 				}
 				printPlan(a.env.Stderr, plan)
-				if !confirm(a.env.Stdin, a.env.Stderr, fmt.Sprintf("Reprocess %d rows of %d files?", plan.Rows, plan.Files)) {
-					return exitError{code: ExitRuntime, msg: "reprocess cancelled: nothing changed"}
+				if err := a.confirm(confirmation{command: "reprocess", effect: fmt.Sprintf("would enqueue %d rows of %d files", plan.Rows, plan.Files),
+					undone: "changed", question: fmt.Sprintf("Reprocess %d rows of %d files?", plan.Rows, plan.Files)}); err != nil {
+					return err
 				}
 			}
 			res, err := r.Run(ctx, sel, actorOr(actor), progressPrinter(a.env.Stderr))
@@ -127,7 +131,7 @@ recorded in dead_letter_events (action reprocess).
 	cmd.Flags().Int64Var(&limit, "limit", 0, "reprocess at most this many rows (0: all)")
 	cmd.Flags().BoolVar(&dryRun, "dry-run", false, "print what would be enqueued, per file and per signature, and change nothing")
 	cmd.Flags().StringVar(&rate, "rate", "", "at most this many rows per second, e.g. 500/s (default: unlimited)")
-	cmd.Flags().BoolVar(&yes, "yes", false, "do not ask for confirmation")
+	yesFlag(cmd, &yes)
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
 	cmd.Flags().BoolVar(&includeManual, "include-manual-review", false, "also take rows flagged manual_review_required")
 	cmd.Flags().IntVar(&chunk, "chunk-size", deadletter.ReprocessChunkSizeDefault, "rows per transaction")
@@ -137,7 +141,7 @@ recorded in dead_letter_events (action reprocess).
 
 func reportReprocess(a *app, asJSON bool, res *deadletter.ReprocessResult) error {
 	if asJSON {
-		return a.writeJSON(res)
+		return a.printJSON(res)
 	}
 	if res.Rows == 0 {
 		fmt.Fprintln(a.out(), "nothing to reprocess")
@@ -148,8 +152,8 @@ func reportReprocess(a *app, asJSON bool, res *deadletter.ReprocessResult) error
 	return nil
 }
 
-// parseRate reads "500", "500/s", "30000/m" or "" (unlimited) as rows per
-// second.
+// parseRate reads "500", "500/s", "30000/m", "100/h", "10/d" or ""
+// (unlimited) as rows per second.
 func parseRate(s string) (float64, error) {
 	s = strings.TrimSpace(s)
 	if s == "" {
@@ -163,15 +167,28 @@ func parseRate(s string) (float64, error) {
 		per = time.Minute
 	case "h":
 		per = time.Hour
+	case "d":
+		per = 24 * time.Hour
 	default:
-		return 0, fmt.Errorf("%q: the unit must be /s, /m or /h", s)
+		return 0, fmt.Errorf("%q: the unit must be /s, /m, /h or /d", s)
 	}
 	v, err := strconv.ParseFloat(num, 64)
-	if err != nil || v <= 0 {
+	if err != nil || math.IsNaN(v) || v <= 0 {
 		return 0, fmt.Errorf("%q must be a positive number of rows, e.g. 500/s", s)
 	}
-	return v / per.Seconds(), nil
+	perSecond := v / per.Seconds()
+	if perSecond < minRate || perSecond > maxRate || math.IsInf(v, 0) {
+		return 0, fmt.Errorf("%q must be between 1/d and %.0f/s", s, maxRate)
+	}
+	return perSecond, nil
 }
+
+// The range of --rate, in rows per second: from one row a day to ten
+// million rows a second, so the pause between chunks is a finite duration.
+const (
+	minRate = 1.0 / 86400
+	maxRate = 1e7
+)
 
 func printPlan(w io.Writer, p *deadletter.ReprocessPlan) {
 	fmt.Fprintf(w, "would reprocess %d rows of %d files (about %d resolve_file jobs), %d signatures\n", p.Rows, p.Files, p.Files, p.Signatures)
@@ -181,7 +198,7 @@ func printPlan(w io.Writer, p *deadletter.ReprocessPlan) {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "\nROWS\tFILE")
 	for _, g := range p.ByFile {
-		fmt.Fprintf(tw, "%d\t%s\n", g.Count, g.Key)
+		fmt.Fprintf(tw, "%d\t%s\n", g.Count, termout.String(g.Key))
 	}
 	if n := p.Files - int64(len(p.ByFile)); n > 0 {
 		fmt.Fprintf(tw, "\t(%d more files)\n", n)

@@ -58,12 +58,18 @@ func TestReprocess_CommandEndToEnd(t *testing.T) {
 	require.Equal(t, 1, plan.Rows)
 	require.Equal(t, "src/b.js", plan.ByFile[0].Key)
 
-	r = run(t, db, "no\n", nil, "reprocess", "--status", "new")
+	r = runOnTerminal(t, db, "no\n", "reprocess", "--status", "new")
 	require.Equal(t, cli.ExitRuntime, r.code)
 	require.Contains(t, r.stderr, "Reprocess 1 rows of 1 files? [y/N]")
 	require.Equal(t, 0, testdb.Count(t, db.Pool, `SELECT count(*) FROM failed_pois WHERE status <> 'new'`))
 
-	r = run(t, db, "y\n", nil, "reprocess", "--status", "new", "--rate", "100/s", "--actor", "carol")
+	// "y" piped in is not a person answering: without a terminal, --yes.
+	r = run(t, db, "y\n", nil, "reprocess", "--status", "new")
+	require.Equal(t, cli.ExitRuntime, r.code)
+	require.Contains(t, r.stderr, "standard input is not a terminal, so nothing was changed: run it again with --yes")
+	require.Equal(t, 0, testdb.Count(t, db.Pool, `SELECT count(*) FROM failed_pois WHERE status <> 'new'`))
+
+	r = runOnTerminal(t, db, "y\n", "reprocess", "--status", "new", "--rate", "100/s", "--actor", "carol")
 	require.Equal(t, cli.ExitOK, r.code, r.stderr)
 	require.Regexp(t, `reprocess enqueued 1 rows in 1 resolve_file jobs \(1 chunks, \S+, audit event \d+\)`, r.stdout)
 	require.Contains(t, r.stderr, "reprocess: 1/1 rows, 1 jobs")

@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"encoding/json"
 	"fmt"
 	"io"
 	"strings"
@@ -41,9 +40,7 @@ func newStatusCmd(a *app) *cobra.Command {
 				return err
 			}
 			if asJSON {
-				enc := json.NewEncoder(a.out())
-				enc.SetIndent("", "  ")
-				return enc.Encode(struct {
+				return a.printJSON(struct {
 					State    *ops.State    `json:"state"`
 					Activity *ops.Activity `json:"activity"`
 				}{st, act})

@@ -29,7 +29,8 @@ within ` + worker.IdleGrace.String() + ` (batch mode for scripts and tests).
 
 With --http-addr (e.g. 127.0.0.1:9090) it serves /healthz (process alive),
 /readyz (database, migrations, River; "degraded" past the dead-letter
-thresholds) and /metrics (Prometheus). See docs/operations.md.`,
+thresholds) and /metrics (Prometheus). See docs/operations.md. An address
+that is not host:port with a valid port is a usage error (exit 2).`,
 		Args: exactArgs(0),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx := cmd.Context()
@@ -56,7 +57,8 @@ thresholds) and /metrics (Prometheus). See docs/operations.md.`,
 			}
 			if a.cfg.HTTPAddr != "" {
 				health := ops.NewHealth(ops.HealthConfig{
-					Pool: pool,
+					Pool:     pool,
+					Redactor: a.redactor,
 					MigrationsPending: func(ctx context.Context) (bool, error) {
 						m, err := migrations.New(pool, a.cfg.DatabaseSchema, a.logger)
 						if err != nil {
@@ -82,10 +84,20 @@ thresholds) and /metrics (Prometheus). See docs/operations.md.`,
 					Metrics:              metrics,
 					Logger:               a.logger,
 				})
-				addr, _, err := ops.Serve(ctx, a.cfg.HTTPAddr, health.Handler(), a.logger)
+				// The server stops when the command returns (--until-idle
+				// returns without ctx ending), before the pools close.
+				serveCtx, stopServing := context.WithCancel(ctx)
+				addr, served, err := ops.Serve(serveCtx, a.cfg.HTTPAddr, health.Handler(), a.logger)
 				if err != nil {
+					stopServing()
 					return err
 				}
+				defer func() {
+					stopServing()
+					if err := <-served; err != nil {
+						a.logger.WarnContext(ctx, "health and metrics server", slog.String("error", err.Error()))
+					}
+				}()
 				fmt.Fprintf(a.env.Stderr, "relay worker: serving /healthz /readyz /metrics on http://%s\n", addr)
 			}
 			start := time.Now()

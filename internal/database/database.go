@@ -4,9 +4,9 @@ package database
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -66,12 +66,15 @@ func RiverOptionsFromConfig(cfg *config.Config, role string) Options {
 }
 
 // Open parses url, applies opts and opens a pool, checking that the server
-// answers. Errors never contain the password.
+// answers. Errors never contain the password: the URL is shown through
+// config.RedactURL, and pgx's messages are scrubbed of every form of the
+// password (a Redactor that knows it), keeping the error chain so
+// errors.As still finds *pgconn.PgError.
 func Open(ctx context.Context, url string, opts Options) (*pgxpool.Pool, error) {
+	red := config.NewRedactor(url)
 	poolCfg, err := pgxpool.ParseConfig(url)
 	if err != nil {
-		// pgx's parse errors can quote the URL; say only what is wrong.
-		return nil, fmt.Errorf("error parsing database URL %q: %w", config.Redact(url), errors.New(config.Redact(err.Error())))
+		return nil, parseError(url, red, err)
 	}
 	params := poolCfg.ConnConfig.RuntimeParams
 	name := ApplicationName
@@ -98,21 +101,37 @@ func Open(ctx context.Context, url string, opts Options) (*pgxpool.Pool, error) 
 	}
 	pool, err := pgxpool.NewWithConfig(ctx, poolCfg)
 	if err != nil {
-		return nil, fmt.Errorf("error opening database pool for %s: %w", config.Redact(url), redactErr(err))
+		return nil, fmt.Errorf("error opening database pool for %s: %w", config.RedactURL(url), redactErr(red, err))
 	}
 	if err := pool.Ping(ctx); err != nil {
 		pool.Close()
-		return nil, fmt.Errorf("error connecting to database %s: %w", config.Redact(url), redactErr(err))
+		return nil, fmt.Errorf("error connecting to database %s: %w", config.RedactURL(url), redactErr(red, err))
 	}
 	return pool, nil
 }
 
+// parseError reports that connString does not parse. pgx's message starts
+// with its own rendering of the connection string ("cannot parse `...`: "),
+// whose redaction is best effort (a keyword/value password holding an
+// escaped quote shows its tail); it is replaced by config.RedactURL's, and
+// the reason that follows is scrubbed of the password.
+func parseError(connString string, red *config.Redactor, err error) error {
+	reason := err.Error()
+	if strings.HasPrefix(reason, "cannot parse `") {
+		if i := strings.LastIndex(reason, "`: "); i >= 0 {
+			reason = reason[i+len("`: "):]
+		}
+	}
+	return fmt.Errorf("error parsing database URL %s: %w", config.RedactURL(connString),
+		&redactedError{msg: red.Redact(reason), err: err})
+}
+
 // redactErr keeps the error chain (so errors.As still finds *pgconn.PgError)
 // while making sure its text holds no password.
-func redactErr(err error) error {
+func redactErr(red *config.Redactor, err error) error {
 	msg := err.Error()
-	if red := config.Redact(msg); red != msg {
-		return &redactedError{msg: red, err: err}
+	if r := red.Redact(msg); r != msg {
+		return &redactedError{msg: r, err: err}
 	}
 	return err
 }

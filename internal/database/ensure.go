@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net/url"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
@@ -15,28 +14,28 @@ import (
 // EnsureExists creates the database named in dbURL when the server says it
 // does not exist, connecting to the server's postgres database to do so.
 func EnsureExists(ctx context.Context, dbURL string) error {
-	conn, err := pgx.Connect(ctx, dbURL)
+	red := config.NewRedactor(dbURL)
+	cfg, err := pgx.ParseConfig(dbURL)
+	if err != nil {
+		return parseError(dbURL, red, err)
+	}
+	conn, err := pgx.ConnectConfig(ctx, cfg.Copy())
 	if err == nil {
 		return conn.Close(ctx)
 	}
 	var pgErr *pgconn.PgError
 	if !errors.As(err, &pgErr) || pgErr.Code != "3D000" {
-		return fmt.Errorf("error connecting to %s: %w", config.Redact(dbURL), errors.New(config.Redact(err.Error())))
+		return fmt.Errorf("error connecting to %s: %w", config.RedactURL(dbURL), redactErr(red, err))
 	}
-	cfg, perr := pgx.ParseConfig(dbURL)
-	if perr != nil {
-		return fmt.Errorf("error parsing database URL %s: %w", config.Redact(dbURL), errors.New(config.Redact(perr.Error())))
-	}
+	// The same server, user and password, any URL or DSN syntax: change
+	// only the database (net/url cannot parse every URL pgx accepts).
 	name := cfg.Database
-	u, perr := url.Parse(dbURL)
-	if perr != nil || u.Scheme == "" {
-		return fmt.Errorf("database %q does not exist; create it first (createdb %s)", name, name)
-	}
-	u.Path = "/postgres"
-	admin, err := pgx.Connect(ctx, u.String())
+	adminCfg := cfg.Copy()
+	adminCfg.Database = "postgres"
+	admin, err := pgx.ConnectConfig(ctx, adminCfg)
 	if err != nil {
 		return fmt.Errorf("database %q does not exist and the server's postgres database is unreachable to create it: %w",
-			name, errors.New(config.Redact(err.Error())))
+			name, redactErr(red, err))
 	}
 	defer admin.Close(ctx)
 	if _, err := admin.Exec(ctx, "CREATE DATABASE "+pgx.Identifier{name}.Sanitize()); err != nil {
@@ -44,7 +43,7 @@ func EnsureExists(ctx context.Context, dbURL string) error {
 		if errors.As(err, &pgErr) && pgErr.Code == "42P04" { // created concurrently
 			return nil
 		}
-		return fmt.Errorf("error creating database %q: %w", name, err)
+		return fmt.Errorf("error creating database %q: %w", name, redactErr(red, err))
 	}
 	return nil
 }
@@ -53,13 +52,14 @@ func EnsureExists(ctx context.Context, dbURL string) error {
 // disconnecting its sessions (the benchmark's and the chaos harness's
 // throwaway databases).
 func Drop(ctx context.Context, adminURL, name string) error {
+	red := config.NewRedactor(adminURL)
 	conn, err := pgx.Connect(ctx, adminURL)
 	if err != nil {
-		return fmt.Errorf("error connecting to %s to drop database %q: %w", config.Redact(adminURL), name, errors.New(config.Redact(err.Error())))
+		return fmt.Errorf("error connecting to %s to drop database %q: %w", config.RedactURL(adminURL), name, redactErr(red, err))
 	}
 	defer conn.Close(ctx)
 	if _, err := conn.Exec(ctx, "DROP DATABASE IF EXISTS "+pgx.Identifier{name}.Sanitize()+" WITH (FORCE)"); err != nil {
-		return fmt.Errorf("error dropping database %q: %w", name, err)
+		return fmt.Errorf("error dropping database %q: %w", name, redactErr(red, err))
 	}
 	return nil
 }

@@ -1,7 +1,10 @@
 // Package goanalyze turns Go source files into relay analyses: it parses each
 // file with go/parser and makes one POI per function, method, type and
 // import, whose rawCode is the declaration's exact source text, so that relay
-// can resolve the calls, embeddings and imports between them.
+// can resolve the calls, embeddings and imports between them. With typed
+// references (WalkWith, Publish's default) the type checker supplies each
+// function, method and type POI's symbol and references instead (see
+// ReferencesTyped).
 package goanalyze
 
 import (

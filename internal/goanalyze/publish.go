@@ -22,6 +22,9 @@ type PublishConfig struct {
 	FilesPerTx int
 	// Progress, when set, is called after each transaction commits.
 	Progress func(Summary)
+	// References is the reference mode: ReferencesTyped (the default) or
+	// ReferencesLexical.
+	References string
 }
 
 // Summary is what Publish did.
@@ -33,6 +36,9 @@ type Summary struct {
 	// refused (each with its reason).
 	Skipped  []ParseError `json:"skipped"`
 	Rejected []Rejected   `json:"rejected"`
+	// Warnings are the packages typed references fell back to lexical
+	// for, each with the reason.
+	Warnings []string `json:"warnings"`
 	// Seconds is the wall time of the walk and publish.
 	Seconds float64 `json:"seconds"`
 }
@@ -56,7 +62,7 @@ type Beginner interface {
 func Publish(ctx context.Context, db Beginner, pub *outbox.Publisher, root string, cfg PublishConfig) (*Summary, error) {
 	perTx := cmp.Or(cfg.FilesPerTx, FilesPerTxDefault)
 	start := time.Now()
-	sum := &Summary{Skipped: []ParseError{}, Rejected: []Rejected{}}
+	sum := &Summary{Skipped: []ParseError{}, Rejected: []Rejected{}, Warnings: []string{}}
 	var pending []outbox.Analysis
 	flush := func() error {
 		if len(pending) == 0 {
@@ -102,7 +108,8 @@ func Publish(ctx context.Context, db Beginner, pub *outbox.Publisher, root strin
 		}
 		return nil
 	}
-	err := Walk(ctx, root, func(f File) error {
+	opts := Options{References: cfg.References, Warn: func(w string) { sum.Warnings = append(sum.Warnings, w) }}
+	err := WalkWith(ctx, root, opts, func(f File) error {
 		if f.Err != nil {
 			sum.Skipped = append(sum.Skipped, *f.Err)
 			return nil

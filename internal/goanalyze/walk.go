@@ -26,8 +26,29 @@ type File struct {
 // directories named testdata or vendor and those starting with "." or "_"
 // (which the go tool ignores too). A file that does not parse is passed with
 // Err set; fn decides whether to go on. Walk stops at fn's first error or when
-// ctx ends.
+// ctx ends. Its POIs have lexical references (WalkWith with
+// ReferencesLexical).
 func Walk(ctx context.Context, root string, fn func(File) error) error {
+	return WalkWith(ctx, root, Options{References: ReferencesLexical}, fn)
+}
+
+// WalkWith is Walk with the references opts asks for: with
+// ReferencesTyped (the default) it first loads and type-checks the tree's
+// packages (tests included), and every function, method and type POI of a
+// package that type-checks gets its symbol and its references (see
+// ReferencesTyped).
+func WalkWith(ctx context.Context, root string, opts Options, fn func(File) error) error {
+	var tree typedTree
+	switch opts.References {
+	case "", ReferencesTyped:
+		var err error
+		if tree, err = loadTyped(ctx, root, opts); err != nil {
+			return fmt.Errorf("error type-checking %s: %w", root, err)
+		}
+	case ReferencesLexical:
+	default:
+		return fmt.Errorf("references mode %q is not one of %s, %s", opts.References, ReferencesTyped, ReferencesLexical)
+	}
 	return filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return fmt.Errorf("error walking %s: %w", p, err)
@@ -54,7 +75,7 @@ func Walk(ctx context.Context, root string, fn func(File) error) error {
 		if err != nil {
 			return fmt.Errorf("error reading %s: %w", p, err)
 		}
-		f, err := AnalyzeFile(rel, src)
+		f, err := analyzeFile(rel, src, tree)
 		if err != nil {
 			return err
 		}
@@ -63,8 +84,13 @@ func Walk(ctx context.Context, root string, fn func(File) error) error {
 }
 
 // AnalyzeFile extracts src's POIs and encodes them as the analysis of file
-// relPath.
+// relPath, with lexical references.
 func AnalyzeFile(relPath string, src []byte) (File, error) {
+	return analyzeFile(relPath, src, nil)
+}
+
+// analyzeFile is AnalyzeFile with the typed information of the tree, if any.
+func analyzeFile(relPath string, src []byte, tree typedTree) (File, error) {
 	pois, err := Extract(relPath, src)
 	if err != nil {
 		var pe *ParseError
@@ -73,6 +99,7 @@ func AnalyzeFile(relPath string, src []byte) (File, error) {
 		}
 		return File{}, err
 	}
+	tree.withTypes(relPath, pois)
 	a := outbox.Analysis{FileID: relPath, POIs: make([]json.RawMessage, 0, len(pois))}
 	for _, p := range pois {
 		raw, err := json.Marshal(p)

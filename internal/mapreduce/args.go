@@ -7,6 +7,9 @@
 package mapreduce
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
+	"strings"
 	"time"
 
 	"github.com/riverqueue/river"
@@ -18,6 +21,39 @@ const Kind = "mapreduce_item"
 // Queue is the River queue MapReduce items are worked from; its MaxWorkers
 // (mapreduce_parallel, or --parallel with --wait) bounds concurrent agents.
 const Queue = "mapreduce"
+
+// WaitQueue is the River queue of a job worked by `relay mapreduce run
+// --wait` (or `resume --wait`): only that process works it, so it works its
+// own job's items and no other job's (whose agent paths and working
+// directories belong to whoever submitted them). The name is the job id made
+// a valid River queue name (lower case, at most 64 characters) with a hash
+// of the whole id, so that two jobs never share one.
+func WaitQueue(jobID string) string {
+	var b strings.Builder
+	sep := false
+	for _, r := range strings.ToLower(jobID) {
+		if b.Len() >= 32 {
+			break
+		}
+		if r >= 'a' && r <= 'z' || r >= '0' && r <= '9' {
+			if sep && b.Len() > 0 {
+				b.WriteByte('_')
+			}
+			b.WriteRune(r)
+			sep = false
+		} else {
+			sep = true
+		}
+	}
+	if b.Len() > 0 {
+		b.WriteByte('_')
+	}
+	sum := sha256.Sum256([]byte(jobID))
+	return waitQueuePrefix + b.String() + hex.EncodeToString(sum[:4])
+}
+
+// waitQueuePrefix starts every WaitQueue name.
+const waitQueuePrefix = "mapreduce_wait_"
 
 // ItemArgs is one work item's River job. The item's data and the job's agent
 // are read from mapreduce_items and mapreduce_jobs when the job is worked, so

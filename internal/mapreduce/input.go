@@ -8,6 +8,8 @@ import (
 	"fmt"
 	"io"
 	"strconv"
+	"unicode"
+	"unicode/utf8"
 )
 
 // Item is one work item read from an input file.
@@ -35,12 +37,18 @@ func (e InputError) Error() string {
 // MaxItemBytes is the largest item accepted.
 const MaxItemBytes = 16 << 20
 
+// MaxIDBytes is the longest item id accepted, in bytes of UTF-8.
+const MaxIDBytes = 1024
+
 // ParseInput reads work items from r: a JSON array, or newline-delimited
 // JSON values (blank lines skipped). An item's id is its "id" field (a
 // string, or a number written as in the input) or, without one, its
-// position from 1. Invalid JSON, an id that is neither string nor number,
-// an empty id and a duplicate id are reported per item with their line
-// number; items is nil when any is. An empty input is an error.
+// position from 1. Invalid JSON, data PostgreSQL cannot store (invalid
+// UTF-8, the escape \u0000, a lone UTF-16 surrogate such as \ud800), an id
+// that is neither string nor number, an empty id, an id holding a control
+// character or longer than MaxIDBytes, and a duplicate id are reported per
+// item with their line number; items is nil when any is. An empty input is
+// an error.
 func ParseInput(r io.Reader) ([]Item, []InputError, error) {
 	br := bufio.NewReaderSize(r, 1<<20)
 	first, err := peekNonSpace(br)
@@ -161,10 +169,16 @@ func newItem(raw []byte, pos, line int) (Item, error) {
 	if len(raw) > MaxItemBytes {
 		return Item{}, fmt.Errorf("item is %d bytes, more than %d", len(raw), MaxItemBytes)
 	}
+	if !utf8.Valid(raw) {
+		return Item{}, errors.New("item is not valid UTF-8")
+	}
 	if !json.Valid(raw) {
 		var v any
 		err := json.Unmarshal(raw, &v)
 		return Item{}, fmt.Errorf("invalid JSON: %v", err)
+	}
+	if err := checkStorable(raw); err != nil {
+		return Item{}, err
 	}
 	it := Item{ID: strconv.Itoa(pos), Position: pos, Line: line, Data: json.RawMessage(bytes.Clone(raw))}
 	var obj map[string]json.RawMessage
@@ -185,11 +199,73 @@ func newItem(raw []byte, pos, line int) (Item, error) {
 	default:
 		return Item{}, fmt.Errorf("id must be a string or a number, not %s", idRaw)
 	}
-	if s == "" {
-		return Item{}, errors.New("id is empty")
+	if err := checkID(s); err != nil {
+		return Item{}, err
 	}
 	it.ID = s
 	return it, nil
+}
+
+// checkID rejects ids that are empty, too long or hold a control
+// character (NUL among them: an id is also an environment variable's value).
+func checkID(id string) error {
+	if id == "" {
+		return errors.New("id is empty")
+	}
+	if len(id) > MaxIDBytes {
+		return fmt.Errorf("id is %d bytes long; the maximum is %d", len(id), MaxIDBytes)
+	}
+	for i, r := range id {
+		if unicode.IsControl(r) {
+			return fmt.Errorf("id holds the control character %U at byte %d", r, i)
+		}
+	}
+	return nil
+}
+
+// Errors for what valid JSON may hold but PostgreSQL's jsonb cannot store.
+var (
+	errNUL      = errors.New(`item holds the escape \u0000 (NUL), which PostgreSQL cannot store`)
+	errLoneHigh = errors.New(`item holds a lone UTF-16 surrogate (a \ud800-\udbff escape not followed by \udc00-\udfff), which PostgreSQL cannot store`)
+	errLoneLow  = errors.New(`item holds a lone UTF-16 surrogate (a \udc00-\udfff escape without \ud800-\udbff before it), which PostgreSQL cannot store`)
+)
+
+// checkStorable rejects the escape \u0000 and UTF-16 surrogate escapes that
+// are not a high-low pair, in any string of raw (keys included). raw is
+// valid JSON.
+func checkStorable(raw []byte) error {
+	inString, pendingHigh := false, false
+	for i := 0; i < len(raw); i++ {
+		c := raw[i]
+		if !inString {
+			inString = c == '"'
+			continue
+		}
+		if c != '\\' || raw[i+1] != 'u' { // anything but a \uXXXX escape
+			if pendingHigh {
+				return errLoneHigh
+			}
+			if c == '"' {
+				inString = false
+			} else if c == '\\' {
+				i++ // skip the escaped character
+			}
+			continue
+		}
+		v, _ := strconv.ParseUint(string(raw[i+2:i+6]), 16, 16)
+		i += 5
+		isHigh, isLow := v >= 0xD800 && v <= 0xDBFF, v >= 0xDC00 && v <= 0xDFFF
+		switch {
+		case pendingHigh && !isLow:
+			return errLoneHigh
+		case !pendingHigh && isLow:
+			return errLoneLow
+		case v == 0:
+			return errNUL
+		}
+		pendingHigh = isHigh
+	}
+	return nil
 }
 
 func checkIDs(items []Item) []InputError {

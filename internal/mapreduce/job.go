@@ -24,6 +24,10 @@ type Job struct {
 	DLQMaxItems  int               `json:"dlq_max_items"`
 	Policy       deadletter.Policy `json:"dlq_policy"`
 	CreatedAt    time.Time         `json:"created_at"`
+	// Queue is the River queue CreateTx and RequeueTx put items on: Queue
+	// (empty) for 'relay worker', WaitQueue(ID) for a --wait run. It is not
+	// stored: it says where this process enqueues, not what the job is.
+	Queue string `json:"-"`
 }
 
 var jobIDRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$`)

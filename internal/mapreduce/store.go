@@ -1,6 +1,7 @@
 package mapreduce
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -80,7 +81,7 @@ func (s *Store) enqueueTx(ctx context.Context, tx pgx.Tx, ins Inserter, job *Job
 			params[i] = river.InsertManyParams{
 				Args: ItemArgs{JobID: job.ID, ItemID: id, TimeoutMS: job.Timeout.Milliseconds(),
 					RetryBackoffMS: job.RetryBackoff.Milliseconds()},
-				InsertOpts: &river.InsertOpts{Queue: Queue, MaxAttempts: maxRetries + 1,
+				InsertOpts: &river.InsertOpts{Queue: cmp.Or(job.Queue, Queue), MaxAttempts: maxRetries + 1,
 					Metadata: []byte(`{"mapreduce_job_id":` + strconv.Quote(job.ID) + `}`)},
 			}
 		}
@@ -109,6 +110,34 @@ func (s *Store) RequeueTx(ctx context.Context, tx pgx.Tx, ins Inserter, job *Job
 		return nil
 	}
 	return s.enqueueTx(ctx, tx, ins, job, itemIDs, maxRetries)
+}
+
+// MoveQueuedTx puts job's items that wait in any River queue (available,
+// scheduled or retryable; not running) on queue, and returns how many it
+// moved. A --wait run takes its job's items with it; a resume hands the
+// items an interrupted --wait run left in its own queue back to 'relay
+// worker'.
+func (s *Store) MoveQueuedTx(ctx context.Context, tx pgx.Tx, jobID, queue string) (int, error) {
+	tag, err := tx.Exec(ctx, `
+		UPDATE river_job j SET queue = $2
+		FROM mapreduce_items i
+		WHERE i.job_id = $1 AND i.status = 'pending' AND j.id = i.river_job_id
+		  AND j.state IN ('available', 'scheduled', 'retryable', 'pending') AND j.queue <> $2`, jobID, queue)
+	if err != nil {
+		return 0, fmt.Errorf("error moving items of job %q to queue %q: %w", jobID, queue, err)
+	}
+	return int(tag.RowsAffected()), nil
+}
+
+// MoveQueued is MoveQueuedTx in its own transaction.
+func (s *Store) MoveQueued(ctx context.Context, jobID, queue string) (int, error) {
+	var n int
+	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		var err error
+		n, err = s.MoveQueuedTx(ctx, tx, jobID, queue)
+		return err
+	})
+	return n, err
 }
 
 // UnfinishedTx locks and returns job's items that never finished and have

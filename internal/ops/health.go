@@ -5,13 +5,14 @@ import (
 	"encoding/json"
 	"fmt"
 	"log/slog"
-	"net"
 	"net/http"
 	"sync"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/relay-dev/relay/config"
 )
 
 // Health statuses in the /readyz body.
@@ -57,6 +58,9 @@ type HealthConfig struct {
 	MaxDeadLetteredItems int64
 	Metrics              *Metrics
 	Logger               *slog.Logger
+	// Redactor knows the database URL's password; /readyz's errors go
+	// through it (nil: config.Redact, which finds passwords by shape only).
+	Redactor *config.Redactor
 }
 
 // Health serves /healthz, /readyz and /metrics.
@@ -101,9 +105,16 @@ func (h *Health) Ready(ctx context.Context) Readiness {
 	rd := Readiness{Status: StatusOK, Reasons: []string{}, Checks: map[string]Check{}, CheckedAt: time.Now().UTC(),
 		DeadLetters: DeadLetterLevels{MaxNewFailedPOIs: h.cfg.MaxNewFailedPOIs, MaxDeadLetteredItems: h.cfg.MaxDeadLetteredItems}}
 	fail := func(name string, err error) {
-		rd.Checks[name] = Check{OK: false, Error: err.Error()}
+		// The body is served to whoever reaches the port: a driver's
+		// error must not show a password (pgx quotes the host, which a
+		// mistyped URL can fill with the password's tail).
+		msg := config.Redact(err.Error())
+		if h.cfg.Redactor != nil {
+			msg = h.cfg.Redactor.Redact(err.Error())
+		}
+		rd.Checks[name] = Check{OK: false, Error: msg}
 		rd.Status = StatusUnavailable
-		rd.Reasons = append(rd.Reasons, name+": "+err.Error())
+		rd.Reasons = append(rd.Reasons, name+": "+msg)
 	}
 
 	if err := h.cfg.Pool.Ping(ctx); err != nil {
@@ -164,32 +175,4 @@ func (h *Health) migrations(ctx context.Context) Check {
 	}
 	h.migrationsAt = time.Now()
 	return h.migrationsOK
-}
-
-// Serve listens on addr and serves handler until ctx ends, then shuts down.
-// It returns once the listener is bound (errors binding are returned), and
-// reports the bound address (useful with port 0).
-func Serve(ctx context.Context, addr string, handler http.Handler, logger *slog.Logger) (net.Addr, <-chan error, error) {
-	ln, err := net.Listen("tcp", addr)
-	if err != nil {
-		return nil, nil, fmt.Errorf("error listening on %s: %w", addr, err)
-	}
-	srv := &http.Server{Handler: handler, ReadHeaderTimeout: 5 * time.Second}
-	done := make(chan error, 1)
-	go func() {
-		err := srv.Serve(ln)
-		if err == http.ErrServerClosed {
-			err = nil
-		}
-		done <- err
-	}()
-	go func() {
-		<-ctx.Done()
-		shutdownCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
-		defer cancel()
-		_ = srv.Shutdown(shutdownCtx)
-	}()
-	logger.Info("serving health and metrics", slog.String("addr", ln.Addr().String()),
-		slog.String("endpoints", "/healthz /readyz /metrics"))
-	return ln.Addr(), done, nil
 }

@@ -11,8 +11,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
-
-	"io"
+	"fmt"
 	"log/slog"
 	"os"
 	"sync"
@@ -81,51 +80,86 @@ func ServerURL(t testing.TB) string {
 // schema is dropped when t ends.
 func New(t testing.TB) *DB {
 	t.Helper()
-	ctx := context.Background()
-	url := ServerURL(t)
-	schema := "relay_test_" + randomSuffix(t)
+	db, drop, err := create(context.Background(), ServerURL(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := drop(); err != nil {
+			t.Error(err)
+		}
+	})
+	return db
+}
 
+// ForExample is New for an Example function, which has no testing.TB: the
+// server must come from TEST_DATABASE_URL, and it panics with what to set
+// when there is none. Call the returned function when done.
+func ForExample() (*DB, func()) {
+	url := os.Getenv(EnvURL)
+	if url == "" {
+		panic("examples need PostgreSQL: set " + EnvURL + ", e.g. " + EnvURL + "=postgres://root@127.0.0.1:5432/relay_test?sslmode=disable")
+	}
+	db, drop, err := create(context.Background(), url)
+	if err != nil {
+		panic(err)
+	}
+	return db, func() {
+		if err := drop(); err != nil {
+			panic(err)
+		}
+	}
+}
+
+// create makes a migrated schema of its own on the server at url and
+// returns it with the function that drops it.
+func create(ctx context.Context, url string) (*DB, func() error, error) {
+	suffix, err := randomSuffix()
+	if err != nil {
+		return nil, nil, err
+	}
+	schema := "relay_test_" + suffix
 	admin, err := pgx.Connect(ctx, url)
 	if err != nil {
-		t.Fatalf("error connecting to %s (set %s to a reachable server): %v", config.Redact(url), EnvURL, err)
+		return nil, nil, fmt.Errorf("error connecting to %s (set %s to a reachable server): %w", config.RedactURL(url), EnvURL, err)
 	}
-	if _, err := admin.Exec(ctx, "CREATE SCHEMA "+pgx.Identifier{schema}.Sanitize()); err != nil {
-		_ = admin.Close(ctx)
-		t.Fatalf("error creating schema %s: %v", schema, err)
-	}
+	_, err = admin.Exec(ctx, "CREATE SCHEMA "+pgx.Identifier{schema}.Sanitize())
 	_ = admin.Close(ctx)
+	if err != nil {
+		return nil, nil, fmt.Errorf("error creating schema %s: %w", schema, err)
+	}
 
 	pool, err := database.Open(ctx, url, database.Options{Role: "test", Schema: schema, MaxConns: 8,
 		StatementTimeout: time.Minute, IdleInTransactionTimeout: time.Minute})
 	if err != nil {
-		t.Fatalf("error opening pool: %v", err)
+		return nil, nil, fmt.Errorf("error opening pool: %w", err)
 	}
-	t.Cleanup(func() {
+	drop := func() error {
 		pool.Close()
 		if os.Getenv("TEST_KEEP_SCHEMA") != "" {
-			t.Logf("keeping schema %s", schema)
-			return
+			return nil
 		}
 		conn, err := pgx.Connect(context.Background(), url)
 		if err != nil {
-			t.Errorf("error connecting to drop schema %s: %v", schema, err)
-			return
+			return fmt.Errorf("error connecting to drop schema %s: %w", schema, err)
 		}
 		defer conn.Close(context.Background())
 		if _, err := conn.Exec(context.Background(), "DROP SCHEMA "+pgx.Identifier{schema}.Sanitize()+" CASCADE"); err != nil {
-			t.Errorf("error dropping schema %s: %v", schema, err)
+			return fmt.Errorf("error dropping schema %s: %w", schema, err)
 		}
-	})
+		return nil
+	}
 
-	m, err := migrations.New(pool, schema, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	m, err := migrations.New(pool, schema, slog.New(slog.DiscardHandler))
+	if err == nil {
+		defer m.Close()
+		_, err = m.Up(ctx)
+	}
 	if err != nil {
-		t.Fatalf("error creating migrator: %v", err)
+		_ = drop()
+		return nil, nil, fmt.Errorf("error migrating schema %s: %w", schema, err)
 	}
-	defer m.Close()
-	if _, err := m.Up(ctx); err != nil {
-		t.Fatalf("error migrating schema %s: %v", schema, err)
-	}
-	return &DB{Pool: pool, Schema: schema, URL: url}
+	return &DB{Pool: pool, Schema: schema, URL: url}, drop, nil
 }
 
 // Config returns relay's default configuration pointed at db, for tests that
@@ -151,12 +185,12 @@ func (w testWriter) Write(p []byte) (int, error) {
 	return len(p), nil
 }
 
-func randomSuffix(t testing.TB) string {
+func randomSuffix() (string, error) {
 	b := make([]byte, 6)
 	if _, err := rand.Read(b); err != nil {
-		t.Fatalf("error reading random bytes: %v", err)
+		return "", fmt.Errorf("error reading random bytes: %w", err)
 	}
-	return hex.EncodeToString(b)
+	return hex.EncodeToString(b), nil
 }
 
 // Count runs a COUNT(*)-style query and returns its integer result.

@@ -1,0 +1,182 @@
+package accuracy
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/relay-dev/relay/internal/goanalyze"
+)
+
+// DefaultTrees are the trees relay-eval scores without arguments: packages
+// of the Go standard library ($GOROOT/src/…) and modules of the module
+// cache ($GOMODCACHE/…), of different styles. A tree that is not there is
+// skipped with a note.
+var DefaultTrees = []string{
+	"goroot:encoding/json",
+	"goroot:database/sql",
+	"goroot:go/parser",
+	"goroot:net/url",
+	"goroot:text/template",
+	"modcache:github.com/jackc/pgx/v5@v5.12.0",
+	"modcache:github.com/spf13/cobra@v1.10.2",
+	"modcache:github.com/spf13/viper@v1.21.0",
+	"modcache:github.com/stretchr/testify@v1.12.1",
+	"modcache:github.com/riverqueue/river@v0.51.0",
+}
+
+// Main runs relay-eval with args (without the program name) and returns the
+// exit code.
+func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("relay-eval", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.Usage = func() {
+		fmt.Fprintf(stderr, "usage: relay-eval [--json] [--samples N] [--references lexical|typed] [TREE...]\n\n"+
+			"Scores relay's CALLS and EXTENDS on Go trees against go/types. A TREE is a directory,\n"+
+			"goroot:PKGDIR ($(go env GOROOT)/src/PKGDIR) or modcache:MODULE@VERSION; default:\n  %s\n\n",
+			strings.Join(DefaultTrees, "\n  "))
+		fs.PrintDefaults()
+	}
+	asJSON := fs.Bool("json", false, "print one JSON array of reports")
+	tests := fs.Bool("tests", true, "score test files too (false: only the packages' non-test files are scored; all are analysed)")
+	samples := fs.Int("samples", 5, "false positives and false negatives shown per kind (func, method, extends)")
+	refs := fs.String("references", goanalyze.ReferencesLexical, "reference mode, as relay analyze's: lexical (relay's resolver reads rawCode) or typed (go/types supplies them)")
+	if err := fs.Parse(args); err != nil {
+		return 2
+	}
+	if *refs != goanalyze.ReferencesLexical && *refs != goanalyze.ReferencesTyped {
+		fmt.Fprintf(stderr, "relay-eval: --references %q is not one of lexical, typed\n", *refs)
+		return 2
+	}
+	trees := fs.Args()
+	if len(trees) == 0 {
+		trees = DefaultTrees
+	}
+	var reports []*Report
+	for _, tree := range trees {
+		dir, err := treeDir(tree)
+		if err != nil {
+			fmt.Fprintf(stderr, "relay-eval: %s: %v\n", tree, err)
+			if len(fs.Args()) > 0 {
+				return 1
+			}
+			continue
+		}
+		fmt.Fprintf(stderr, "relay-eval: %s (%s)\n", tree, dir)
+		r, err := EvaluateWith(ctx, tree, dir, *tests, *samples, goanalyze.Options{
+			References: *refs,
+			Warn:       func(w string) { fmt.Fprintf(stderr, "relay-eval: %s: %s\n", tree, w) },
+		})
+		if err != nil {
+			fmt.Fprintf(stderr, "relay-eval: %s: %v\n", tree, err)
+			return 1
+		}
+		reports = append(reports, r)
+	}
+	if *asJSON {
+		enc := json.NewEncoder(stdout)
+		enc.SetIndent("", "  ")
+		if err := enc.Encode(reports); err != nil {
+			return 1
+		}
+		return 0
+	}
+	if err := WriteTable(stdout, reports, *samples > 0); err != nil {
+		return 1
+	}
+	return 0
+}
+
+// Evaluate analyses and scores one tree, with lexical references.
+func Evaluate(ctx context.Context, name, dir string, tests bool, samples int) (*Report, error) {
+	return EvaluateWith(ctx, name, dir, tests, samples, goanalyze.Options{References: goanalyze.ReferencesLexical})
+}
+
+// EvaluateWith is Evaluate with the reference mode of opts.
+func EvaluateWith(ctx context.Context, name, dir string, tests bool, samples int, opts goanalyze.Options) (*Report, error) {
+	g, err := AnalyzeWith(ctx, dir, opts)
+	if err != nil {
+		return nil, err
+	}
+	t, err := ComputeTruth(ctx, dir, g, tests)
+	if err != nil {
+		return nil, err
+	}
+	return Score(name, dir, g, t, samples), nil
+}
+
+// treeDir resolves a tree argument to a directory.
+func treeDir(tree string) (string, error) {
+	var dir string
+	switch {
+	case strings.HasPrefix(tree, "goroot:"):
+		root, err := goEnv("GOROOT")
+		if err != nil {
+			return "", err
+		}
+		dir = filepath.Join(root, "src", filepath.FromSlash(strings.TrimPrefix(tree, "goroot:")))
+	case strings.HasPrefix(tree, "modcache:"):
+		root, err := goEnv("GOMODCACHE")
+		if err != nil {
+			return "", err
+		}
+		dir = filepath.Join(root, filepath.FromSlash(strings.TrimPrefix(tree, "modcache:")))
+	default:
+		dir = tree
+	}
+	if st, err := os.Stat(dir); err != nil || !st.IsDir() {
+		return "", fmt.Errorf("not a directory: %s", dir)
+	}
+	return dir, nil
+}
+
+func goEnv(key string) (string, error) {
+	out, err := exec.Command("go", "env", key).Output()
+	if err != nil {
+		return "", fmt.Errorf("error running go env %s: %w", key, err)
+	}
+	return strings.TrimSpace(string(out)), nil
+}
+
+// WriteTable prints one row per tree and kind, then the examples.
+func WriteTable(w io.Writer, reports []*Report, examples bool) error {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "TREE\tFILES\tPOIS\tKIND\tTP\tFP\tFN\tP\tR\tDYNAMIC\tUNRESOLVED")
+	for _, r := range reports {
+		for _, row := range []struct {
+			kind string
+			c    Counts
+		}{{"calls", r.Calls}, {"calls func", r.Func}, {"calls method", r.Method}, {"extends", r.Extends}} {
+			dyn, unres := "", ""
+			if row.kind == "calls" {
+				dyn, unres = fmt.Sprint(r.Dynamic), fmt.Sprintf("%d unknown, %d ambiguous", r.Unknown, r.Ambiguous)
+			}
+			fmt.Fprintf(tw, "%s\t%d\t%d\t%s\t%d\t%d\t%d\t%.3f\t%.3f\t%s\t%s\n", r.Tree, r.Files, r.POIs, row.kind,
+				row.c.TP, row.c.FP, row.c.FN, row.c.Precision, row.c.Recall, dyn, unres)
+		}
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	for _, r := range reports {
+		fmt.Fprintf(w, "\n%s: not in the truth: %d interface calls, %d function-value calls, %d recursive calls\n",
+			r.Tree, r.InterfaceCalls, r.FuncValueCalls, r.Recursion)
+		for _, e := range r.PackageErrors {
+			fmt.Fprintf(w, "  not scored (did not type-check): %s\n", e)
+		}
+		if !examples {
+			continue
+		}
+		for _, e := range r.Examples {
+			fmt.Fprintf(w, "  %s %-7s %s -> %s\n      %s: %s\n", e.Kind, e.Type, e.Source, e.Target, e.Where, e.Text)
+		}
+	}
+	return nil
+}

@@ -1,0 +1,5 @@
+package accuracy
+
+import "os"
+
+func environ() []string { return os.Environ() }

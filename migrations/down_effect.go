@@ -1,0 +1,140 @@
+package migrations
+
+import (
+	"cmp"
+	"slices"
+	"strings"
+)
+
+// DownEffect is what rolling back one migration destroys. DownEffects holds
+// one for every migration; TestDownEffects_MatchDownSQL checks them against
+// the SQL files' Down sections and TestDownEffects_MatchDatabase against
+// what each rollback really drops, so they cannot drift.
+type DownEffect struct {
+	// DropsTables are the tables the rollback drops, rows and all.
+	DropsTables []string `json:"drops_tables,omitempty"`
+	// DropsDerivedTables are dropped tables whose rows the migration's up
+	// recomputes from other tables (counters): dropping them loses nothing.
+	DropsDerivedTables []string `json:"drops_derived_tables,omitempty"`
+	// DropsColumns are the columns it drops, as "table.column".
+	DropsColumns []string `json:"drops_columns,omitempty"`
+	// DeletesFrom are the tables it deletes rows from.
+	DeletesFrom []string `json:"deletes_from,omitempty"`
+	// Note says in one line what the rollback does, for the prompt and docs.
+	Note string `json:"note"`
+	// Unknown marks a version this build has no entry for (applied by a
+	// newer relay): it is assumed to lose data.
+	Unknown bool `json:"unknown,omitempty"`
+}
+
+// LosesData reports whether the rollback destroys data that exists nowhere
+// else: it drops a table (other than a derived one) or a column, or deletes
+// rows. `relay migrate down` asks before running such a rollback.
+func (e DownEffect) LosesData() bool {
+	return e.Unknown || len(e.DropsTables)+len(e.DropsColumns)+len(e.DeletesFrom) > 0
+}
+
+// Tables returns the existing tables whose rows the rollback destroys or
+// changes (dropped, or losing columns or rows), sorted, each once.
+func (e DownEffect) Tables() []string {
+	var out []string
+	out = append(out, e.DropsTables...)
+	out = append(out, e.DropsDerivedTables...)
+	for _, c := range e.DropsColumns {
+		table, _, _ := strings.Cut(c, ".")
+		out = append(out, table)
+	}
+	out = append(out, e.DeletesFrom...)
+	slices.Sort(out)
+	return slices.Compact(out)
+}
+
+// riverTables are the tables River's migrations 1 to RiverVersion create.
+var riverTables = []string{
+	"river_job", "river_leader", "river_migration", "river_notification", "river_queue",
+}
+
+// DownEffects says, per migration version, what rolling it back destroys.
+// A migration added without an entry is treated as destroying data (see
+// DownEffectOf), and the tests fail until it has one.
+var DownEffects = map[int64]DownEffect{
+	1: {
+		DropsTables: riverTables,
+		Note:        "removes River's tables: every queued, running, completed and discarded job",
+	},
+	2: {
+		DropsTables: []string{"dead_letter_events", "dead_lettered_items", "failed_pois", "files",
+			"poi_references", "pois", "relationships"},
+		Note: "removes relay's tables: every file, POI, reference, relationship, failed POI and dead-lettered item",
+	},
+	3: {
+		DropsColumns: []string{"failed_pois.ignored_reason", "failed_pois.manual_review_required",
+			"failed_pois.reprocessed_at", "failed_pois.reprocess_requested_at", "failed_pois.reprocess_job_id"},
+		Note: "drops failed_pois' triage columns and views (ignore reasons, manual-review flags, reprocess state)",
+	},
+	4: {
+		DropsTables:        []string{"mapreduce_items", "mapreduce_jobs"},
+		DropsDerivedTables: []string{"dead_lettered_item_counts"},
+		DropsColumns: []string{"dead_lettered_items.updated_at", "dead_lettered_items.dead_letter_count",
+			"dead_lettered_items.exit_code"},
+		Note: "removes MapReduce jobs and items, and three dead_lettered_items columns",
+	},
+	5: {
+		DropsColumns: []string{"poi_references.resolved_xmin"},
+		Note:         "drops the resolution horizon stamped on each reference",
+	},
+	6: {
+		DeletesFrom: []string{"poi_references", "relationships"},
+		Note: "restores the source-side foreign keys, deleting references and relationships whose " +
+			"source POI is gone (the trigger it removes keeps there being none)",
+	},
+	7: {
+		Note: "recreates river_job's GIN index on args; no data lost",
+	},
+	8: {
+		DropsColumns: []string{"poi_references.target_poi_id", "poi_references.target_file_id",
+			"poi_references.job_id", "poi_references.resolved_at"},
+		Note: "copies resolved references into a relationships table, then drops their targets from " +
+			"poi_references; loses resolved_at and all but one name per (source, target, type)",
+	},
+	9: {
+		DropsDerivedTables: []string{"failed_pois_counts"},
+		Note:               "drops the failed_pois counters (migration 9's up recounts them); no data lost",
+	},
+	10: {
+		Note: "swaps poi_references' name index back; no data lost",
+	},
+	11: {
+		Note: "shows relationships one row per reference again (duplicate edges under different names); no data lost",
+	},
+	12: {
+		DropsColumns: []string{"pois.symbol"},
+		Note: "drops the POIs' analyzer-supplied symbols; references by symbol no longer resolve " +
+			"until their targets are published again",
+	},
+}
+
+// DownEffectOf returns what rolling back version destroys. A version
+// without an entry (from a newer relay) is reported as losing data.
+func DownEffectOf(version int64) DownEffect {
+	if e, ok := DownEffects[version]; ok {
+		return e
+	}
+	return DownEffect{Unknown: true, Note: "unknown to this relay build (applied by a newer relay?): assume it destroys data"}
+}
+
+// Rollback is one applied migration that a down would roll back.
+type Rollback struct {
+	Version int64      `json:"version"`
+	Source  string     `json:"source"`
+	Effect  DownEffect `json:"effect"`
+}
+
+// LosesData reports whether any of rs loses data.
+func LosesData(rs []Rollback) bool {
+	return slices.ContainsFunc(rs, func(r Rollback) bool { return r.Effect.LosesData() })
+}
+
+func sortRollbacks(rs []Rollback) {
+	slices.SortFunc(rs, func(a, b Rollback) int { return cmp.Compare(b.Version, a.Version) })
+}

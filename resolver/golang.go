@@ -1,0 +1,278 @@
+package resolver
+
+import "strings"
+
+// Go CALLS references carry what the call's form says about its target, in
+// their Name (Lookup reads it; TargetName strips it):
+//
+//	N       plain call f(): a function of the caller's package
+//	q.N     q.N() where q is not declared in the POI: a function of package q
+//	().N    r.N() where r is the method's own receiver: a method of the
+//	        caller's package, one of the caller's file first
+//	(.).N   x.N() where x has a type of the caller's package (a parameter
+//	        `x *T`, `x := &T{…}`, `x := newT()`): a method of that package
+//	(q).N   x.N() where x has a type of package q (`x *q.T`, `x := q.New()`),
+//	        or q.V.N() with q not declared: a method of package q
+//	.N      any other member call (x.f.N(), f().N(), a local of unknown
+//	        type): a method of any package
+//
+// Calls that cannot reach a POI of the corpus are not references: builtins
+// and conversions to predeclared types (len(x), string(b)), calls of a
+// parameter or local variable (fn(x)), and member calls on a value whose
+// type is predeclared or has no methods (err.Error(), s[i], m[k]).
+
+// goTypeKind is what is known of the type of a Go local name.
+type goTypeKind uint8
+
+const (
+	goTypeUnknown   goTypeKind = iota // declared, type not known
+	goTypeNoMethods                   // predeclared, slice, map, func, chan, literal
+	goTypeSamePkg                     // a named type of the POI's package
+	goTypeRecv                        // the method's own receiver
+	goTypePkg                         // a named type of package pkg
+)
+
+type goType struct {
+	kind goTypeKind
+	pkg  string
+}
+
+// goScope is what a Go POI declares: its receiver, parameters, results and
+// local variables (closures' included: one scope for the whole POI), with
+// their types as far as the tokens show them.
+type goScope struct {
+	locals map[string]goType
+
+	groups  int  // parameter lists completed
+	recv    bool // the POI is a method: its first list is the receiver
+	sig     bool // in a func signature
+	sigBase int  // paren depth of the func keyword
+	group   bool // collecting a parameter list
+	elems   [][]token
+}
+
+// maxParamTokens bounds the tokens kept per parameter.
+const maxParamTokens = 8
+
+func (g *goScope) declare(name string, t goType) {
+	if name == "_" || name == "" {
+		return
+	}
+	if g.locals == nil {
+		g.locals = make(map[string]goType)
+	}
+	g.locals[name] = t
+}
+
+// observe tracks declarations; depth is the paren depth before t.
+func (g *goScope) observe(t token, depth int, z *tokenizer, hist *[5]token) {
+	if g.group {
+		switch {
+		case t.isPunct(")") && depth == g.sigBase+1:
+			g.group = false
+			g.params()
+		case t.isPunct(",") && depth == g.sigBase+1:
+			g.elems = append(g.elems, nil)
+		default:
+			if e := &g.elems[len(g.elems)-1]; len(*e) < maxParamTokens {
+				*e = append(*e, t)
+			}
+		}
+		return
+	}
+	switch {
+	case t.isIdent("func"):
+		g.sig, g.sigBase = true, depth
+		return
+	case g.sig && t.isPunct("(") && depth == g.sigBase:
+		g.group, g.elems = true, [][]token{nil}
+		if g.groups == 0 && hist[0].isIdent("func") && hist[1].kind == tokEOF {
+			g.recv = true // func (r *T) M(
+		}
+		return
+	case g.sig && (t.isPunct("{") || t.nlBefore || depth < g.sigBase):
+		g.sig = false
+	}
+	switch {
+	case t.isPunct(":") && z.peek().isPunct("=") && !z.peek().nlBefore:
+		// a, b := value
+		typ := g.valueType(z, 1)
+		for i := 0; i < len(hist) && hist[i].kind == tokIdent; i += 2 {
+			g.declare(hist[i].text, typ)
+			if i+1 >= len(hist) || !hist[i+1].isPunct(",") {
+				break
+			}
+		}
+	case t.isIdent("var") && z.peek().kind == tokIdent:
+		// var x T, var x = value
+		name := z.peek().text
+		if nx := z.peekAt(1); nx.isPunct("=") {
+			g.declare(name, g.valueType(z, 2))
+		} else if !nx.nlBefore {
+			var toks []token
+			for i := 1; i < lookahead; i++ {
+				tk := z.peekAt(i)
+				if tk.nlBefore || tk.kind == tokEOF || tk.isPunct("=") {
+					break
+				}
+				toks = append(toks, tk)
+			}
+			g.declare(name, goTypeOf(toks))
+		}
+	}
+}
+
+// params declares the names of a completed parameter list: `(a, b int, c
+// *pkg.T)`; a list of types only (`(int, error)`) declares nothing.
+func (g *goScope) params() {
+	named := false
+	for _, e := range g.elems {
+		if len(e) >= 2 && e[0].kind == tokIdent && !e[1].isPunct(".") {
+			named = true
+			break
+		}
+	}
+	if !named {
+		return
+	}
+	g.groups++
+	if g.recv && g.groups == 1 {
+		if e := g.elems[0]; len(e) >= 2 && e[0].kind == tokIdent {
+			g.declare(e[0].text, goType{kind: goTypeRecv})
+		}
+		return
+	}
+	var pending []string
+	for _, e := range g.elems {
+		if len(e) == 0 || e[0].kind != tokIdent {
+			continue
+		}
+		pending = append(pending, e[0].text)
+		if len(e) == 1 {
+			continue // a, b int: a takes b's type
+		}
+		typ := goTypeOf(e[1:])
+		for _, n := range pending {
+			g.declare(n, typ)
+		}
+		pending = pending[:0]
+	}
+}
+
+// valueType is the type of the value starting i tokens ahead: `&T{`, `T{`,
+// `q.T{`, `new(T)`, `q.F(…)` (package q), `F(…)` (the POI's package);
+// unknown otherwise.
+func (g *goScope) valueType(z *tokenizer, i int) goType {
+	t := z.peekAt(i)
+	if t.isPunct("&") {
+		i++
+		t = z.peekAt(i)
+	}
+	if t.isIdent("new") && z.peekAt(i+1).isPunct("(") {
+		i += 2
+		t = z.peekAt(i)
+	}
+	if t.kind != tokIdent || t.nlBefore {
+		return goType{}
+	}
+	if goBuiltins[t.text] {
+		return goType{kind: goTypeNoMethods}
+	}
+	if _, local := g.locals[t.text]; local {
+		return goType{}
+	}
+	if d := z.peekAt(i + 1); d.isPunct(".") {
+		if n := z.peekAt(i + 2); n.kind == tokIdent {
+			return goType{kind: goTypePkg, pkg: t.text}
+		}
+		return goType{}
+	}
+	switch z.peekAt(i + 1).text {
+	case "{", "(", ")":
+		return goType{kind: goTypeSamePkg}
+	}
+	return goType{}
+}
+
+// goTypeOf judges a type expression's tokens.
+func goTypeOf(toks []token) goType {
+	i := 0
+	for i < len(toks) && toks[i].isPunct("*") {
+		i++
+	}
+	if i >= len(toks) {
+		return goType{}
+	}
+	t := toks[i]
+	if t.kind != tokIdent {
+		return goType{kind: goTypeNoMethods} // []T, [N]T, ...T, <-chan T
+	}
+	switch t.text {
+	case "map", "chan", "func", "struct", "interface":
+		return goType{kind: goTypeNoMethods}
+	}
+	if goBuiltins[t.text] {
+		return goType{kind: goTypeNoMethods}
+	}
+	if i+2 < len(toks) && toks[i+1].isPunct(".") && toks[i+2].kind == tokIdent {
+		return goType{kind: goTypePkg, pkg: t.text}
+	}
+	return goType{kind: goTypeSamePkg}
+}
+
+// plain returns the reference of a Go call `name(`, or "".
+func (g *goScope) plain(name string) string {
+	if goBuiltins[name] {
+		return ""
+	}
+	if _, local := g.locals[name]; local {
+		return "" // a function value
+	}
+	return name
+}
+
+// member returns the reference of a Go member call `….name(`, given the
+// history before it (hist[0] is the "."), or "".
+func (g *goScope) member(name string, hist *[5]token) string {
+	q := hist[1]
+	if q.kind != tokIdent {
+		return "." + name // f().N(, x[i].N(, x.(T).N(
+	}
+	if !isMemberAccess(hist[2]) {
+		lt, local := g.locals[q.text]
+		if !local {
+			return q.text + "." + name
+		}
+		switch lt.kind {
+		case goTypeNoMethods:
+			return ""
+		case goTypeSamePkg:
+			return "(.)." + name
+		case goTypeRecv:
+			return "()." + name
+		case goTypePkg:
+			return "(" + lt.pkg + ")." + name
+		}
+		return "." + name
+	}
+	// r.x.N(: a method of package r when r is not declared here.
+	if r := hist[3]; hist[2].isPunct(".") && r.kind == tokIdent && !isMemberAccess(hist[4]) {
+		if _, local := g.locals[r.text]; !local {
+			return "(" + r.text + ")." + name
+		}
+	}
+	return "." + name
+}
+
+// goRefForm splits a Go CALLS reference name into its qualifier form and
+// the target name: "", "pkg", "()", "(pkg)" or ".".
+func goRefForm(name string) (form, target string) {
+	i := strings.LastIndexByte(name, '.')
+	if i < 0 {
+		return "", name
+	}
+	if i == 0 {
+		return ".", name[1:]
+	}
+	return name[:i], name[i+1:]
+}

@@ -1,0 +1,205 @@
+package resolver
+
+import (
+	"context"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+// goPOI builds a Go POI of file dir/x.go.
+func goPOI(typ, name, code string) POI {
+	return POI{ID: "p1", Type: typ, Name: name, FilePath: "pkg/store/x.go", LineNumber: 1, RawCode: code}
+}
+
+// TestExtract_GoCalls covers the Go reference forms and the error classes
+// of issue 19 they fix.
+func TestExtract_GoCalls(t *testing.T) {
+	t.Parallel()
+
+	tests := []struct {
+		name string
+		poi  POI
+		want []Reference
+	}{
+		{
+			name: "QualifierNamingAPackageIsKept",
+			poi:  goPOI(TypeFunction, "f", "func f(b []byte) error {\n\tdata, err := io.ReadAll(r)\n\treturn errors.New(strings.ToLower(s))\n}"),
+			want: refs(Calls, "errors.New", "io.ReadAll", "strings.ToLower"),
+		},
+		{
+			name: "ChainFromAPackageIsAMethodOfThatPackage",
+			poi:  goPOI(TypeFunction, "f", "func f(b []byte) uint16 {\n\treturn binary.BigEndian.Uint16(b)\n}"),
+			want: refs(Calls, "(binary).Uint16"),
+		},
+		{
+			name: "OwnReceiver",
+			poi:  goPOI(TypeMethod, "Put", "func (s *Store) Put(k string) error {\n\ts.mu.Lock()\n\treturn s.check(k)\n}"),
+			want: refs(Calls, "().check", ".Lock"),
+		},
+		{
+			name: "TypedParametersAndLocals",
+			poi: goPOI(TypeFunction, "f", "func f(ctx context.Context, c *Conn, a, b *pgx.Tx, n int, xs []T) {\n"+
+				"\tctx.Err()\n\tc.Query()\n\ta.Commit()\n\tb.Rollback()\n\tn.String()\n\txs.Len()\n"+
+				"\tt := &Tx{}\n\tt.Exec()\n\tr := strings.NewReader(s)\n\tr.Read(p)\n\tvar mu sync.Mutex\n\tmu.Lock()\n\tq := load()\n\tq.Run()\n\tz := <-ch\n\tz.Stop()\n}"),
+			want: refs(Calls, "(.).Exec", "(.).Query", "(.).Run", "(context).Err", "(pgx).Commit", "(pgx).Rollback",
+				"(strings).Read", "(sync).Lock", ".Stop", "load", "strings.NewReader"),
+		},
+		{
+			name: "BuiltinsConversionsAndFuncValuesAreNotCalls",
+			poi: goPOI(TypeFunction, "f", "func f(fn func(int) error, ch chan int) {\n\tclose(ch)\n\tn := len(xs) + cap(xs)\n\t_ = string(b)\n"+
+				"\tfn(n)\n\tg := func() { helper() }\n\tg()\n\tvar err error\n\terr.Error()\n}"),
+			want: refs(Calls, "helper"),
+		},
+		{
+			name: "IfInitThenCondition",
+			poi:  goPOI(TypeFunction, "f", "func f() {\n\tif x := load(); valid(x) {\n\t}\n\tfor ok := next(); more(ok); {\n\t}\n}"),
+			want: refs(Calls, "load", "more", "next", "valid"),
+		},
+		{
+			name: "GoFunctionsNamedLikeOtherLanguagesKeywords",
+			poi:  goPOI(TypeFunction, "f", "func f() {\n\tlock()\n\twith(x)\n\tnot(y)\n}"),
+			want: refs(Calls, "lock", "not", "with"),
+		},
+		{
+			name: "ClosureParameters",
+			poi:  goPOI(TypeFunction, "f", "func f() {\n\tdo(func(c *Conn) error { return c.Close() })\n}"),
+			want: refs(Calls, "(.).Close", "do"),
+		},
+		{
+			name: "StructEmbedsKeepTheirPackage",
+			poi:  goPOI(TypeClass, "S", "type S struct {\n\tBase\n\t*io.Reader\n\tsync.Mutex\n\tname string\n}"),
+			want: refs(Extends, "Base", "io.Reader", "sync.Mutex"),
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+
+			got, err := Extract(context.Background(), tt.poi)
+			require.NoError(t, err)
+			require.Equal(t, tt.want, got)
+		})
+	}
+}
+
+// TestExtract_PythonRules: Python's keyword table and a class's own calls.
+func TestExtract_PythonRules(t *testing.T) {
+	t.Parallel()
+
+	py := func(typ, name, code string) POI {
+		return POI{ID: "p1", Type: typ, Name: name, FilePath: "app/m.py", RawCode: code}
+	}
+	tests := []struct {
+		name string
+		poi  POI
+		want []Reference
+	}{
+		{
+			name: "NamesThatAreKeywordsElsewhereAreCalls",
+			poi: py(TypeFunction, "f", "def f(x):\n    func(x)\n    map(g, x)\n    range(3)\n    type(x)\n    select(x)\n"+
+				"    delete(x)\n    lock(x)\n    new(x)\n    return func(x)\n"),
+			want: refs(Calls, "delete", "func", "lock", "map", "new", "range", "select", "type"),
+		},
+		{
+			name: "ClassGetsOnlyItsOwnBody",
+			poi: py(TypeClass, "C", "@register(kind='c')\nclass C(make_base()):\n    size = compute()\n\n"+
+				"    @cached(ttl())\n    def m(self, d=default()):\n        helper()\n        return self.other()\n\n"+
+				"    async def n(self):\n        await fetch()\n"),
+			want: refs(Calls, "cached", "compute", "default", "make_base", "register", "ttl"),
+		},
+		{
+			name: "NestedDefBelongsToItself",
+			poi:  py(TypeFunction, "outer", "def outer(x):\n    def inner(y):\n        return deep(y)\n    return inner(x) + after()\n"),
+			want: refs(Calls, "after", "inner"),
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+
+			got, err := Extract(context.Background(), tt.poi)
+			require.NoError(t, err)
+			require.Equal(t, tt.want, got)
+		})
+	}
+}
+
+// TestLookup_Go covers the Go lookup rule per reference form.
+func TestLookup_Go(t *testing.T) {
+	t.Parallel()
+
+	c := func(id, file, typ string) Candidate {
+		return Candidate{POIID: id, FileID: file, Name: "Close", Type: typ}
+	}
+	cands := []Candidate{
+		c("fn-store", "store/a.go", TypeFunction),
+		c("m-store-a", "store/a.go", TypeMethod),
+		c("m-store-b", "store/b.go", TypeMethod),
+		c("m-conn", "pgconn/conn.go", TypeMethod),
+		c("fn-io", "internal/io/io.go", TypeFunction),
+		c("fn-root", "root.go", TypeFunction),
+	}
+	tests := []struct {
+		name, file, ref string
+		rt              RelType
+		want            string
+		outcome         Outcome
+	}{
+		{"PlainCallIsAFunctionOfThePackage", "store/c.go", "Close", Calls, "fn-store", Resolved},
+		{"PlainCallNeverAMethod", "pgconn/x.go", "Close", Calls, "", Unknown},
+		{"QualifierNamesATreePackage", "cmd/main.go", "io.Close", Calls, "fn-io", Resolved},
+		{"QualifierOutsideTheTree", "cmd/main.go", "errors.Close", Calls, "", Unknown},
+		{"OwnReceiverPrefersTheFile", "store/a.go", "().Close", Calls, "m-store-a", Resolved},
+		{"OwnReceiverInAnotherFileOfThePackage", "store/c.go", "().Close", Calls, "", Ambiguous},
+		{"SamePackageTypeHasNoFilePreference", "store/a.go", "(.).Close", Calls, "", Ambiguous},
+		{"TypeOfANamedPackage", "cmd/main.go", "(pgconn).Close", Calls, "m-conn", Resolved},
+		{"TypeOfAnExternalPackage", "store/a.go", "(sync).Close", Calls, "", Unknown},
+		{"UnknownReceiverAnyMethodNoFilePreference", "store/a.go", ".Close", Calls, "", Ambiguous},
+		{"RootPackageNotEvenFromItsExternalTests", "root_test.go", "relay.Close", Calls, "", Unknown},
+		{"RootPackageNotFromOtherPackages", "cmd/main.go", "relay.Close", Calls, "", Unknown},
+		{"NoSelfEdge", "store/a.go", "Close", Calls, "", Unknown},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+
+			src := "src"
+			if tt.name == "NoSelfEdge" {
+				src = "fn-store"
+			}
+			got, outcome := Lookup(src, tt.file, Reference{Name: tt.ref, Type: tt.rt}, cands)
+			require.Equal(t, tt.outcome, outcome)
+			require.Equal(t, tt.want, got)
+			require.Equal(t, "Close", TargetName(Reference{Name: tt.ref, Type: tt.rt}))
+		})
+	}
+}
+
+func TestLookup_GoExtends(t *testing.T) {
+	t.Parallel()
+
+	cands := []Candidate{
+		{POIID: "base-store", FileID: "store/a.go", Name: "Base", Type: TypeClass},
+		{POIID: "base-io", FileID: "io/io.go", Name: "Base", Type: TypeInterface},
+	}
+	got, outcome := Lookup("s", "store/b.go", Reference{Name: "Base", Type: Extends}, cands)
+	require.Equal(t, Resolved, outcome)
+	require.Equal(t, "base-store", got)
+	got, outcome = Lookup("s", "store/b.go", Reference{Name: "io.Base", Type: Extends}, cands)
+	require.Equal(t, Resolved, outcome)
+	require.Equal(t, "base-io", got)
+	_, outcome = Lookup("s", "store/b.go", Reference{Name: "sync.Base", Type: Extends}, cands)
+	require.Equal(t, Unknown, outcome)
+}
+
+func TestReferenceNames(t *testing.T) {
+	t.Parallel()
+
+	require.Equal(t, []string{"Close", ".Close", "().Close", "(.).Close", "store.Close", "(store).Close"},
+		ReferenceNames("pkg/store/a.go", "Close"))
+	require.Equal(t, []string{"Close", ".Close", "().Close", "(.).Close"}, ReferenceNames("main.go", "Close"))
+	require.Equal(t, []string{"close"}, ReferenceNames("src/a.js", "close"))
+	require.True(t, ByNameOnly("a.py"))
+	require.False(t, ByNameOnly("a.go"))
+}
