@@ -13,6 +13,9 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/relay-dev/relay/deadletter/failed"
+	"github.com/relay-dev/relay/outbox"
 )
 
 // Defaults for every setting. They are the values a fresh install runs with.
@@ -23,7 +26,6 @@ const (
 	WorkerConcurrencyDefault        = 8
 	POITimeoutDefault               = 5 * time.Second
 	JobTimeoutDefault               = 5 * time.Minute
-	MaxAttemptsDefault              = 10
 	RescueStuckJobsAfterDefault     = 10 * time.Minute
 	DiscardedJobRetentionDefault    = 30 * 24 * time.Hour
 	SweepIntervalDefault            = time.Minute
@@ -31,11 +33,8 @@ const (
 	FetchCooldownDefault            = 5 * time.Millisecond
 	GCPercentDefault                = 400
 	RiverSynchronousCommitDefault   = "off"
-	MaxJobBytesDefault              = 4 << 20
-	MaxPOIBytesDefault              = 16 << 20
 	StatementTimeoutDefault         = 60 * time.Second
 	IdleInTransactionTimeoutDefault = 5 * time.Minute
-	ReprocessMaxAttemptsDefault     = 5
 	MapReduceMaxRetriesDefault      = 3
 	MapReduceParallelDefault        = 4
 	MapReduceTimeoutDefault         = 5 * time.Minute
@@ -173,7 +172,7 @@ func Default() *Config {
 		WorkerConcurrency:          WorkerConcurrencyDefault,
 		POITimeout:                 POITimeoutDefault,
 		JobTimeout:                 JobTimeoutDefault,
-		MaxAttempts:                MaxAttemptsDefault,
+		MaxAttempts:                outbox.MaxAttemptsDefault,
 		RescueStuckJobsAfter:       RescueStuckJobsAfterDefault,
 		DiscardedJobRetention:      DiscardedJobRetentionDefault,
 		SweepInterval:              SweepIntervalDefault,
@@ -181,9 +180,9 @@ func Default() *Config {
 		FetchCooldown:              FetchCooldownDefault,
 		GCPercent:                  GCPercentDefault,
 		RiverSynchronousCommit:     RiverSynchronousCommitDefault,
-		MaxJobBytes:                MaxJobBytesDefault,
-		MaxPOIBytes:                MaxPOIBytesDefault,
-		ReprocessMaxAttempts:       ReprocessMaxAttemptsDefault,
+		MaxJobBytes:                outbox.MaxJobBytesDefault,
+		MaxPOIBytes:                outbox.MaxPOIBytesDefault,
+		ReprocessMaxAttempts:       failed.ReprocessMaxAttemptsDefault,
 		MapReduceMaxRetries:        MapReduceMaxRetriesDefault,
 		MapReduceParallel:          MapReduceParallelDefault,
 		MapReduceTimeout:           MapReduceTimeoutDefault,

@@ -58,3 +58,22 @@ func (ResolveFileArgs) Kind() string { return KindResolveFile }
 func (ResolveFileArgs) InsertOpts() river.InsertOpts {
 	return river.InsertOpts{Queue: QueueResolve}
 }
+
+// Split cuts a file's POIs into the consecutive parts that its jobs carry,
+// each at most maxBytes of POI JSON (a single POI larger than that is a part
+// of its own), and returns each part's end index in pois. There is always at
+// least one part: an empty (re-)analysis still gets its one job. The
+// publisher and the reprocessor both split with it, so a file's jobs are cut
+// the same way whoever enqueues them.
+func Split(pois []json.RawMessage, maxBytes int) []int {
+	var ends []int
+	size := 0
+	for i, raw := range pois {
+		if size > 0 && size+len(raw) > maxBytes {
+			ends = append(ends, i)
+			size = 0
+		}
+		size += len(raw) + 1
+	}
+	return append(ends, len(pois))
+}

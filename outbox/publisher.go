@@ -256,35 +256,26 @@ func (p *Publisher) check(a Analysis) ([]resolver.POI, error) {
 	return syms, nil
 }
 
-// jobParams splits the POIs into as few jobs as MaxJobBytes allows; almost
-// always exactly one.
+// jobParams builds the file's jobs: one per part of Split; almost always
+// exactly one.
 func (p *Publisher) jobParams(a Analysis, version, xid int64, changed []string) []river.InsertManyParams {
-	var parts [][]json.RawMessage
-	var cur []json.RawMessage
-	size := 0
-	for _, raw := range a.POIs {
-		if len(cur) > 0 && size+len(raw) > p.cfg.MaxJobBytes {
-			parts = append(parts, cur)
-			cur, size = nil, 0
-		}
-		cur = append(cur, raw)
-		size += len(raw) + 1
-	}
-	parts = append(parts, cur) // an empty re-analysis still gets its one job
+	ends := Split(a.POIs, p.cfg.MaxJobBytes)
 	opts := &river.InsertOpts{MaxAttempts: p.cfg.MaxAttempts}
-	params := make([]river.InsertManyParams, 0, len(parts))
-	for i, pois := range parts {
-		args := ResolveFileArgs{FileID: a.FileID, FileVersion: version, POIs: pois}
-		if pois == nil {
+	params := make([]river.InsertManyParams, 0, len(ends))
+	start := 0
+	for i, end := range ends {
+		args := ResolveFileArgs{FileID: a.FileID, FileVersion: version, POIs: a.POIs[start:end:end]}
+		if args.POIs == nil {
 			args.POIs = []json.RawMessage{}
 		}
-		if len(parts) > 1 {
-			args.Part, args.Parts = i+1, len(parts)
+		if len(ends) > 1 {
+			args.Part, args.Parts = i+1, len(ends)
 		}
 		if i == 0 {
 			args.ChangedNames, args.PublishXID = changed, xid
 		}
 		params = append(params, river.InsertManyParams{Args: args, InsertOpts: opts})
+		start = end
 	}
 	return params
 }

@@ -31,7 +31,7 @@ type Options struct {
 	// periodic dead-letter sweep is scheduled only with QueueMaintenance.
 	Queues []string
 	// MapReduce tunes the MapReduce worker; nil takes cfg's workdir.
-	MapReduce *MapReduceConfig
+	MapReduce *mapreduce.WorkerConfig
 	// RiverPool, when set, runs River's own statements (fetching jobs,
 	// completing them after they ran, maintenance), typically with
 	// synchronous_commit off (database.RiverOptionsFromConfig). Batches
@@ -53,11 +53,11 @@ func NewClient(pool *pgxpool.Pool, cfg *config.Config, logger *slog.Logger, opts
 		POITimeout: cfg.POITimeout, JobTimeout: cfg.JobTimeout, Extract: opts.Extract,
 		ReprocessMaxAttempts: cfg.ReprocessMaxAttempts,
 	}, logger, opts.Observer))
-	mrCfg := MapReduceConfig{Workdir: cfg.MapReduceWorkdir}
+	mrCfg := mapreduce.WorkerConfig{Workdir: cfg.MapReduceWorkdir}
 	if opts.MapReduce != nil {
 		mrCfg = *opts.MapReduce
 	}
-	river.AddWorker(workers, NewMapReduceItemWorker(pool, mrCfg, logger))
+	river.AddWorker(workers, mapreduce.NewItemWorker(pool, mrCfg, logger))
 	river.AddWorker(workers, &SweepDiscardedWorker{pool: pool, logger: logger})
 
 	all := map[string]river.QueueConfig{

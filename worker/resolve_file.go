@@ -20,7 +20,7 @@ import (
 	"github.com/riverqueue/river"
 	"github.com/riverqueue/river/riverdriver/riverpgxv5"
 
-	"github.com/relay-dev/relay/deadletter"
+	"github.com/relay-dev/relay/deadletter/failed"
 	"github.com/relay-dev/relay/internal/indexplan"
 	"github.com/relay-dev/relay/outbox"
 	"github.com/relay-dev/relay/resolver"
@@ -84,7 +84,7 @@ type poiResult struct {
 	index int
 	poi   resolver.POI
 	refs  []resolver.Reference
-	fail  *deadletter.FailedPOI
+	fail  *failed.POI
 }
 
 // BatchSummary is what one batch did; it is logged and reported to the
@@ -95,7 +95,7 @@ type BatchSummary struct {
 	POIs          int
 	Resolved      int
 	Failed        int
-	FailedByClass map[deadletter.ErrorClass]int
+	FailedByClass map[failed.ErrorClass]int
 	Relationships int64
 	Unknown       int
 	Ambiguous     int
@@ -167,14 +167,14 @@ func (w *ResolveFileWorker) Work(ctx context.Context, job *river.Job[outbox.Reso
 // an error; a failure is described in the result.
 func (w *ResolveFileWorker) resolvePOI(ctx context.Context, jobID int64, fileID string, index int, raw json.RawMessage) (res poiResult) {
 	res.index = index
-	failed := func(class deadletter.ErrorClass, msg, detail string) poiResult {
-		res.fail = &deadletter.FailedPOI{JobID: jobID, FileID: fileID, POIID: res.poi.ID, POIIndex: index,
+	fail := func(class failed.ErrorClass, msg, detail string) poiResult {
+		res.fail = &failed.POI{JobID: jobID, FileID: fileID, POIID: res.poi.ID, POIIndex: index,
 			Class: class, Message: msg, Context: detail, Data: raw, FailedAt: time.Now()}
 		return res
 	}
 	defer func() {
 		if r := recover(); r != nil {
-			res = failed(deadletter.ClassPanic, fmt.Sprintf("panic: %v", r), string(debug.Stack()))
+			res = fail(failed.ClassPanic, fmt.Sprintf("panic: %v", r), string(debug.Stack()))
 		}
 	}()
 
@@ -186,7 +186,7 @@ func (w *ResolveFileWorker) resolvePOI(ctx context.Context, jobID int64, fileID 
 			res.poi.ID = verr.POIID
 			msg = validationMessage(verr, fileID, index)
 		}
-		return failed(deadletter.ClassValidation, msg, "")
+		return fail(failed.ClassValidation, msg, "")
 	}
 	res.poi = poi
 
@@ -214,13 +214,13 @@ func (w *ResolveFileWorker) resolvePOI(ctx context.Context, jobID int64, fileID 
 	case out := <-done:
 		switch {
 		case out.panic != nil:
-			return failed(deadletter.ClassPanic, fmt.Sprintf("panic: %v", out.panic), out.stack)
+			return fail(failed.ClassPanic, fmt.Sprintf("panic: %v", out.panic), out.stack)
 		case out.err != nil && ctx.Err() != nil:
 			return res // the batch is stopping; Work returns the error
 		case out.err != nil && errors.Is(out.err, context.DeadlineExceeded):
-			return failed(deadletter.ClassTimeout, fmt.Sprintf("resolving POI took longer than %s", w.cfg.POITimeout), out.err.Error())
+			return fail(failed.ClassTimeout, fmt.Sprintf("resolving POI took longer than %s", w.cfg.POITimeout), out.err.Error())
 		case out.err != nil:
-			return failed(deadletter.ClassResolver, out.err.Error(), "")
+			return fail(failed.ClassResolver, out.err.Error(), "")
 		}
 		res.refs = out.refs
 		return res
@@ -228,7 +228,7 @@ func (w *ResolveFileWorker) resolvePOI(ctx context.Context, jobID int64, fileID 
 		if ctx.Err() != nil {
 			return res
 		}
-		return failed(deadletter.ClassTimeout, fmt.Sprintf("resolving POI took longer than %s", w.cfg.POITimeout),
+		return fail(failed.ClassTimeout, fmt.Sprintf("resolving POI took longer than %s", w.cfg.POITimeout),
 			"the resolver did not return before the per-POI deadline (poi_timeout)")
 	}
 }
@@ -238,7 +238,7 @@ func (w *ResolveFileWorker) resolvePOI(ctx context.Context, jobID int64, fileID 
 // store.link).
 func (w *ResolveFileWorker) commit(ctx context.Context, job *river.Job[outbox.ResolveFileArgs], results []poiResult, upsert bool) (*BatchSummary, error) {
 	args := job.Args
-	sum := &BatchSummary{JobID: job.ID, FileID: args.FileID, POIs: len(results), FailedByClass: map[deadletter.ErrorClass]int{}}
+	sum := &BatchSummary{JobID: job.ID, FileID: args.FileID, POIs: len(results), FailedByClass: map[failed.ErrorClass]int{}}
 	tx, err := w.begin(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("error beginning batch transaction: %w", err)
@@ -247,7 +247,7 @@ func (w *ResolveFileWorker) commit(ctx context.Context, job *river.Job[outbox.Re
 	st := store{tx: tx}
 
 	var ok2 []poiResult
-	var failures []deadletter.FailedPOI
+	var failures []failed.POI
 	for _, r := range results {
 		if r.fail != nil {
 			failures = append(failures, *r.fail)
@@ -280,8 +280,8 @@ func (w *ResolveFileWorker) commit(ctx context.Context, job *river.Job[outbox.Re
 		// A reprocess job: each POI's outcome goes to the failed_pois row it
 		// came from (reprocessed, or back to new with its error history).
 		// Only a POI without a row (a malformed job) gets a row of its own.
-		outcomes := make([]deadletter.ReprocessOutcome, 0, len(results))
-		var rowless []deadletter.FailedPOI
+		outcomes := make([]failed.ReprocessOutcome, 0, len(results))
+		var rowless []failed.POI
 		for _, r := range results {
 			if r.index >= len(args.FailedPOIIDs) {
 				if r.fail != nil {
@@ -289,9 +289,9 @@ func (w *ResolveFileWorker) commit(ctx context.Context, job *river.Job[outbox.Re
 				}
 				continue
 			}
-			outcomes = append(outcomes, deadletter.ReprocessOutcome{FailedPOIID: args.FailedPOIIDs[r.index], Failure: r.fail})
+			outcomes = append(outcomes, failed.ReprocessOutcome{FailedPOIID: args.FailedPOIIDs[r.index], Failure: r.fail})
 		}
-		rec, err := deadletter.RecordReprocessOutcomesTx(ctx, tx, job.ID, args.FileID, outcomes, w.cfg.ReprocessMaxAttempts)
+		rec, err := failed.RecordReprocessOutcomesTx(ctx, tx, job.ID, args.FileID, outcomes, w.cfg.ReprocessMaxAttempts)
 		if err != nil {
 			w.logger.ErrorContext(ctx, "could not record reprocess outcomes; batch will be retried",
 				slog.Int64("job_id", job.ID), slog.String("file_id", args.FileID), slog.String("error", err.Error()))

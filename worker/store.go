@@ -13,7 +13,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 
-	"github.com/relay-dev/relay/deadletter"
+	"github.com/relay-dev/relay/deadletter/failed"
 	"github.com/relay-dev/relay/outbox"
 	"github.com/relay-dev/relay/resolver"
 )
@@ -61,7 +61,7 @@ type linkInput struct {
 	version *int64
 	// ok are the batch's resolved POIs, failures its failed ones.
 	ok       []poiResult
-	failures []deadletter.FailedPOI
+	failures []failed.POI
 	// changed are the names the publish changed, publishXID its xid.
 	changed    []string
 	publishXID int64
@@ -296,7 +296,7 @@ func (s store) link(ctx context.Context, in linkInput) (linkResult, error) {
 
 	// Last round trip: every write (and, with in.commit, the COMMIT).
 	b = &pgx.Batch{}
-	if err := deadletter.QueueFailedPOIs(b, failures); err != nil {
+	if err := failed.QueueInsert(b, failures); err != nil {
 		return res, err
 	}
 	if len(changed) > 0 {

@@ -7,7 +7,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/relay-dev/relay/deadletter"
+	"github.com/relay-dev/relay/deadletter/failed"
 	"github.com/relay-dev/relay/internal/testdb"
 	"github.com/relay-dev/relay/outbox"
 )
@@ -30,8 +30,8 @@ func TestResolveFileWorker_ReprocessedPOIResolvesReferencesToItsSymbolAndID(t *t
 
 	_, err := e.db.Pool.Exec(ctx, `UPDATE failed_pois SET original_poi_data = jsonb_set(original_poi_data, '{lineNumber}', '2') WHERE poi_id = 'b1'`)
 	require.NoError(t, err)
-	res, err := deadletter.NewReprocessor(e.db.Pool, e.client, nil, testdb.Logger(t)).
-		Run(ctx, deadletter.Selection{Filter: deadletter.Filter{Status: deadletter.StatusNew}}, "tester", nil)
+	res, err := failed.NewReprocessor(e.db.Pool, e.client, nil, testdb.Logger(t)).
+		Run(ctx, failed.Selection{Filter: failed.Filter{Status: failed.StatusNew}}, "tester", nil)
 	require.NoError(t, err)
 	require.EqualValues(t, 1, res.Jobs)
 	waitDrained(t, e.client, e.db.Pool)

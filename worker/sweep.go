@@ -9,7 +9,8 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/riverqueue/river"
 
-	"github.com/relay-dev/relay/deadletter"
+	"github.com/relay-dev/relay/deadletter/failed"
+	"github.com/relay-dev/relay/deadletter/items"
 	"github.com/relay-dev/relay/internal/mapreduce"
 	"github.com/relay-dev/relay/outbox"
 )
@@ -41,7 +42,7 @@ func (w *SweepDiscardedWorker) Work(ctx context.Context, _ *river.Job[SweepDisca
 }
 
 func sweepDiscarded(ctx context.Context, pool *pgxpool.Pool, logger *slog.Logger) error {
-	n, err := deadletter.CaptureDiscarded(ctx, pool, outbox.KindResolveFile, outbox.ExpandArgs)
+	n, err := items.CaptureDiscarded(ctx, pool, outbox.KindResolveFile, outbox.ExpandArgs)
 	if err != nil {
 		err = fmt.Errorf("error sweeping discarded batches: %w", err)
 	}
@@ -49,23 +50,9 @@ func sweepDiscarded(ctx context.Context, pool *pgxpool.Pool, logger *slog.Logger
 		logger.WarnContext(ctx, "captured discarded resolve_file batches into dead_lettered_items",
 			slog.Int("count", n), slog.String("inspect", "relay dlq list --job-id resolve_file"))
 	}
-	folded, cerr := deadletter.CompactCounts(ctx, pool)
+	folded, cerr := failed.CompactCounts(ctx, pool)
 	if cerr == nil && folded > 0 {
 		logger.DebugContext(ctx, "compacted failed_pois_counts", slog.Int64("rows", folded))
 	}
-	return errors.Join(err, cerr, SweepMapReduce(ctx, pool, logger))
-}
-
-// SweepMapReduce captures into dead_lettered_items the MapReduce items whose
-// River job ended discarded or cancelled without the item reaching the DLQ
-// (its DLQ write failed, or River discarded the job itself).
-func SweepMapReduce(ctx context.Context, pool *pgxpool.Pool, logger *slog.Logger) error {
-	n, err := mapreduce.CaptureDiscarded(ctx, pool, deadletter.NewItemStore(pool, logger), deadletter.WorkerActor)
-	if n > 0 {
-		logger.WarnContext(ctx, "captured discarded MapReduce items into dead_lettered_items", slog.Int("count", n))
-	}
-	if err != nil {
-		return fmt.Errorf("error sweeping discarded MapReduce items: %w", err)
-	}
-	return nil
+	return errors.Join(err, cerr, mapreduce.Sweep(ctx, pool, logger))
 }

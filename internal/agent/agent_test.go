@@ -13,7 +13,6 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
 
-	"github.com/relay-dev/relay/deadletter"
 	"github.com/relay-dev/relay/internal/agent"
 )
 
@@ -83,17 +82,17 @@ func TestRunner_ClassifiesOutcomesFromFacts(t *testing.T) {
 		body    string
 		data    string
 		timeout time.Duration
-		want    deadletter.ErrorType // "" for success
+		want    agent.ErrorType // "" for success
 		exit    *int
 		msg     string
 	}{
 		{name: "success", body: `cat >/dev/null; echo '{"ok":1}'`, want: "", exit: code(0)},
-		{name: "exit 3", body: `echo "boom at /tmp/x.go:12" >&2; exit 3`, want: deadletter.ErrorTypeCommandFailed, exit: code(3), msg: "agent exited with code 3: boom at /tmp/x.go:12"},
-		{name: "validation exit", body: `echo "name missing" >&2; exit 65`, want: deadletter.ErrorTypeValidationFailed, exit: code(65), msg: "rejected the item"},
-		{name: "timeout", body: `sleep 30`, timeout: 200 * time.Millisecond, want: deadletter.ErrorTypeTimeout, msg: "timed out after 200ms"},
-		{name: "oom kill", body: `kill -KILL $$`, want: deadletter.ErrorTypeResourceExhausted, exit: code(137), msg: "SIGKILL"},
-		{name: "segfault", body: `kill -SEGV $$`, want: deadletter.ErrorTypeCommandFailed, exit: code(139), msg: "SIGSEGV"},
-		{name: "invalid item", body: `exit 0`, data: `{"unterminated"`, want: deadletter.ErrorTypeValidationFailed, msg: "not valid JSON"},
+		{name: "exit 3", body: `echo "boom at /tmp/x.go:12" >&2; exit 3`, want: agent.ErrorTypeCommandFailed, exit: code(3), msg: "agent exited with code 3: boom at /tmp/x.go:12"},
+		{name: "validation exit", body: `echo "name missing" >&2; exit 65`, want: agent.ErrorTypeValidationFailed, exit: code(65), msg: "rejected the item"},
+		{name: "timeout", body: `sleep 30`, timeout: 200 * time.Millisecond, want: agent.ErrorTypeTimeout, msg: "timed out after 200ms"},
+		{name: "oom kill", body: `kill -KILL $$`, want: agent.ErrorTypeResourceExhausted, exit: code(137), msg: "SIGKILL"},
+		{name: "segfault", body: `kill -SEGV $$`, want: agent.ErrorTypeCommandFailed, exit: code(139), msg: "SIGSEGV"},
+		{name: "invalid item", body: `exit 0`, data: `{"unterminated"`, want: agent.ErrorTypeValidationFailed, msg: "not valid JSON"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
@@ -126,14 +125,14 @@ func TestRunner_CommandNotFoundAndUnpreparableWorkdir(t *testing.T) {
 	dir := t.TempDir()
 	r := &agent.Runner{Argv: []string{filepath.Join(dir, "missing")}, BaseDir: dir}
 	o := r.Run(context.Background(), agent.Task{JobID: "j", ItemID: "1", Attempt: 1, Data: []byte(`1`)})
-	require.Equal(t, deadletter.ErrorTypeCommandFailed, o.ErrorType)
+	require.Equal(t, agent.ErrorTypeCommandFailed, o.ErrorType)
 	require.Equal(t, 127, *o.ExitCode)
 
 	file := filepath.Join(dir, "not-a-dir")
 	require.NoError(t, os.WriteFile(file, nil, 0o600))
 	r = &agent.Runner{Argv: []string{"true"}, BaseDir: file}
 	o = r.Run(context.Background(), agent.Task{JobID: "j", ItemID: "1", Attempt: 1, Data: []byte(`1`)})
-	require.Equal(t, deadletter.ErrorTypeWorktreeError, o.ErrorType)
+	require.Equal(t, agent.ErrorTypeWorktreeError, o.ErrorType)
 	require.Equal(t, agent.StepPrepareWorktree, o.Step)
 	require.Nil(t, o.ExitCode)
 }
@@ -147,7 +146,7 @@ func TestRunner_TimeoutKillsTheProcessGroup(t *testing.T) {
 	r := &agent.Runner{Argv: []string{script(t, dir, `sleep 60 & echo $! > `+pidFile+`; wait`)},
 		BaseDir: filepath.Join(dir, "work"), Timeout: 300 * time.Millisecond, KillGrace: 200 * time.Millisecond}
 	o := r.Run(context.Background(), agent.Task{JobID: "j", ItemID: "1", Attempt: 1, Data: []byte(`{}`)})
-	require.Equal(t, deadletter.ErrorTypeTimeout, o.ErrorType)
+	require.Equal(t, agent.ErrorTypeTimeout, o.ErrorType)
 	b, err := os.ReadFile(pidFile)
 	require.NoError(t, err)
 	pid, err := strconv.Atoi(strings.TrimSpace(string(b)))
@@ -167,7 +166,7 @@ func TestRunner_HostileItemIsDataOnly(t *testing.T) {
 	r := &agent.Runner{Argv: []string{script(t, dir, `cat > "$RELAY_WORKDIR/stdin"; printf '%s' "$RELAY_ITEM_ID" > "$RELAY_WORKDIR/id"; exit 1`)},
 		BaseDir: work, Env: []string{"PATH=" + os.Getenv("PATH")}}
 	o := r.Run(context.Background(), agent.Task{JobID: "job", ItemID: hostileID, Attempt: 2, Data: data})
-	require.Equal(t, deadletter.ErrorTypeCommandFailed, o.ErrorType)
+	require.Equal(t, agent.ErrorTypeCommandFailed, o.ErrorType)
 
 	got, err := os.ReadFile(filepath.Join(o.Workdir, "stdin"))
 	require.NoError(t, err)
@@ -194,17 +193,17 @@ func TestRunner_AgentGetsItsEnvironmentButNoRelaySecrets(t *testing.T) {
 
 func TestFailureDetail_ConvertsOutcome(t *testing.T) {
 	t.Parallel()
-	_, ok := agent.FailureDetail(&agent.Outcome{Succeeded: true}, 1, "a", 1)
+	_, ok := agent.FailureOf(&agent.Outcome{Succeeded: true}, 1, "a", 1)
 	require.False(t, ok, "a success has no failure entry")
 
 	exit := 3
 	start := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
-	o := &agent.Outcome{ErrorType: deadletter.ErrorTypeCommandFailed, Message: "agent exited with code 3", Step: agent.StepRunAgent,
+	o := &agent.Outcome{ErrorType: agent.ErrorTypeCommandFailed, Message: "agent exited with code 3", Step: agent.StepRunAgent,
 		ExitCode: &exit, StderrTail: "trace", StartedAt: start, Duration: 1500 * time.Millisecond,
 		Workdir: "/w/attempt-2", WorkdirKept: true, LogPath: "/w/attempt-2.log"}
-	d, ok := agent.FailureDetail(o, 2, "host/river-job-9", 9)
+	d, ok := agent.FailureOf(o, 2, "host/river-job-9", 9)
 	require.True(t, ok)
-	require.Equal(t, deadletter.FailureDetail{AttemptNumber: 2, Timestamp: start, ErrorType: deadletter.ErrorTypeCommandFailed,
+	require.Equal(t, agent.FailureDetail{AttemptNumber: 2, Timestamp: start, ErrorType: agent.ErrorTypeCommandFailed,
 		ErrorMessage: "agent exited with code 3", ExitCode: &exit, StackTrace: "trace", AgentID: "host/river-job-9",
 		StepFailed: agent.StepRunAgent, DurationMS: 1500, LogLocation: "/w/attempt-2.log", WorktreePath: "/w/attempt-2",
 		RiverJobID: 9}, d)

@@ -1,19 +1,17 @@
 package agent
 
-import "github.com/relay-dev/relay/deadletter"
-
 // FailureDetail converts a failed attempt's outcome into its failure_history
 // entry; ok is false for a successful attempt, which has none. It is pure:
 // everything comes from its arguments.
-func FailureDetail(o *Outcome, attempt int, agentID string, riverJobID int64) (d deadletter.FailureDetail, ok bool) {
+func FailureOf(o *Outcome, attempt int, agentID string, riverJobID int64) (d FailureDetail, ok bool) {
 	if o == nil || o.Succeeded {
-		return deadletter.FailureDetail{}, false
+		return FailureDetail{}, false
 	}
 	t := o.ErrorType
 	if t == "" {
-		t = deadletter.ErrorTypeUnknown
+		t = ErrorTypeUnknown
 	}
-	d = deadletter.FailureDetail{
+	d = FailureDetail{
 		AttemptNumber: attempt,
 		Timestamp:     o.StartedAt,
 		ErrorType:     t,

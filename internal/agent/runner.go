@@ -19,8 +19,6 @@ import (
 	"sync"
 	"syscall"
 	"time"
-
-	"github.com/relay-dev/relay/deadletter"
 )
 
 // Defaults for Runner.
@@ -104,7 +102,7 @@ type Task struct {
 type Outcome struct {
 	Succeeded bool
 	// ErrorType is empty on success.
-	ErrorType deadletter.ErrorType
+	ErrorType ErrorType
 	Message   string
 	Step      string
 	// Warning is set when the attempt's outcome stands but something needs
@@ -139,7 +137,7 @@ func (r *Runner) Run(ctx context.Context, t Task) *Outcome {
 	defer func() { o.Duration = time.Since(start) }()
 
 	if !json.Valid(t.Data) {
-		o.fail(deadletter.ErrorTypeValidationFailed, StepValidateItem, "item data is not valid JSON")
+		o.fail(ErrorTypeValidationFailed, StepValidateItem, "item data is not valid JSON")
 		return o
 	}
 	itemDir := filepath.Join(r.BaseDir, SafeName(t.JobID), SafeName(t.ItemID))
@@ -147,7 +145,7 @@ func (r *Runner) Run(ctx context.Context, t Task) *Outcome {
 	o.LogPath = o.Workdir + ".log"
 	logFile, err := prepare(r.BaseDir, itemDir, o.Workdir, o.LogPath)
 	if err != nil {
-		o.fail(diskErrorType(err, deadletter.ErrorTypeWorktreeError), StepPrepareWorktree,
+		o.fail(diskErrorType(err, ErrorTypeWorktreeError), StepPrepareWorktree,
 			fmt.Sprintf("error preparing working directory: %v", err))
 		o.WorkdirKept = dirExists(o.Workdir)
 		return o
@@ -163,7 +161,7 @@ func (r *Runner) Run(ctx context.Context, t Task) *Outcome {
 	return o
 }
 
-func (o *Outcome) fail(t deadletter.ErrorType, step, msg string) {
+func (o *Outcome) fail(t ErrorType, step, msg string) {
 	o.Succeeded, o.ErrorType, o.Step, o.Message = false, t, step, msg
 }
 
@@ -238,7 +236,7 @@ func (r *Runner) run(ctx context.Context, t Task, o *Outcome, lw *logWriter) {
 	}
 	pipes, err := newAgentPipes()
 	if err != nil {
-		o.fail(diskErrorType(err, deadletter.ErrorTypeUnknown), StepRunAgent, fmt.Sprintf("error creating the agent's pipes: %v", err))
+		o.fail(diskErrorType(err, ErrorTypeUnknown), StepRunAgent, fmt.Sprintf("error creating the agent's pipes: %v", err))
 		fmt.Fprintf(lw, "# relay: %s\n", o.Message)
 		return
 	}
@@ -315,7 +313,7 @@ func (r *Runner) run(ctx context.Context, t Task, o *Outcome, lw *logWriter) {
 	r.classify(ctx, runCtx, cmd, waitErr, lw, o)
 	if o.Succeeded && o.ResultTruncated {
 		o.Result = nil
-		o.fail(deadletter.ErrorTypeResourceExhausted, StepRunAgent, fmt.Sprintf(
+		o.fail(ErrorTypeResourceExhausted, StepRunAgent, fmt.Sprintf(
 			"agent result exceeds %s (max_result_bytes): it wrote %d bytes to stdout; its log keeps the start and the end",
 			byteSize(maxResult), stdout.total))
 	}
@@ -353,43 +351,43 @@ func (r *Runner) classify(ctx, runCtx context.Context, cmd *exec.Cmd, waitErr er
 	switch {
 	case errors.Is(ctx.Err(), context.Canceled):
 		o.Interrupted = true
-		o.fail(deadletter.ErrorTypeUnknown, StepRunAgent, "interrupted: the worker is stopping")
+		o.fail(ErrorTypeUnknown, StepRunAgent, "interrupted: the worker is stopping")
 	case runCtx.Err() != nil: // our deadline, or the caller's
-		o.fail(deadletter.ErrorTypeTimeout, StepRunAgent,
+		o.fail(ErrorTypeTimeout, StepRunAgent,
 			fmt.Sprintf("agent timed out after %s and was killed", r.Timeout))
 	case cmd.ProcessState == nil:
-		o.fail(deadletter.ErrorTypeUnknown, StepRunAgent, fmt.Sprintf("error waiting for agent: %v", waitErr))
+		o.fail(ErrorTypeUnknown, StepRunAgent, fmt.Sprintf("error waiting for agent: %v", waitErr))
 	case ws.Signaled():
 		sig := ws.Signal()
 		code := 128 + int(sig)
 		o.ExitCode, o.Signal = &code, signalName(sig)
 		if sig == syscall.SIGKILL || sig == syscall.SIGXCPU || sig == syscall.SIGXFSZ {
-			o.fail(deadletter.ErrorTypeResourceExhausted, StepRunAgent,
+			o.fail(ErrorTypeResourceExhausted, StepRunAgent,
 				fmt.Sprintf("agent was killed by %s (out of memory or a resource limit)", o.Signal))
 		} else {
-			o.fail(deadletter.ErrorTypeCommandFailed, StepRunAgent, fmt.Sprintf("agent was killed by %s", o.Signal)+
+			o.fail(ErrorTypeCommandFailed, StepRunAgent, fmt.Sprintf("agent was killed by %s", o.Signal)+
 				lastLine(o.StderrTail))
 		}
 	case lw.err != nil && diskErrorType(lw.err, "") != "":
 		code := ws.ExitStatus()
 		o.ExitCode = &code
-		o.fail(deadletter.ErrorTypeResourceExhausted, StepRunAgent, fmt.Sprintf("error writing agent log: %v", lw.err))
+		o.fail(ErrorTypeResourceExhausted, StepRunAgent, fmt.Sprintf("error writing agent log: %v", lw.err))
 	case ws.ExitStatus() == 0 && waitErr == nil:
 		o.Succeeded, o.ErrorType, o.Message = true, "", ""
 		code := 0
 		o.ExitCode = &code
-	case ws.ExitStatus() == deadletter.ExitCodeValidationFailed:
+	case ws.ExitStatus() == ExitCodeValidationFailed:
 		code := ws.ExitStatus()
 		o.ExitCode = &code
-		o.fail(deadletter.ErrorTypeValidationFailed, StepRunAgent,
+		o.fail(ErrorTypeValidationFailed, StepRunAgent,
 			fmt.Sprintf("agent rejected the item (exit code %d)", code)+lastLine(o.StderrTail))
 	case ws.ExitStatus() > 0:
 		code := ws.ExitStatus()
 		o.ExitCode = &code
-		o.fail(deadletter.ErrorTypeCommandFailed, StepRunAgent, fmt.Sprintf("agent exited with code %d", code)+
+		o.fail(ErrorTypeCommandFailed, StepRunAgent, fmt.Sprintf("agent exited with code %d", code)+
 			lastLine(o.StderrTail))
 	default:
-		o.fail(deadletter.ErrorTypeUnknown, StepRunAgent, fmt.Sprintf("error waiting for agent: %v", waitErr))
+		o.fail(ErrorTypeUnknown, StepRunAgent, fmt.Sprintf("error waiting for agent: %v", waitErr))
 	}
 }
 
@@ -402,18 +400,18 @@ func (o *Outcome) summary() string {
 
 // diskErrorType returns ResourceExhausted for a full disk or quota, else
 // fallback.
-func diskErrorType(err error, fallback deadletter.ErrorType) deadletter.ErrorType {
+func diskErrorType(err error, fallback ErrorType) ErrorType {
 	if errors.Is(err, syscall.ENOSPC) || errors.Is(err, syscall.EDQUOT) {
-		return deadletter.ErrorTypeResourceExhausted
+		return ErrorTypeResourceExhausted
 	}
 	return fallback
 }
 
-func startErrorType(err error) deadletter.ErrorType {
+func startErrorType(err error) ErrorType {
 	if startExitCode(err) != 0 {
-		return deadletter.ErrorTypeCommandFailed
+		return ErrorTypeCommandFailed
 	}
-	return diskErrorType(err, deadletter.ErrorTypeUnknown)
+	return diskErrorType(err, ErrorTypeUnknown)
 }
 
 // startExitCode mirrors the shell: 127 for a command not found, 126 for one

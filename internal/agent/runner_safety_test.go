@@ -15,7 +15,6 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/relay-dev/relay/deadletter"
 	"github.com/relay-dev/relay/internal/agent"
 )
 
@@ -114,7 +113,7 @@ func TestRunner_KillsWhatTheAgentLeftBehindOnFailure(t *testing.T) {
 	r := &agent.Runner{Argv: []string{"sh", "-c", `sleep 300 >/dev/null 2>&1 & echo $! > ` + pidFile + `; exit 3`},
 		BaseDir: filepath.Join(dir, "work")}
 	o := r.Run(context.Background(), agent.Task{JobID: "j", ItemID: "1", Attempt: 1, Data: []byte(`{}`)})
-	require.Equal(t, deadletter.ErrorTypeCommandFailed, o.ErrorType)
+	require.Equal(t, agent.ErrorTypeCommandFailed, o.ErrorType)
 	pid := pidFrom(t, pidFile)
 	require.Eventually(t, func() bool { return gone(pid) }, 5*time.Second, 10*time.Millisecond)
 }
@@ -149,7 +148,7 @@ func TestRunner_ResultOverMaxResultBytesFailsTheAttempt(t *testing.T) {
 	r := &agent.Runner{Argv: []string{"sh", "-c", `head -c 1048586 /dev/zero | tr '\0' x`}, BaseDir: filepath.Join(dir, "work")}
 	o := r.Run(context.Background(), agent.Task{JobID: "j", ItemID: "1", Attempt: 1, Data: []byte(`{}`)})
 	require.False(t, o.Succeeded)
-	require.Equal(t, deadletter.ErrorTypeResourceExhausted, o.ErrorType)
+	require.Equal(t, agent.ErrorTypeResourceExhausted, o.ErrorType)
 	require.Contains(t, o.Message, "agent result exceeds 1 MiB (max_result_bytes)")
 	require.Contains(t, o.Message, "1048586 bytes")
 	require.Nil(t, o.Result)
@@ -208,7 +207,7 @@ func TestRunner_WorkdirIsPrivateAndSymlinksAreRefused(t *testing.T) {
 	require.NoError(t, os.Symlink(target, link))
 	r.BaseDir = link
 	o = r.Run(context.Background(), agent.Task{JobID: "j", ItemID: "1", Attempt: 1, Data: []byte(`{}`)})
-	require.Equal(t, deadletter.ErrorTypeWorktreeError, o.ErrorType)
+	require.Equal(t, agent.ErrorTypeWorktreeError, o.ErrorType)
 	require.Contains(t, o.Message, "is a symlink")
 	entries, err := os.ReadDir(target)
 	require.NoError(t, err)
@@ -232,7 +231,7 @@ func TestRunner_WorkdirIsPrivateAndSymlinksAreRefused(t *testing.T) {
 	require.NoError(t, os.Chmod(open, 0o777))
 	r.BaseDir = open
 	o = r.Run(context.Background(), agent.Task{JobID: "j", ItemID: "1", Attempt: 1, Data: []byte(`{}`)})
-	require.Equal(t, deadletter.ErrorTypeWorktreeError, o.ErrorType)
+	require.Equal(t, agent.ErrorTypeWorktreeError, o.ErrorType)
 	require.Contains(t, o.Message, "writable by other users")
 
 	// So is one owned by another user (only root can make one to test).
@@ -242,7 +241,7 @@ func TestRunner_WorkdirIsPrivateAndSymlinksAreRefused(t *testing.T) {
 		require.NoError(t, os.Chown(theirs, 65534, 65534))
 		r.BaseDir = theirs
 		o = r.Run(context.Background(), agent.Task{JobID: "j", ItemID: "1", Attempt: 1, Data: []byte(`{}`)})
-		require.Equal(t, deadletter.ErrorTypeWorktreeError, o.ErrorType)
+		require.Equal(t, agent.ErrorTypeWorktreeError, o.ErrorType)
 		require.Contains(t, o.Message, "owned by uid 65534")
 	}
 }

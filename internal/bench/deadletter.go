@@ -6,18 +6,18 @@ import (
 	"slices"
 	"time"
 
-	"github.com/relay-dev/relay/deadletter"
+	"github.com/relay-dev/relay/deadletter/failed"
 	"github.com/relay-dev/relay/worker"
 )
 
-// DeadLetter is phase 5: the deadletter.Store calls behind `relay failed
+// DeadLetter is phase 5: the failed.Store calls behind `relay failed
 // list` (first page), `inspect`, `stats` and `analyze` on a failed_pois
 // table of FailedRows rows, each the median of 5 wall-clock runs over
 // loopback (an upper bound of their in-database time), and the rate of
-// `relay reprocess` (deadletter.Reprocessor.Run) on ReprocessRows of them.
+// `relay reprocess` (failed.Reprocessor.Run) on ReprocessRows of them.
 type DeadLetter struct {
 	Rows int64 `json:"rows"`
-	// Source says what was timed: "store", relay's own deadletter.Store and
+	// Source says what was timed: "store", relay's own failed.Store and
 	// Reprocessor.
 	Source    string  `json:"source"`
 	ListMS    float64 `json:"list_ms"`
@@ -76,18 +76,18 @@ func (b *bench) deadLetter(ctx context.Context, res *Result) error {
 	}
 	b.progress("  %d failed_pois rows in %.1fs", n, time.Since(start).Seconds())
 	d := &DeadLetter{Rows: int64(n), Source: "store"}
-	store := deadletter.NewStore(b.pool)
+	store := failed.NewStore(b.pool)
 	for _, q := range []struct {
 		out *float64
 		fn  func() error
 	}{
 		{&d.ListMS, func() error {
-			_, err := store.List(ctx, deadletter.Filter{Status: deadletter.StatusNew}, 50)
+			_, err := store.List(ctx, failed.Filter{Status: failed.StatusNew}, 50)
 			return err
 		}},
 		{&d.InspectMS, func() error { _, err := store.Get(ctx, int64(n/2)); return err }},
 		{&d.StatsMS, func() error { _, err := store.Stats(ctx); return err }},
-		{&d.AnalyzeMS, func() error { _, err := store.Analyze(ctx, deadletter.Filter{}, 20); return err }},
+		{&d.AnalyzeMS, func() error { _, err := store.Analyze(ctx, failed.Filter{}, 20); return err }},
 	} {
 		ms, err := medianMillis(q.fn)
 		if err != nil {
@@ -122,8 +122,8 @@ func (b *bench) reprocess(ctx context.Context, d *DeadLetter) error {
 	if err != nil {
 		return err
 	}
-	r := deadletter.NewReprocessor(b.pool, inserter, nil, b.cfg.Logger)
-	run, err := r.Run(ctx, deadletter.Selection{Filter: deadletter.Filter{Status: deadletter.StatusNew}, Limit: int64(b.cfg.ReprocessRows)},
+	r := failed.NewReprocessor(b.pool, inserter, nil, b.cfg.Logger)
+	run, err := r.Run(ctx, failed.Selection{Filter: failed.Filter{Status: failed.StatusNew}, Limit: int64(b.cfg.ReprocessRows)},
 		"relay-bench", nil)
 	if err != nil {
 		return fmt.Errorf("error reprocessing: %w", err)

@@ -24,6 +24,8 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/relay-dev/relay/deadletter"
+	"github.com/relay-dev/relay/deadletter/failed"
+	"github.com/relay-dev/relay/deadletter/items"
 	"github.com/relay-dev/relay/internal/csvsafe"
 )
 
@@ -31,8 +33,8 @@ import (
 // the command and a store over each dead-letter table.
 type deadLetters struct {
 	pool   *pgxpool.Pool
-	failed *deadletter.Store     // failed_pois
-	items  *deadletter.ItemStore // dead_lettered_items
+	failed *failed.Store // failed_pois
+	items  *items.Store  // dead_lettered_items
 }
 
 // withDeadLetters opens a pool for one command (role names it in
@@ -44,7 +46,7 @@ func (a *app) withDeadLetters(cmd *cobra.Command, role string, fn func(ctx conte
 		return err
 	}
 	defer pool.Close()
-	return fn(ctx, &deadLetters{pool: pool, failed: deadletter.NewStore(pool), items: deadletter.NewItemStore(pool, a.logger)})
+	return fn(ctx, &deadLetters{pool: pool, failed: failed.NewStore(pool), items: items.NewStore(pool, a.logger)})
 }
 
 // encodeJSON writes v to w indented, without HTML escaping: signatures hold

@@ -14,7 +14,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/spf13/cobra"
 
-	"github.com/relay-dev/relay/deadletter"
+	"github.com/relay-dev/relay/deadletter/items"
 	"github.com/relay-dev/relay/internal/mapreduce"
 	"github.com/relay-dev/relay/internal/termout"
 	"github.com/relay-dev/relay/worker"
@@ -56,7 +56,7 @@ func newDLQListCmd(a *app) *cobra.Command {
 		Long:  "List shows dead_lettered_items rows, most recent failure first, one line each.\n\n" + itemTimeHelp,
 		Args:  exactArgs(0),
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			f := deadletter.ItemFilter{JobID: jobID, EligibleOnly: eligible}
+			f := items.Filter{JobID: jobID, EligibleOnly: eligible}
 			var err error
 			if f.Since, f.Until, err = times.parse(time.Now()); err != nil {
 				return err
@@ -65,25 +65,25 @@ func newDLQListCmd(a *app) *cobra.Command {
 				return err
 			}
 			return a.withDeadLetters(cmd, "dlq", func(ctx context.Context, dl *deadLetters) error {
-				items, total, err := dl.items.List(ctx, f, limit)
+				list, total, err := dl.items.List(ctx, f, limit)
 				if err != nil {
 					return err
 				}
 				if asJSON {
 					return a.printJSON(struct {
-						Total int                            `json:"total"`
-						Items []*deadletter.DeadLetteredItem `json:"items"`
-					}{total, items})
+						Total int           `json:"total"`
+						Items []*items.Item `json:"items"`
+					}{total, list})
 				}
 				tw := tabwriter.NewWriter(a.out(), 0, 4, 2, ' ', 0)
 				fmt.Fprintln(tw, "JOB\tITEM\tERROR TYPE\tEXIT\tFAILURES\tLAST ATTEMPT (UTC)\tELIGIBLE\tSTATUS\tSIGNATURE")
-				for _, it := range items {
+				for _, it := range list {
 					fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%s\t%s\t%s\t%s\n", termout.String(it.JobID), termout.String(it.ItemID), it.ErrorType, exitCodeText(it.ExitCode),
 						it.FailureCount, it.LastAttempt.UTC().Format("2006-01-02 15:04:05"), yesOrNo(it.ReprocessEligible),
 						it.Status, oneLine(it.ErrorSignature, 60))
 				}
 				_ = tw.Flush()
-				fmt.Fprintf(a.out(), "\n%d of %d items shown\n", len(items), total)
+				fmt.Fprintf(a.out(), "\n%d of %d items shown\n", len(list), total)
 				return nil
 			})
 		},
@@ -123,11 +123,11 @@ func newDLQInspectCmd(a *app) *cobra.Command {
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return a.withDeadLetters(cmd, "dlq", func(ctx context.Context, dl *deadLetters) error {
 				it, err := dl.items.Get(ctx, jobID, args[0])
-				var amb *deadletter.AmbiguousItemError
+				var amb *items.AmbiguousError
 				switch {
 				case errors.As(err, &amb):
 					return usageError{err}
-				case errors.Is(err, deadletter.ErrItemNotFound):
+				case errors.Is(err, items.ErrNotFound):
 					return exitError{code: ExitRuntime, msg: err.Error()}
 				case err != nil:
 					return err
@@ -145,7 +145,7 @@ func newDLQInspectCmd(a *app) *cobra.Command {
 	return cmd
 }
 
-func printItemInspection(w io.Writer, it *deadletter.DeadLetteredItem) {
+func printItemInspection(w io.Writer, it *items.Item) {
 	now := time.Now()
 	fmt.Fprintf(w, "Item %s of job %s\n", termout.String(it.ItemID), termout.String(it.JobID))
 	fmt.Fprintf(w, "  status:            %s (dead-lettered %s, %s)\n", it.Status, pluralize(it.DeadLetterCount, "time"), whenAgo(it.DeadLetteredAt, now))
@@ -217,7 +217,7 @@ to a file too. It only reads: no audit event is recorded.
 ` + itemTimeHelp,
 		Args: exactArgs(0),
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			f := deadletter.ItemFilter{JobID: jobID}
+			f := items.Filter{JobID: jobID}
 			var err error
 			if f.Since, f.Until, err = times.parse(time.Now()); err != nil {
 				return err
@@ -256,7 +256,7 @@ to a file too. It only reads: no audit event is recorded.
 	return cmd
 }
 
-func printItemAnalysis(w io.Writer, an *deadletter.ItemAnalysis) {
+func printItemAnalysis(w io.Writer, an *items.Analysis) {
 	title := "Failure Analysis"
 	if an.JobID != "" {
 		title += " for " + an.JobID
@@ -299,14 +299,14 @@ failure's message, log and worktree, and item_data as JSON text.
 ` + itemTimeHelp,
 		Args: exactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			f := deadletter.ItemFilter{JobID: jobID}
+			f := items.Filter{JobID: jobID}
 			var err error
 			if f.Since, f.Until, err = times.parse(time.Now()); err != nil {
 				return err
 			}
-			return runExport(a, cmd, "dlq", args[0], &ef, func(dl *deadLetters) rowExport[*deadletter.DeadLetteredItem] {
-				return rowExport[*deadletter.DeadLetteredItem]{noun: "item", columns: itemColumns, record: itemRecord,
-					stream: func(ctx context.Context, fn func(*deadletter.DeadLetteredItem) error) (int64, error) {
+			return runExport(a, cmd, "dlq", args[0], &ef, func(dl *deadLetters) rowExport[*items.Item] {
+				return rowExport[*items.Item]{noun: "item", columns: itemColumns, record: itemRecord,
+					stream: func(ctx context.Context, fn func(*items.Item) error) (int64, error) {
 						return dl.items.Export(ctx, f, ef.limit, fn)
 					}}
 			})
@@ -325,7 +325,7 @@ var itemColumns = []string{"job_id", "item_id", "status", "error_type", "exit_co
 	"manual_review_required", "log_location", "worktree_path", "item_data"}
 
 // itemRecord is it's CSV record.
-func itemRecord(it *deadletter.DeadLetteredItem) []string {
+func itemRecord(it *items.Item) []string {
 	exit, msg, logLoc, worktree := "", "", "", ""
 	if it.ExitCode != nil {
 		exit = strconv.Itoa(*it.ExitCode)
@@ -446,7 +446,7 @@ succeeded.`,
 					}
 					return store.RequeueTx(ctx, tx, client, job, ids, retries)
 				})
-				var bad *deadletter.InvalidFilterError
+				var bad *items.InvalidFilterError
 				if errors.As(err, &bad) {
 					return usageError{err}
 				}
@@ -466,7 +466,7 @@ succeeded.`,
 				details := map[string]any{"job_id": job.ID, "count": len(ids), "filter": filter, "force": force,
 					"max_retries": retries, "successful": nil}
 				if !wait {
-					_ = dlq.RecordEvent(ctx, actorOr(actor), deadletter.EventItemsReprocessed, len(ids), details)
+					_ = dlq.RecordEvent(ctx, actorOr(actor), items.EventItemsReprocessed, len(ids), details)
 					fmt.Fprintf(a.out(), "enqueued %s; a running 'relay worker' works them ('relay mapreduce status %s')\n",
 						pluralize(len(ids), "item"), job.ID)
 					return nil
@@ -480,7 +480,7 @@ succeeded.`,
 					return err
 				}
 				details["successful"] = ok
-				_ = dlq.RecordEvent(ctx, actorOr(actor), deadletter.EventItemsReprocessed, len(ids), details)
+				_ = dlq.RecordEvent(ctx, actorOr(actor), items.EventItemsReprocessed, len(ids), details)
 				if asJSON {
 					if err := a.printJSON(map[string]any{"retried": len(ids), "successful": ok,
 						"failed": len(ids) - ok, "items": c}); err != nil {
@@ -537,14 +537,14 @@ func newDLQStatsCmd(a *app) *cobra.Command {
 	return cmd
 }
 
-func printItemStats(w io.Writer, st *deadletter.ItemStats, now time.Time) {
+func printItemStats(w io.Writer, st *items.Stats, now time.Time) {
 	title := "DLQ Statistics"
 	if st.JobID != "" {
 		title += " for " + st.JobID
 	}
 	fmt.Fprintf(w, "%s\n%s\n\n", title, strings.Repeat("=", len([]rune(title))))
 	fmt.Fprintf(w, "Total Items: %d\nReprocess Eligible: %d\nManual Review Required: %d\n", st.Total, st.ReprocessEligible, st.ManualReviewRequired)
-	if n := st.ByStatus[string(deadletter.ItemReprocessing)]; n > 0 {
+	if n := st.ByStatus[string(items.StatusReprocessing)]; n > 0 {
 		fmt.Fprintf(w, "Being Reprocessed: %d\n", n)
 	}
 	if st.Reprocessed > 0 {

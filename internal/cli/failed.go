@@ -17,7 +17,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/relay-dev/relay/deadletter"
+	"github.com/relay-dev/relay/deadletter/failed"
 	"github.com/relay-dev/relay/internal/termout"
 )
 
@@ -80,7 +80,7 @@ func newFailedListCmd(a *app) *cobra.Command {
 	return cmd
 }
 
-func printFailedList(w io.Writer, rows []deadletter.Record, limit int) {
+func printFailedList(w io.Writer, rows []failed.Record, limit int) {
 	if len(rows) == 0 {
 		fmt.Fprintln(w, "no failed POIs match")
 		return
@@ -89,7 +89,7 @@ func printFailedList(w io.Writer, rows []deadletter.Record, limit int) {
 	fmt.Fprintln(tw, "ID\tFAILED_AT\tSTATUS\tATTEMPTS\tCLASS\tFILE\tPOI\tERROR")
 	for _, r := range rows {
 		status := string(r.Status)
-		if r.ManualReviewRequired && r.Status == deadletter.StatusNew {
+		if r.ManualReviewRequired && r.Status == failed.StatusNew {
 			status += " (review)"
 		}
 		fmt.Fprintf(tw, "%d\t%s\t%s\t%d\t%s\t%s\t%s\t%s\n", r.ID, r.FailedAt.Format(time.RFC3339), status, r.Attempts,
@@ -129,7 +129,7 @@ func newFailedInspectCmd(a *app) *cobra.Command {
 	return cmd
 }
 
-func printInspection(w io.Writer, in *deadletter.Inspection) {
+func printInspection(w io.Writer, in *failed.Inspection) {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	line := func(k, v string) { fmt.Fprintf(tw, "%s\t%s\n", k, v) }
 	line("id", strconv.FormatInt(in.ID, 10))
@@ -200,15 +200,15 @@ func newFailedStatsCmd(a *app) *cobra.Command {
 	return cmd
 }
 
-func printStats(w io.Writer, st *deadletter.Stats) {
+func printStats(w io.Writer, st *failed.Stats) {
 	fmt.Fprintf(w, "failed_pois: %d rows\n", st.Total)
 	var parts []string
-	for _, s := range deadletter.Statuses() {
+	for _, s := range failed.Statuses() {
 		parts = append(parts, fmt.Sprintf("%s %d", s, st.Status[s]))
 	}
 	fmt.Fprintf(w, "  by status:          %s\n", strings.Join(parts, ", "))
 	parts = parts[:0]
-	for _, c := range deadletter.Classes() {
+	for _, c := range failed.Classes() {
 		parts = append(parts, fmt.Sprintf("%s %d", c, st.Class[c]))
 	}
 	fmt.Fprintf(w, "  by error class:     %s\n", strings.Join(parts, ", "))
@@ -268,7 +268,7 @@ hour (UTC) over the last 7 days (or since --since, if later).
 	return cmd
 }
 
-func printAnalysis(w io.Writer, an *deadletter.Analysis) {
+func printAnalysis(w io.Writer, an *failed.Analysis) {
 	if an.Total == 0 {
 		fmt.Fprintln(w, "no failed POIs match")
 		return
@@ -323,9 +323,9 @@ CSV, original_poi_data and error_history are JSON text.
 			if err != nil {
 				return err
 			}
-			return runExport(a, cmd, "failed", args[0], &ef, func(dl *deadLetters) rowExport[*deadletter.Record] {
-				return rowExport[*deadletter.Record]{noun: "row", columns: failedColumns, record: failedRecord,
-					stream: func(ctx context.Context, fn func(*deadletter.Record) error) (int64, error) {
+			return runExport(a, cmd, "failed", args[0], &ef, func(dl *deadLetters) rowExport[*failed.Record] {
+				return rowExport[*failed.Record]{noun: "row", columns: failedColumns, record: failedRecord,
+					stream: func(ctx context.Context, fn func(*failed.Record) error) (int64, error) {
 						return dl.failed.Export(ctx, f, ef.limit, fn)
 					}}
 			})
@@ -342,7 +342,7 @@ var failedColumns = []string{"id", "original_job_id", "file_id", "poi_id", "poi_
 	"reprocess_requested_at", "reprocessed_at", "ignored_reason", "updated_at", "original_poi_data", "error_history"}
 
 // failedRecord is r's CSV record.
-func failedRecord(r *deadletter.Record) []string {
+func failedRecord(r *failed.Record) []string {
 	return []string{strconv.FormatInt(r.ID, 10), strconv.FormatInt(r.OriginalJobID, 10), r.FileID, r.POIID,
 		strconv.Itoa(r.POIIndex), csvTime(r.FailedAt), string(r.Status), strconv.Itoa(r.Attempts), string(r.ErrorClass),
 		r.ErrorSignature, r.ErrorMessage, r.ErrorContext, strconv.FormatBool(r.ManualReviewRequired),
@@ -456,14 +456,14 @@ It deletes in batches; one audit event records the run and --actor.`,
 			if err != nil {
 				return err
 			}
-			p := deadletter.PurgeFilter{OlderThan: age}
+			p := failed.PurgeFilter{OlderThan: age}
 			if status != "" {
-				st, err := deadletter.ParseStatus(status)
+				st, err := failed.ParseStatus(status)
 				if err != nil {
 					return usageError{fmt.Errorf("--status: %w", err)}
 				}
-				if st == deadletter.StatusReprocessing {
-					return usageError{deadletter.ErrPurgeReprocessing}
+				if st == failed.StatusReprocessing {
+					return usageError{failed.ErrPurgeReprocessing}
 				}
 				p.Status = st
 			}
@@ -474,7 +474,7 @@ It deletes in batches; one audit event records the run and --actor.`,
 					count: func() (int64, error) {
 						preview, err := dl.failed.PurgePreview(ctx, p)
 						var total int64
-						for _, st := range deadletter.Statuses() {
+						for _, st := range failed.Statuses() {
 							if n := preview[st]; n > 0 {
 								total += n
 								parts = append(parts, fmt.Sprintf("%s %d", st, n))

@@ -6,7 +6,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/relay-dev/relay/deadletter"
+	"github.com/relay-dev/relay/deadletter/failed"
 )
 
 // timeFlagHelp documents --since and --until of the failed_pois commands.
@@ -29,18 +29,18 @@ func (f *filterFlags) register(cmd *cobra.Command, statusHelp string) {
 	fl.BoolVar(&f.manualReview, "manual-review", false, "only rows needing manual review")
 }
 
-// filter validates the flags into a deadletter.Filter (usage errors).
-func (f *filterFlags) filter(now time.Time) (deadletter.Filter, error) {
-	var out deadletter.Filter
+// filter validates the flags into a failed.Filter (usage errors).
+func (f *filterFlags) filter(now time.Time) (failed.Filter, error) {
+	var out failed.Filter
 	if f.status != "" {
-		st, err := deadletter.ParseStatus(f.status)
+		st, err := failed.ParseStatus(f.status)
 		if err != nil {
 			return out, usageError{fmt.Errorf("--status: %w", err)}
 		}
 		out.Status = st
 	}
 	if f.errorClass != "" {
-		c, err := deadletter.ParseErrorClass(f.errorClass)
+		c, err := failed.ParseErrorClass(f.errorClass)
 		if err != nil {
 			return out, usageError{fmt.Errorf("--error-class: %w", err)}
 		}

@@ -24,6 +24,7 @@ import (
 
 	"github.com/relay-dev/relay/config"
 	"github.com/relay-dev/relay/deadletter"
+	"github.com/relay-dev/relay/deadletter/items"
 	"github.com/relay-dev/relay/internal/agent"
 	"github.com/relay-dev/relay/internal/mapreduce"
 	"github.com/relay-dev/relay/worker"
@@ -120,10 +121,10 @@ JOB_ID --wait' goes on with them (exit code 130).`,
 				_, _ = rand.Read(r[:])
 				job.ID = mapreduce.NewJobID(time.Now(), r)
 			}
-			if job.Policy.IncludeErrors, err = deadletter.ParseErrorTypeList(include); err != nil {
+			if job.Policy.IncludeErrors, err = agent.ParseErrorTypeList(include); err != nil {
 				return usageError{fmt.Errorf("--dlq-include-errors: %w", err)}
 			}
-			if job.Policy.ExcludeErrors, err = deadletter.ParseErrorTypeList(exclude); err != nil {
+			if job.Policy.ExcludeErrors, err = agent.ParseErrorTypeList(exclude); err != nil {
 				return usageError{fmt.Errorf("--dlq-exclude-errors: %w", err)}
 			}
 			if err := job.Validate(); err != nil {
@@ -182,9 +183,9 @@ JOB_ID --wait' goes on with them (exit code 130).`,
 	f.IntVar(&parallel, "parallel", 0, "agents run at once with --wait (default --mapreduce-parallel)")
 	f.DurationVar(&timeout, "timeout", 0, "deadline for one agent run (default --mapreduce-timeout)")
 	f.DurationVar(&backoff, "retry-backoff", time.Second, "delay before the first retry; doubles per attempt, capped at 10m")
-	f.StringVar(&include, "dlq-include-errors", string(deadletter.ErrorTypeValidationFailed),
+	f.StringVar(&include, "dlq-include-errors", string(agent.ErrorTypeValidationFailed),
 		`error types dead-lettered at the first failure ("none" for none)`)
-	f.StringVar(&exclude, "dlq-exclude-errors", string(deadletter.ErrorTypeStorage),
+	f.StringVar(&exclude, "dlq-exclude-errors", string(agent.ErrorTypeStorage),
 		`error types never dead-lettered, retried forever ("none" for none)`)
 	f.BoolVar(&wait, "wait", false, "work the items in this process and print the job summary")
 	f.BoolVar(&asJSON, "json", false, "with --wait, print the summary as JSON")
@@ -333,7 +334,7 @@ func workInProcess(ctx context.Context, a *app, pool *pgxpool.Pool, jobID string
 	}
 	killNow := make(chan struct{})
 	client, err := worker.NewClient(pool, &cfg, logger, &worker.Options{Queues: []string{mapreduce.Queue},
-		MapReduce: &worker.MapReduceConfig{Workdir: workdir, StopNow: killNow}})
+		MapReduce: &mapreduce.WorkerConfig{Workdir: workdir, StopNow: killNow}})
 	if err != nil {
 		return nil, err
 	}
@@ -369,7 +370,7 @@ func workInProcess(ctx context.Context, a *app, pool *pgxpool.Pool, jobID string
 
 	start := time.Now()
 	last := time.Time{}
-	return worker.RunMapReduceUntilDone(ctx, client, pool, logger, jobID, func(c *mapreduce.Counts) {
+	return mapreduce.RunUntilDone(ctx, client, pool, logger, jobID, func(c *mapreduce.Counts) {
 		if time.Since(last) < 500*time.Millisecond && c.Live() > 0 {
 			return
 		}
@@ -425,13 +426,13 @@ func (l *lockedWriter) Write(p []byte) (int, error) {
 // JobSummary is `relay mapreduce status --json`: the job, where its items
 // are, and its dead-letter metrics.
 type JobSummary struct {
-	Job   *mapreduce.Job        `json:"job"`
-	Items *mapreduce.Counts     `json:"items"`
-	DLQ   *deadletter.ItemStats `json:"dlq"`
+	Job   *mapreduce.Job    `json:"job"`
+	Items *mapreduce.Counts `json:"items"`
+	DLQ   *items.Stats      `json:"dlq"`
 }
 
 func printJobSummary(ctx context.Context, a *app, pool *pgxpool.Pool, job *mapreduce.Job, c *mapreduce.Counts, asJSON bool) error {
-	st, err := deadletter.NewItemStore(pool, a.logger).Stats(ctx, job.ID)
+	st, err := items.NewStore(pool, a.logger).Stats(ctx, job.ID)
 	if err != nil {
 		return err
 	}
@@ -458,9 +459,9 @@ func printJobSummary(ctx context.Context, a *app, pool *pgxpool.Pool, job *mapre
 	return nil
 }
 
-func printDLQMetrics(out io.Writer, st *deadletter.ItemStats, now time.Time) {
+func printDLQMetrics(out io.Writer, st *items.Stats, now time.Time) {
 	fmt.Fprintf(out, "  items: %d (reprocess eligible %d, manual review %d, reprocessing %d)\n",
-		st.Total, st.ReprocessEligible, st.ManualReviewRequired, st.ByStatus[string(deadletter.ItemReprocessing)])
+		st.Total, st.ReprocessEligible, st.ManualReviewRequired, st.ByStatus[string(items.StatusReprocessing)])
 	if st.Reprocessed > 0 {
 		fmt.Fprintf(out, "  reprocessed, awaiting 'relay dlq clear': %d\n", st.Reprocessed)
 	}
@@ -573,7 +574,7 @@ process works them) or, without --wait, are handed to 'relay worker'.`,
 			if err != nil {
 				return err
 			}
-			if err := worker.SweepMapReduce(ctx, pool, a.logger); err != nil {
+			if err := mapreduce.Sweep(ctx, pool, a.logger); err != nil {
 				a.logger.WarnContext(ctx, "could not capture discarded items first", "error", err.Error())
 			}
 			client, err := worker.NewInsertClient(pool, a.cfg, a.logger)
@@ -581,7 +582,7 @@ process works them) or, without --wait, are handed to 'relay worker'.`,
 				return err
 			}
 			retries := intOrDefault(maxRetries, -1, job.MaxRetries)
-			store, dlq := mapreduce.NewStore(pool), deadletter.NewItemStore(pool, a.logger)
+			store, dlq := mapreduce.NewStore(pool), items.NewStore(pool, a.logger)
 			// With --wait this process works the job on its own queue;
 			// without, 'relay worker' does, on the shared one: the items an
 			// interrupted --wait run left queued move there.
@@ -610,7 +611,7 @@ process works them) or, without --wait, are handed to 'relay worker'.`,
 				return err
 			}
 			if len(fromDLQ) > 0 {
-				_ = dlq.RecordEvent(ctx, deadletter.DefaultActor(), deadletter.EventItemsReprocessed, len(fromDLQ),
+				_ = dlq.RecordEvent(ctx, deadletter.DefaultActor(), items.EventItemsReprocessed, len(fromDLQ),
 					map[string]any{"job_id": job.ID, "count": len(fromDLQ), "successful": nil, "source": "mapreduce resume"})
 			}
 			c, err := store.Counts(ctx, job.ID)

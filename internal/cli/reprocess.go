@@ -13,7 +13,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/relay-dev/relay/deadletter"
+	"github.com/relay-dev/relay/deadletter/failed"
 	"github.com/relay-dev/relay/internal/termout"
 	"github.com/relay-dev/relay/worker"
 )
@@ -77,7 +77,7 @@ recorded in dead_letter_events (action reprocess).
 			if chunk < 1 || chunk > 10000 {
 				return usageError{fmt.Errorf("--chunk-size %d must be between 1 and 10000", chunk)}
 			}
-			sel := deadletter.Selection{Filter: f, Limit: limit, IncludeManualReview: includeManual}
+			sel := failed.Selection{Filter: f, Limit: limit, IncludeManualReview: includeManual}
 			ctx := cmd.Context()
 			pool, err := a.open(ctx, "reprocess")
 			if err != nil {
@@ -88,7 +88,7 @@ recorded in dead_letter_events (action reprocess).
 			if err != nil {
 				return err
 			}
-			r := deadletter.NewReprocessor(pool, client, &deadletter.ReprocessConfig{ChunkSize: chunk, RowsPerSecond: perSecond,
+			r := failed.NewReprocessor(pool, client, &failed.ReprocessConfig{ChunkSize: chunk, RowsPerSecond: perSecond,
 				MaxAttempts: a.cfg.MaxAttempts, MaxJobBytes: a.cfg.MaxJobBytes}, a.logger)
 
 			if dryRun || !yes {
@@ -105,7 +105,7 @@ recorded in dead_letter_events (action reprocess).
 					return nil
 				}
 				if plan.Rows == 0 {
-					return reportReprocess(a, asJSON, &deadletter.ReprocessResult{})
+					return reportReprocess(a, asJSON, &failed.ReprocessResult{})
 				}
 				printPlan(a.env.Stderr, plan)
 				if err := a.confirm(confirmation{command: "reprocess", effect: fmt.Sprintf("would enqueue %d rows of %d files", plan.Rows, plan.Files),
@@ -134,12 +134,12 @@ recorded in dead_letter_events (action reprocess).
 	yesFlag(cmd, &yes)
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
 	cmd.Flags().BoolVar(&includeManual, "include-manual-review", false, "also take rows flagged manual_review_required")
-	cmd.Flags().IntVar(&chunk, "chunk-size", deadletter.ReprocessChunkSizeDefault, "rows per transaction")
+	cmd.Flags().IntVar(&chunk, "chunk-size", failed.ReprocessChunkSizeDefault, "rows per transaction")
 	actorFlag(cmd, &actor)
 	return cmd
 }
 
-func reportReprocess(a *app, asJSON bool, res *deadletter.ReprocessResult) error {
+func reportReprocess(a *app, asJSON bool, res *failed.ReprocessResult) error {
 	if asJSON {
 		return a.printJSON(res)
 	}
@@ -190,7 +190,7 @@ const (
 	maxRate = 1e7
 )
 
-func printPlan(w io.Writer, p *deadletter.ReprocessPlan) {
+func printPlan(w io.Writer, p *failed.ReprocessPlan) {
 	fmt.Fprintf(w, "would reprocess %d rows of %d files (about %d resolve_file jobs), %d signatures\n", p.Rows, p.Files, p.Files, p.Signatures)
 	if p.Rows == 0 {
 		return
@@ -215,9 +215,9 @@ func printPlan(w io.Writer, p *deadletter.ReprocessPlan) {
 
 // progressPrinter reports progress on w at most once a second, and at the
 // end.
-func progressPrinter(w io.Writer) func(deadletter.ReprocessProgress) {
+func progressPrinter(w io.Writer) func(failed.ReprocessProgress) {
 	var last time.Time
-	return func(p deadletter.ReprocessProgress) {
+	return func(p failed.ReprocessProgress) {
 		if time.Since(last) < time.Second && p.Rows < p.Total {
 			return
 		}

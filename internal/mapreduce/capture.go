@@ -5,12 +5,15 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/relay-dev/relay/deadletter"
+	"github.com/relay-dev/relay/deadletter/items"
+	"github.com/relay-dev/relay/internal/agent"
 )
 
 // riverError is one element of river_job.errors.
@@ -29,7 +32,7 @@ type riverError struct {
 // item is captured in its own transaction; the first failure stops the
 // sweep and is returned with the count so far. Safe to run repeatedly and
 // concurrently.
-func CaptureDiscarded(ctx context.Context, pool *pgxpool.Pool, dlq *deadletter.ItemStore, actor string) (int, error) {
+func CaptureDiscarded(ctx context.Context, pool *pgxpool.Pool, dlq *items.Store, actor string) (int, error) {
 	total := 0
 	for {
 		n, err := captureDiscardedPage(ctx, pool, dlq, actor, 200)
@@ -40,7 +43,7 @@ func CaptureDiscarded(ctx context.Context, pool *pgxpool.Pool, dlq *deadletter.I
 	}
 }
 
-func captureDiscardedPage(ctx context.Context, pool *pgxpool.Pool, dlq *deadletter.ItemStore, actor string, limit int) (int, error) {
+func captureDiscardedPage(ctx context.Context, pool *pgxpool.Pool, dlq *items.Store, actor string, limit int) (int, error) {
 	type candidate struct {
 		jobID, itemID string
 		riverID       int64
@@ -80,7 +83,7 @@ func captureDiscardedPage(ctx context.Context, pool *pgxpool.Pool, dlq *deadlett
 	return n, nil
 }
 
-func captureOne(ctx context.Context, pool *pgxpool.Pool, dlq *deadletter.ItemStore, actor, jobID, itemID string, riverID int64) (bool, error) {
+func captureOne(ctx context.Context, pool *pgxpool.Pool, dlq *items.Store, actor, jobID, itemID string, riverID int64) (bool, error) {
 	captured := false
 	err := pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error {
 		var (
@@ -101,7 +104,7 @@ func captureOne(ctx context.Context, pool *pgxpool.Pool, dlq *deadletter.ItemSto
 		if err != nil {
 			return err
 		}
-		var hist []deadletter.FailureDetail
+		var hist []agent.FailureDetail
 		if err := json.Unmarshal(history, &hist); err != nil {
 			return fmt.Errorf("error decoding failure history of item %q: %w", itemID, err)
 		}
@@ -110,18 +113,18 @@ func captureOne(ctx context.Context, pool *pgxpool.Pool, dlq *deadletter.ItemSto
 			_ = json.Unmarshal(errs, &re)
 			for _, e := range re {
 				attempts++
-				hist = append(hist, deadletter.FailureDetail{AttemptNumber: attempts, Timestamp: e.At,
-					ErrorType: deadletter.ErrorTypeUnknown, ErrorMessage: e.Error, StackTrace: e.Trace,
+				hist = append(hist, agent.FailureDetail{AttemptNumber: attempts, Timestamp: e.At,
+					ErrorType: agent.ErrorTypeUnknown, ErrorMessage: e.Error, StackTrace: e.Trace,
 					StepFailed: Kind, RiverJobID: riverID})
 			}
 			if len(hist) == 0 {
 				attempts++
-				hist = append(hist, deadletter.FailureDetail{AttemptNumber: attempts, Timestamp: time.Now().UTC(),
-					ErrorType: deadletter.ErrorTypeUnknown, StepFailed: Kind, RiverJobID: riverID,
+				hist = append(hist, agent.FailureDetail{AttemptNumber: attempts, Timestamp: time.Now().UTC(),
+					ErrorType: agent.ErrorTypeUnknown, StepFailed: Kind, RiverJobID: riverID,
 					ErrorMessage: "River discarded the job without a recorded error"})
 			}
 		}
-		it := deadletter.NewDeadLetteredItem(jobID, itemID, json.RawMessage(data), hist)
+		it := items.NewItem(jobID, itemID, json.RawMessage(data), hist)
 		if _, err := dlq.AddTx(ctx, tx, &it, maxItems, actor); err != nil {
 			return err
 		}
@@ -139,10 +142,24 @@ func captureOne(ctx context.Context, pool *pgxpool.Pool, dlq *deadletter.ItemSto
 	return captured, nil
 }
 
-func historyJSON(v []deadletter.FailureDetail) []byte {
+func historyJSON(v []agent.FailureDetail) []byte {
 	b, err := json.Marshal(v)
 	if err != nil {
 		return []byte("[]")
 	}
 	return b
+}
+
+// Sweep captures into dead_lettered_items the MapReduce items whose
+// River job ended discarded or cancelled without the item reaching the DLQ
+// (its DLQ write failed, or River discarded the job itself).
+func Sweep(ctx context.Context, pool *pgxpool.Pool, logger *slog.Logger) error {
+	n, err := CaptureDiscarded(ctx, pool, items.NewStore(pool, logger), deadletter.WorkerActor)
+	if n > 0 {
+		logger.WarnContext(ctx, "captured discarded MapReduce items into dead_lettered_items", slog.Int("count", n))
+	}
+	if err != nil {
+		return fmt.Errorf("error sweeping discarded MapReduce items: %w", err)
+	}
+	return nil
 }

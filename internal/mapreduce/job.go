@@ -7,23 +7,22 @@ import (
 	"regexp"
 	"time"
 
-	"github.com/relay-dev/relay/deadletter"
 	"github.com/relay-dev/relay/internal/agent"
 )
 
 // Job is one row of mapreduce_jobs: what every item of the job runs with.
 type Job struct {
-	ID           string            `json:"job_id"`
-	Agent        string            `json:"agent"`
-	InputPath    string            `json:"input_path"`
-	ItemCount    int               `json:"item_count"`
-	MaxRetries   int               `json:"max_retries"`
-	Parallel     int               `json:"parallel"`
-	Timeout      time.Duration     `json:"timeout"`
-	RetryBackoff time.Duration     `json:"retry_backoff"`
-	DLQMaxItems  int               `json:"dlq_max_items"`
-	Policy       deadletter.Policy `json:"dlq_policy"`
-	CreatedAt    time.Time         `json:"created_at"`
+	ID           string        `json:"job_id"`
+	Agent        string        `json:"agent"`
+	InputPath    string        `json:"input_path"`
+	ItemCount    int           `json:"item_count"`
+	MaxRetries   int           `json:"max_retries"`
+	Parallel     int           `json:"parallel"`
+	Timeout      time.Duration `json:"timeout"`
+	RetryBackoff time.Duration `json:"retry_backoff"`
+	DLQMaxItems  int           `json:"dlq_max_items"`
+	Policy       Policy        `json:"dlq_policy"`
+	CreatedAt    time.Time     `json:"created_at"`
 	// Queue is the River queue CreateTx and RequeueTx put items on: Queue
 	// (empty) for 'relay worker', WaitQueue(ID) for a --wait run. It is not
 	// stored: it says where this process enqueues, not what the job is.

@@ -15,7 +15,7 @@ import (
 	"github.com/riverqueue/river"
 	"github.com/riverqueue/river/rivertype"
 
-	"github.com/relay-dev/relay/deadletter"
+	"github.com/relay-dev/relay/internal/agent"
 )
 
 // Inserter inserts River jobs in a caller's transaction; *river.Client[pgx.Tx]
@@ -183,11 +183,11 @@ func scanJob(row pgx.Row, id string) (*Job, error) {
 		return nil, fmt.Errorf("error reading job %q: %w", id, err)
 	}
 	j.Timeout, j.RetryBackoff = time.Duration(timeout)*time.Millisecond, time.Duration(backoff)*time.Millisecond
-	j.Policy = deadletter.Policy{IncludeErrors: toTypes(include), ExcludeErrors: toTypes(exclude)}
+	j.Policy = Policy{IncludeErrors: toTypes(include), ExcludeErrors: toTypes(exclude)}
 	return &j, nil
 }
 
-func typeNames(ts []deadletter.ErrorType) []string {
+func typeNames(ts []agent.ErrorType) []string {
 	out := make([]string, len(ts))
 	for i, t := range ts {
 		out[i] = string(t)
@@ -195,10 +195,10 @@ func typeNames(ts []deadletter.ErrorType) []string {
 	return out
 }
 
-func toTypes(names []string) []deadletter.ErrorType {
-	out := make([]deadletter.ErrorType, len(names))
+func toTypes(names []string) []agent.ErrorType {
+	out := make([]agent.ErrorType, len(names))
 	for i, n := range names {
-		out[i] = deadletter.ErrorType(n)
+		out[i] = agent.ErrorType(n)
 	}
 	return out
 }
@@ -249,7 +249,7 @@ func (s *Store) LoadItem(ctx context.Context, jobID, itemID string) (*WorkItem, 
 		return nil, fmt.Errorf("error reading item %q of job %q: %w", itemID, jobID, err)
 	}
 	j.Timeout, j.RetryBackoff = time.Duration(timeout)*time.Millisecond, time.Duration(backoff)*time.Millisecond
-	j.Policy = deadletter.Policy{IncludeErrors: toTypes(include), ExcludeErrors: toTypes(exclude)}
+	j.Policy = Policy{IncludeErrors: toTypes(include), ExcludeErrors: toTypes(exclude)}
 	w.Job, w.ItemID, w.Data = &j, itemID, json.RawMessage(data)
 	if rid != nil {
 		w.RiverJobID = *rid
@@ -265,11 +265,11 @@ type Querier interface {
 // RecordFailure appends d to the item's failure history, counts the
 // attempt and, when deadLettered, ends the item as dead_lettered. It returns
 // the item's data and whole history.
-func (s *Store) RecordFailure(ctx context.Context, q Querier, jobID, itemID string, d deadletter.FailureDetail, deadLettered bool) (json.RawMessage, []deadletter.FailureDetail, error) {
+func (s *Store) RecordFailure(ctx context.Context, q Querier, jobID, itemID string, d agent.FailureDetail, deadLettered bool) (json.RawMessage, []agent.FailureDetail, error) {
 	if q == nil {
 		q = s.pool
 	}
-	entry, err := json.Marshal([]deadletter.FailureDetail{d})
+	entry, err := json.Marshal([]agent.FailureDetail{d})
 	if err != nil {
 		return nil, nil, fmt.Errorf("error encoding failure of item %q: %w", itemID, err)
 	}
@@ -283,7 +283,7 @@ func (s *Store) RecordFailure(ctx context.Context, q Querier, jobID, itemID stri
 	if err != nil {
 		return nil, nil, fmt.Errorf("error recording failure of item %q of job %q: %w", itemID, jobID, err)
 	}
-	var hist []deadletter.FailureDetail
+	var hist []agent.FailureDetail
 	if err := json.Unmarshal(history, &hist); err != nil {
 		return nil, nil, fmt.Errorf("error decoding failure history of item %q: %w", itemID, err)
 	}
@@ -293,8 +293,8 @@ func (s *Store) RecordFailure(ctx context.Context, q Querier, jobID, itemID stri
 // RecordLostAttempt appends d, an attempt that died with its worker, to the
 // item's failure history unless an entry for the same River job and attempt
 // is already there. It reports whether it appended.
-func (s *Store) RecordLostAttempt(ctx context.Context, jobID, itemID string, d deadletter.FailureDetail) (bool, error) {
-	entry, err := json.Marshal([]deadletter.FailureDetail{d})
+func (s *Store) RecordLostAttempt(ctx context.Context, jobID, itemID string, d agent.FailureDetail) (bool, error) {
+	entry, err := json.Marshal([]agent.FailureDetail{d})
 	if err != nil {
 		return false, fmt.Errorf("error encoding lost attempt of item %q: %w", itemID, err)
 	}

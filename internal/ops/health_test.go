@@ -12,7 +12,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/relay-dev/relay/deadletter"
+	"github.com/relay-dev/relay/deadletter/failed"
 	"github.com/relay-dev/relay/internal/ops"
 	"github.com/relay-dev/relay/internal/testdb"
 	"github.com/relay-dev/relay/migrations"
@@ -74,12 +74,12 @@ func addFailedPOIs(t *testing.T, db *testdb.DB, n int) {
 	ctx := context.Background()
 	tx, err := db.Pool.Begin(ctx)
 	require.NoError(t, err)
-	rows := make([]deadletter.FailedPOI, n)
+	rows := make([]failed.POI, n)
 	for i := range rows {
-		rows[i] = deadletter.FailedPOI{JobID: 1, FileID: "src/a.js", POIID: "p", POIIndex: i, Class: deadletter.ClassValidation,
+		rows[i] = failed.POI{JobID: 1, FileID: "src/a.js", POIID: "p", POIIndex: i, Class: failed.ClassValidation,
 			Message: "name is required", Data: json.RawMessage(`{"id":"p"}`), FailedAt: time.Now().Add(-time.Hour)}
 	}
-	_, err = deadletter.InsertFailedPOIsTx(ctx, tx, rows)
+	_, err = failed.InsertTx(ctx, tx, rows)
 	require.NoError(t, err)
 	require.NoError(t, tx.Commit(ctx))
 }
@@ -133,7 +133,7 @@ func TestMetrics_ExportEveryNameWithBatchAndDatabaseValues(t *testing.T) {
 	b := setupHealth(t, 100)
 	addFailedPOIs(t, b.db, 2)
 	b.metrics.BatchDone(&worker.BatchSummary{POIs: 5, Resolved: 4, Failed: 1, Relationships: 7, Duration: 20 * time.Millisecond,
-		FailedByClass: map[deadletter.ErrorClass]int{deadletter.ClassTimeout: 1}})
+		FailedByClass: map[failed.ErrorClass]int{failed.ClassTimeout: 1}})
 	b.metrics.BatchFailed(time.Second)
 
 	code, body := b.get(t, "/metrics")

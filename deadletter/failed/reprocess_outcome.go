@@ -1,4 +1,4 @@
-package deadletter
+package failed
 
 import (
 	"context"
@@ -8,6 +8,8 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/relay-dev/relay/deadletter"
 )
 
 // ReprocessMaxAttemptsDefault is how many failed reprocesses a row may have
@@ -19,7 +21,7 @@ type ReprocessOutcome struct {
 	// FailedPOIID is the failed_pois row the POI came from.
 	FailedPOIID int64
 	// Failure is nil when the POI resolved; otherwise its new failure.
-	Failure *FailedPOI
+	Failure *POI
 }
 
 // OutcomeSummary counts what RecordReprocessOutcomesTx did.
@@ -77,8 +79,8 @@ func RecordReprocessOutcomesTx(ctx context.Context, tx pgx.Tx, jobID int64, file
 			at = time.Now()
 		}
 		at = at.UTC()
-		msg := storableText(f.Message)
-		sig := Signature(msg)
+		msg := deadletter.Text(f.Message)
+		sig := deadletter.Signature(msg)
 		e, err := json.Marshal([]HistoryEntry{{JobID: jobID, FailedAt: at, Class: f.Class, Message: msg, Signature: sig}})
 		if err != nil {
 			return sum, fmt.Errorf("error encoding error history: %w", err)
@@ -89,7 +91,7 @@ func RecordReprocessOutcomesTx(ctx context.Context, tx pgx.Tx, jobID int64, file
 			pid = &id
 		}
 		ids, poiIDs = append(ids, o.FailedPOIID), append(poiIDs, pid)
-		classes, messages, contexts = append(classes, string(f.Class)), append(messages, msg), append(contexts, storableText(f.Context))
+		classes, messages, contexts = append(classes, string(f.Class)), append(messages, msg), append(contexts, deadletter.Text(f.Context))
 		sigs, entries, times = append(sigs, sig), append(entries, string(e)), append(times, at)
 	}
 
@@ -139,7 +141,7 @@ func RecordReprocessOutcomesTx(ctx context.Context, tx pgx.Tx, jobID int64, file
 		return sum, fmt.Errorf("error recording reprocess outcomes of job %d: %w", jobID, err)
 	}
 	sum.Skipped = len(outcomes) - sum.Reprocessed - sum.FailedAgain
-	_, err := insertEventTx(ctx, tx, WorkerActor, ActionReprocessOutcome, int64(sum.Reprocessed+sum.FailedAgain), map[string]any{
+	_, err := insertEventTx(ctx, tx, deadletter.WorkerActor, ActionReprocessOutcome, int64(sum.Reprocessed+sum.FailedAgain), map[string]any{
 		"job_id": jobID, "file_id": fileID, "reprocessed": sum.Reprocessed, "failed_again": sum.FailedAgain,
 		"manual_review": sum.ManualReview, "skipped": sum.Skipped,
 	})

@@ -1,4 +1,4 @@
-package worker
+package mapreduce
 
 import (
 	"context"
@@ -9,20 +9,18 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/riverqueue/river"
-
-	"github.com/relay-dev/relay/internal/mapreduce"
 )
 
-// RunMapReduceUntilDone starts client and works until no item of jobID has a
+// RunUntilDone starts client and works until no item of jobID has a
 // River job left to run (every item succeeded, was dead-lettered, or needs a
 // resume), however long the backoffs; then it stops the client, captures
 // items whose DLQ write failed (a failing capture is logged, not returned:
 // the periodic sweep retries it) and returns the final counts. progress,
 // if not nil, is called with the counts whenever they change. If ctx ends
 // first the client stops gracefully and ctx's error is returned.
-func RunMapReduceUntilDone(ctx context.Context, client *river.Client[pgx.Tx], pool *pgxpool.Pool, logger *slog.Logger,
-	jobID string, progress func(*mapreduce.Counts)) (*mapreduce.Counts, error) {
-	store := mapreduce.NewStore(pool)
+func RunUntilDone(ctx context.Context, client *river.Client[pgx.Tx], pool *pgxpool.Pool, logger *slog.Logger,
+	jobID string, progress func(*Counts)) (*Counts, error) {
+	store := NewStore(pool)
 	events, cancelSub := client.Subscribe(river.EventKindJobCompleted, river.EventKindJobFailed,
 		river.EventKindJobCancelled, river.EventKindJobSnoozed)
 	defer cancelSub()
@@ -32,7 +30,7 @@ func RunMapReduceUntilDone(ctx context.Context, client *river.Client[pgx.Tx], po
 	stop := func() error { return client.Stop(context.WithoutCancel(ctx)) }
 	tick := time.NewTicker(200 * time.Millisecond)
 	defer tick.Stop()
-	var last mapreduce.Counts
+	var last Counts
 	for {
 		select {
 		case <-ctx.Done():
@@ -58,7 +56,7 @@ func RunMapReduceUntilDone(ctx context.Context, client *river.Client[pgx.Tx], po
 	if err := stop(); err != nil {
 		return nil, fmt.Errorf("error stopping River client: %w", err)
 	}
-	if err := SweepMapReduce(ctx, pool, logger); err != nil {
+	if err := Sweep(ctx, pool, logger); err != nil {
 		logger.WarnContext(ctx, "items whose dead-letter write failed stay in River's table until a later sweep",
 			slog.String("error", err.Error()))
 	}

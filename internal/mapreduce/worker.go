@@ -1,4 +1,4 @@
-package worker
+package mapreduce
 
 import (
 	"context"
@@ -14,12 +14,12 @@ import (
 	"github.com/riverqueue/river/riverdriver/riverpgxv5"
 
 	"github.com/relay-dev/relay/deadletter"
+	"github.com/relay-dev/relay/deadletter/items"
 	"github.com/relay-dev/relay/internal/agent"
-	"github.com/relay-dev/relay/internal/mapreduce"
 )
 
-// MapReduceConfig tunes MapReduceItemWorker.
-type MapReduceConfig struct {
+// WorkerConfig tunes ItemWorker.
+type WorkerConfig struct {
 	// Workdir holds per-attempt working directories and logs (default
 	// agent.DefaultBaseDir(): a private per-user directory). The agent
 	// runner creates it 0700 and refuses a symlink, another user's directory
@@ -45,7 +45,7 @@ const mapReduceTimeoutGrace = 30 * time.Second
 // when the worker is stopping (the agent's work is not thrown away).
 const recordTimeout = 15 * time.Second
 
-// MapReduceItemWorker is the River worker for mapreduce_item jobs: it runs
+// ItemWorker is the River worker for mapreduce_item jobs: it runs
 // the job's agent on one item and records the outcome. A failed attempt is
 // retried after the job's backoff until the DLQ policy says to dead-letter
 // the item; then the item's row goes to dead_lettered_items in the same
@@ -53,19 +53,19 @@ const recordTimeout = 15 * time.Second
 // cancelled. If that write fails the run goes on: the failure is logged,
 // the attempt is still recorded, and the River job ends discarded (or
 // cancelled) so the sweep captures it later.
-type MapReduceItemWorker struct {
-	river.WorkerDefaults[mapreduce.ItemArgs]
+type ItemWorker struct {
+	river.WorkerDefaults[ItemArgs]
 
 	pool   *pgxpool.Pool
-	jobs   *mapreduce.Store
-	dlq    *deadletter.ItemStore
-	cfg    MapReduceConfig
+	jobs   *Store
+	dlq    *items.Store
+	cfg    WorkerConfig
 	logger *slog.Logger
 	host   string
 }
 
-// NewMapReduceItemWorker returns the mapreduce_item worker.
-func NewMapReduceItemWorker(pool *pgxpool.Pool, cfg MapReduceConfig, logger *slog.Logger) *MapReduceItemWorker {
+// NewItemWorker returns the mapreduce_item worker.
+func NewItemWorker(pool *pgxpool.Pool, cfg WorkerConfig, logger *slog.Logger) *ItemWorker {
 	if cfg.Workdir == "" {
 		cfg.Workdir = agent.DefaultBaseDir()
 	}
@@ -73,12 +73,12 @@ func NewMapReduceItemWorker(pool *pgxpool.Pool, cfg MapReduceConfig, logger *slo
 		cfg.Actor = deadletter.WorkerActor
 	}
 	host, _ := os.Hostname()
-	return &MapReduceItemWorker{pool: pool, jobs: mapreduce.NewStore(pool), dlq: deadletter.NewItemStore(pool, logger),
+	return &ItemWorker{pool: pool, jobs: NewStore(pool), dlq: items.NewStore(pool, logger),
 		cfg: cfg, logger: logger, host: host}
 }
 
 // Timeout is the agent's timeout plus a grace period.
-func (w *MapReduceItemWorker) Timeout(job *river.Job[mapreduce.ItemArgs]) time.Duration {
+func (w *ItemWorker) Timeout(job *river.Job[ItemArgs]) time.Duration {
 	if job.Args.TimeoutMS <= 0 {
 		return 0
 	}
@@ -86,24 +86,24 @@ func (w *MapReduceItemWorker) Timeout(job *river.Job[mapreduce.ItemArgs]) time.D
 }
 
 // NextRetry applies the job's exponential backoff.
-func (w *MapReduceItemWorker) NextRetry(job *river.Job[mapreduce.ItemArgs]) time.Time {
-	return time.Now().Add(mapreduce.Backoff(time.Duration(job.Args.RetryBackoffMS)*time.Millisecond, job.Attempt))
+func (w *ItemWorker) NextRetry(job *river.Job[ItemArgs]) time.Time {
+	return time.Now().Add(Backoff(time.Duration(job.Args.RetryBackoffMS)*time.Millisecond, job.Attempt))
 }
 
 // Work runs one attempt.
-func (w *MapReduceItemWorker) Work(ctx context.Context, job *river.Job[mapreduce.ItemArgs]) error {
+func (w *ItemWorker) Work(ctx context.Context, job *river.Job[ItemArgs]) error {
 	a := job.Args
 	log := w.logger.With(slog.String("job_id", a.JobID), slog.String("item_id", a.ItemID),
 		slog.Int64("river_job_id", job.ID), slog.Int("river_attempt", job.Attempt))
 	item, err := w.jobs.LoadItem(ctx, a.JobID, a.ItemID)
-	if errors.Is(err, mapreduce.ErrItemNotFound) {
+	if errors.Is(err, ErrItemNotFound) {
 		log.WarnContext(ctx, "MapReduce item is not registered; cancelling its River job")
 		return river.JobCancel(err)
 	}
 	if err != nil {
 		return w.storageError(ctx, job, log, err)
 	}
-	if item.RiverJobID != job.ID || item.Status != mapreduce.ItemPending {
+	if item.RiverJobID != job.ID || item.Status != ItemPending {
 		log.InfoContext(ctx, "River job superseded (the item finished or was re-enqueued); nothing to do",
 			slog.String("item_status", item.Status), slog.Int64("current_river_job_id", item.RiverJobID))
 		return nil
@@ -121,17 +121,17 @@ func (w *MapReduceItemWorker) Work(ctx context.Context, job *river.Job[mapreduce
 		return w.succeed(rctx, job, attempt, out, log)
 	}
 
-	detail, _ := agent.FailureDetail(out, attempt, fmt.Sprintf("%s/river-job-%d", w.host, job.ID), job.ID)
+	detail, _ := agent.FailureOf(out, attempt, fmt.Sprintf("%s/river-job-%d", w.host, job.ID), job.ID)
 	log = log.With(slog.Int("attempt", attempt), slog.String("error_type", string(detail.ErrorType)),
 		slog.String("error", detail.ErrorMessage), slog.String("log", detail.LogLocation))
 	switch item.Job.Policy.Decide(detail.ErrorType, job.Attempt, job.MaxAttempts) {
-	case deadletter.DecisionDeadLetter:
+	case DecisionDeadLetter:
 		return w.deadLetter(rctx, job, item, detail, log)
-	case deadletter.DecisionRetryForever:
+	case DecisionRetryForever:
 		if _, _, err := w.jobs.RecordFailure(rctx, nil, a.JobID, a.ItemID, detail, false); err != nil {
 			log.WarnContext(ctx, "error recording failed attempt", slog.String("record_error", err.Error()))
 		}
-		delay := mapreduce.Backoff(time.Duration(a.RetryBackoffMS)*time.Millisecond, job.Attempt)
+		delay := Backoff(time.Duration(a.RetryBackoffMS)*time.Millisecond, job.Attempt)
 		log.WarnContext(ctx, "attempt failed with an error type the DLQ policy never dead-letters; retrying",
 			slog.Duration("after", delay))
 		return river.JobSnooze(delay)
@@ -144,10 +144,10 @@ func (w *MapReduceItemWorker) Work(ctx context.Context, job *river.Job[mapreduce
 	}
 }
 
-func (w *MapReduceItemWorker) run(ctx context.Context, item *mapreduce.WorkItem, attempt int) *agent.Outcome {
+func (w *ItemWorker) run(ctx context.Context, item *WorkItem, attempt int) *agent.Outcome {
 	argv, err := agent.Split(item.Job.Agent)
 	if err != nil { // validated when the job was created; the row was edited since
-		return &agent.Outcome{ErrorType: deadletter.ErrorTypeCommandFailed, Step: agent.StepRunAgent,
+		return &agent.Outcome{ErrorType: agent.ErrorTypeCommandFailed, Step: agent.StepRunAgent,
 			Message: err.Error(), StartedAt: time.Now().UTC()}
 	}
 	if w.cfg.StopNow != nil {
@@ -173,7 +173,7 @@ func (w *MapReduceItemWorker) run(ctx context.Context, item *mapreduce.WorkItem,
 
 // succeed records the result, takes the item out of the DLQ if it was there,
 // and completes the River job, in one transaction.
-func (w *MapReduceItemWorker) succeed(ctx context.Context, job *river.Job[mapreduce.ItemArgs], attempt int, out *agent.Outcome, log *slog.Logger) error {
+func (w *ItemWorker) succeed(ctx context.Context, job *river.Job[ItemArgs], attempt int, out *agent.Outcome, log *slog.Logger) error {
 	var wasDeadLettered bool
 	err := pgx.BeginFunc(ctx, w.pool, func(tx pgx.Tx) error {
 		if err := w.jobs.SucceedTx(ctx, tx, job.Args.JobID, job.Args.ItemID, attempt, out.Result); err != nil {
@@ -198,17 +198,17 @@ func (w *MapReduceItemWorker) succeed(ctx context.Context, job *river.Job[mapred
 // dead_lettered_items in one transaction. A failed write is logged and the
 // run goes on; the River job still ends (discarded or cancelled) with the
 // item pending, which is what the sweep captures.
-func (w *MapReduceItemWorker) deadLetter(ctx context.Context, job *river.Job[mapreduce.ItemArgs], item *mapreduce.WorkItem,
-	detail deadletter.FailureDetail, log *slog.Logger) error {
+func (w *ItemWorker) deadLetter(ctx context.Context, job *river.Job[ItemArgs], item *WorkItem,
+	detail agent.FailureDetail, log *slog.Logger) error {
 	a := job.Args
 	start := time.Now()
-	var res *deadletter.AddResult
+	var res *items.AddResult
 	err := pgx.BeginFunc(ctx, w.pool, func(tx pgx.Tx) error {
 		data, hist, err := w.jobs.RecordFailure(ctx, tx, a.JobID, a.ItemID, detail, true)
 		if err != nil {
 			return err
 		}
-		it := deadletter.NewDeadLetteredItem(a.JobID, a.ItemID, data, hist)
+		it := items.NewItem(a.JobID, a.ItemID, data, hist)
 		res, err = w.dlq.AddTx(ctx, tx, &it, item.Job.DLQMaxItems, w.cfg.Actor)
 		return err
 	})
@@ -234,8 +234,8 @@ func (w *MapReduceItemWorker) deadLetter(ctx context.Context, job *river.Job[map
 // storageError handles relay's own database failing around an attempt: the
 // item is not at fault, so the job is snoozed (no attempt used up) and is
 // never dead-lettered for it.
-func (w *MapReduceItemWorker) storageError(ctx context.Context, job *river.Job[mapreduce.ItemArgs], log *slog.Logger, err error) error {
-	delay := max(time.Second, mapreduce.Backoff(time.Duration(job.Args.RetryBackoffMS)*time.Millisecond, job.Attempt))
+func (w *ItemWorker) storageError(ctx context.Context, job *river.Job[ItemArgs], log *slog.Logger, err error) error {
+	delay := max(time.Second, Backoff(time.Duration(job.Args.RetryBackoffMS)*time.Millisecond, job.Attempt))
 	if ctx.Err() != nil {
 		log.InfoContext(ctx, "stopping while recording the item; it will run again", slog.String("error", err.Error()))
 		return river.JobSnooze(0)
@@ -256,16 +256,16 @@ const riverRescuedError = "Stuck job rescued by JobRescuer"
 // dead-lettered) even when workers die mid-attempt. Each is recorded once,
 // keyed by River job and attempt. It returns how many it recorded; a
 // failure to record is logged and the attempt goes on.
-func (w *MapReduceItemWorker) recordLostAttempts(ctx context.Context, job *river.Job[mapreduce.ItemArgs], item *mapreduce.WorkItem, log *slog.Logger) int {
+func (w *ItemWorker) recordLostAttempts(ctx context.Context, job *river.Job[ItemArgs], item *WorkItem, log *slog.Logger) int {
 	added := 0
 	for _, e := range job.Errors {
 		if e.Error != riverRescuedError || e.Attempt >= job.Attempt {
 			continue
 		}
-		d := deadletter.FailureDetail{
+		d := agent.FailureDetail{
 			AttemptNumber: item.Attempts + added + 1,
 			Timestamp:     e.At,
-			ErrorType:     deadletter.ErrorTypeUnknown,
+			ErrorType:     agent.ErrorTypeUnknown,
 			ErrorMessage:  "attempt lost: the worker running it stopped before recording an outcome (River rescued the job)",
 			AgentID:       fmt.Sprintf("%s/river-job-%d", w.host, job.ID),
 			StepFailed:    agent.StepRunAgent,

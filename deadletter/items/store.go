@@ -1,4 +1,4 @@
-package deadletter
+package items
 
 import (
 	"context"
@@ -26,16 +26,16 @@ const (
 	EventItemsEvicted     = "items_evicted"
 )
 
-// ErrItemNotFound is returned when no dead_lettered_items row matches.
-var ErrItemNotFound = errors.New("dead-lettered item not found")
+// ErrNotFound is returned when no dead_lettered_items row matches.
+var ErrNotFound = errors.New("dead-lettered item not found")
 
-// AmbiguousItemError is returned when an item id names items of several jobs.
-type AmbiguousItemError struct {
+// AmbiguousError is returned when an item id names items of several jobs.
+type AmbiguousError struct {
 	ItemID string
 	JobIDs []string
 }
 
-func (e *AmbiguousItemError) Error() string {
+func (e *AmbiguousError) Error() string {
 	return fmt.Sprintf("item %q is dead-lettered in %d jobs (%v); say which with --job-id", e.ItemID, len(e.JobIDs), e.JobIDs)
 }
 
@@ -52,16 +52,16 @@ func (e *InvalidFilterError) Error() string {
 
 func (e *InvalidFilterError) Unwrap() error { return e.Err }
 
-// ItemStore reads and writes dead_lettered_items and records what it does in
+// Store reads and writes dead_lettered_items and records what it does in
 // dead_letter_events (and the log).
-type ItemStore struct {
+type Store struct {
 	pool   *pgxpool.Pool
 	logger *slog.Logger
 }
 
-// NewItemStore returns a store over pool.
-func NewItemStore(pool *pgxpool.Pool, logger *slog.Logger) *ItemStore {
-	return &ItemStore{pool: pool, logger: logger}
+// NewStore returns a store over pool.
+func NewStore(pool *pgxpool.Pool, logger *slog.Logger) *Store {
+	return &Store{pool: pool, logger: logger}
 }
 
 // AddResult is what AddTx did.
@@ -84,7 +84,7 @@ type AddResult struct {
 // the oldest EvictionPercent of maxItems by first_attempt are evicted, and
 // an items_evicted event records how many and the oldest timestamp. An
 // item_added event is always written.
-func (s *ItemStore) AddTx(ctx context.Context, tx pgx.Tx, it *DeadLetteredItem, maxItems int, actor string) (*AddResult, error) {
+func (s *Store) AddTx(ctx context.Context, tx pgx.Tx, it *Item, maxItems int, actor string) (*AddResult, error) {
 	history, err := json.Marshal(it.FailureHistory)
 	if err != nil {
 		return nil, fmt.Errorf("error encoding failure history of item %q: %w", it.ItemID, err)
@@ -155,7 +155,7 @@ func EvictionCount(maxItems int) int {
 	return max(1, (maxItems*EvictionPercent+99)/100)
 }
 
-func (s *ItemStore) enforceCapacityTx(ctx context.Context, tx pgx.Tx, jobID, keepItemID string, maxItems int, actor string, res *AddResult) error {
+func (s *Store) enforceCapacityTx(ctx context.Context, tx pgx.Tx, jobID, keepItemID string, maxItems int, actor string, res *AddResult) error {
 	count := func() (int, error) {
 		var n int
 		err := tx.QueryRow(ctx, `SELECT coalesce((SELECT items FROM dead_lettered_item_counts WHERE job_id = $1), 0)`, jobID).Scan(&n)
@@ -221,7 +221,7 @@ type itemExecer interface {
 }
 
 // eventTx records an event about dead_lettered_items and logs it.
-func (s *ItemStore) eventTx(ctx context.Context, q itemExecer, actor, action string, count int, details map[string]any) error {
+func (s *Store) eventTx(ctx context.Context, q itemExecer, actor, action string, count int, details map[string]any) error {
 	d, err := json.Marshal(details)
 	if err != nil {
 		return fmt.Errorf("error encoding %s event: %w", action, err)
@@ -242,6 +242,6 @@ func (s *ItemStore) eventTx(ctx context.Context, q itemExecer, actor, action str
 
 // RecordEvent records an event outside any other write (e.g.
 // items_reprocessed when a `relay dlq retry --wait` has finished).
-func (s *ItemStore) RecordEvent(ctx context.Context, actor, action string, count int, details map[string]any) error {
+func (s *Store) RecordEvent(ctx context.Context, actor, action string, count int, details map[string]any) error {
 	return s.eventTx(ctx, s.pool, actor, action, count, details)
 }

@@ -1,4 +1,4 @@
-package deadletter_test
+package failed_test
 
 import (
 	"testing"

@@ -1,4 +1,4 @@
-package deadletter_test
+package failed_test
 
 import (
 	"context"
@@ -11,7 +11,7 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/stretchr/testify/require"
 
-	"github.com/relay-dev/relay/deadletter"
+	"github.com/relay-dev/relay/deadletter/failed"
 )
 
 // sqlBlocks returns the ```sql blocks of a Markdown file.
@@ -39,12 +39,12 @@ func docsBundle(t *testing.T) *bundle {
 		poi("m3", "function_definition", "tri", "src/m.js", "y", "function tri() {}"))
 	b.work(t)
 	b.exec(t, `UPDATE failed_pois SET original_poi_data = jsonb_set(original_poi_data, '{lineNumber}', '3') WHERE poi_id = 'demo-math-bad-line'`)
-	b.run(t, deadletter.Selection{Filter: deadletter.Filter{Status: deadletter.StatusNew}})
+	b.run(t, failed.Selection{Filter: failed.Filter{Status: failed.StatusNew}})
 	b.work(t) // one reprocessed, two failed again and flagged for review
 	_, err := b.store.Ignore(context.Background(), []int64{3}, "test", "tester")
 	require.NoError(t, err)
 	b.seed(t, 5, 2, 2)
-	b.run(t, deadletter.Selection{Filter: deadletter.Filter{Status: deadletter.StatusNew, FileID: "f1"}})
+	b.run(t, failed.Selection{Filter: failed.Filter{Status: failed.StatusNew, FileID: "f1"}})
 	b.exec(t, `UPDATE failed_pois SET reprocess_requested_at = now() - interval '2 hours' WHERE status = 'reprocessing'`)
 	b.exec(t, `DELETE FROM river_job WHERE args->>'fileId' = 'f1'`)
 	return b
@@ -53,7 +53,7 @@ func docsBundle(t *testing.T) *bundle {
 func TestDocs_EveryQueryInFailedPOIsDocRuns(t *testing.T) {
 	t.Parallel()
 	b := docsBundle(t)
-	blocks := sqlBlocks(t, "../docs/failed_pois.md")
+	blocks := sqlBlocks(t, "../../docs/failed_pois.md")
 	require.GreaterOrEqual(t, len(blocks), 10, "the document promises ten example queries")
 	nonEmpty := 0
 	for _, q := range blocks {
@@ -75,7 +75,7 @@ func TestDocs_AnalystRoleAppliesAndIsReadOnly(t *testing.T) {
 	t.Parallel()
 	b := docsBundle(t)
 	ctx := context.Background()
-	script, err := os.ReadFile("../docs/sql/analyst_role.sql")
+	script, err := os.ReadFile("../../docs/sql/analyst_role.sql")
 	require.NoError(t, err)
 	for range 2 { // idempotent
 		// Roles are cluster-wide: test binaries running at once must not
@@ -93,7 +93,7 @@ func TestDocs_AnalystRoleAppliesAndIsReadOnly(t *testing.T) {
 		if _, err := tx.Exec(ctx, `SET LOCAL ROLE relay_analyst`); err != nil {
 			return err
 		}
-		for _, q := range sqlBlocks(t, "../docs/failed_pois.md") {
+		for _, q := range sqlBlocks(t, "../../docs/failed_pois.md") {
 			if regexp.MustCompile(`river_job j`).MatchString(q) {
 				continue // one example joins River's table, which the role does not read
 			}

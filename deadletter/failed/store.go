@@ -1,4 +1,4 @@
-package deadletter
+package failed
 
 import (
 	"context"
@@ -11,6 +11,8 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/relay-dev/relay/deadletter"
 )
 
 // Store reads and manages failed_pois for operators: the queries behind
@@ -412,18 +414,6 @@ func (s *Store) Analyze(ctx context.Context, f Filter, top int) (*Analysis, erro
 	return an, nil
 }
 
-// exportPage is how many rows Export reads per query.
-const exportPage = 2000
-
-// exportPageSize is how many rows the next page of an export with limit (0:
-// none) reads after n rows: 0 when the export is done.
-func exportPageSize(limit, n int64) int64 {
-	if limit > 0 {
-		return max(min(exportPage, limit-n), 0)
-	}
-	return exportPage
-}
-
 // Export calls fn for every row matching f, in id order, with every column,
 // reading the table in pages by id (each page its own short query) so that a
 // million rows are never in memory and no statement runs for long. limit
@@ -434,7 +424,7 @@ func (s *Store) Export(ctx context.Context, f Filter, limit int64, fn func(*Reco
 	}
 	var n, after int64
 	for {
-		page := exportPageSize(limit, n)
+		page := deadletter.ExportPageSize(limit, n)
 		if page == 0 {
 			return n, nil
 		}
@@ -522,11 +512,11 @@ func (s *Store) Ignore(ctx context.Context, ids []int64, reason, actor string) (
 		}
 		if _, err := tx.Exec(ctx, `
 			UPDATE failed_pois SET status = 'ignored', ignored_reason = $2, updated_at = now()
-			WHERE id = ANY($1)`, res.Ignored, storableText(reason)); err != nil {
+			WHERE id = ANY($1)`, res.Ignored, deadletter.Text(reason)); err != nil {
 			return err
 		}
 		_, err = insertEventTx(ctx, tx, actor, ActionIgnore, int64(len(res.Ignored)),
-			map[string]any{"ids": res.Ignored, "reason": storableText(reason)})
+			map[string]any{"ids": res.Ignored, "reason": deadletter.Text(reason)})
 		return err
 	})
 	if err != nil {

@@ -1,4 +1,4 @@
-package deadletter_test
+package failed_test
 
 import (
 	"context"
@@ -8,7 +8,7 @@ import (
 	"github.com/riverqueue/river"
 	"github.com/riverqueue/river/riverdriver/riverpgxv5"
 
-	"github.com/relay-dev/relay/deadletter"
+	"github.com/relay-dev/relay/deadletter/failed"
 	"github.com/relay-dev/relay/internal/testdb"
 )
 
@@ -34,8 +34,8 @@ func ExampleReprocessor_Run() {
 	if err != nil {
 		panic(err)
 	}
-	r := deadletter.NewReprocessor(db.Pool, client, nil, slog.New(slog.DiscardHandler))
-	sel := deadletter.Selection{Filter: deadletter.Filter{Status: deadletter.StatusNew}}
+	r := failed.NewReprocessor(db.Pool, client, nil, slog.New(slog.DiscardHandler))
+	sel := failed.Selection{Filter: failed.Filter{Status: failed.StatusNew}}
 
 	plan, err := r.Plan(ctx, sel, 10)
 	if err != nil {

@@ -1,4 +1,4 @@
-package deadletter_test
+package items_test
 
 import (
 	"context"
@@ -11,25 +11,26 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/stretchr/testify/require"
 
-	"github.com/relay-dev/relay/deadletter"
+	"github.com/relay-dev/relay/deadletter/items"
+	"github.com/relay-dev/relay/internal/agent"
 	"github.com/relay-dev/relay/internal/testdb"
 )
 
-func failedItem(job, id string, first time.Time, attempts int) *deadletter.DeadLetteredItem {
-	var hist []deadletter.FailureDetail
+func failedItem(job, id string, first time.Time, attempts int) *items.Item {
+	var hist []agent.FailureDetail
 	for n := 1; n <= attempts; n++ {
 		code := 3
-		hist = append(hist, deadletter.FailureDetail{AttemptNumber: n, Timestamp: first.Add(time.Duration(n) * time.Second),
-			ErrorType: deadletter.ErrorTypeCommandFailed, ExitCode: &code,
+		hist = append(hist, agent.FailureDetail{AttemptNumber: n, Timestamp: first.Add(time.Duration(n) * time.Second),
+			ErrorType: agent.ErrorTypeCommandFailed, ExitCode: &code,
 			ErrorMessage: fmt.Sprintf("agent exited with code 3: item %s failed", id)})
 	}
-	it := deadletter.NewDeadLetteredItem(job, id, json.RawMessage(`{"id":"`+id+`"}`), hist)
+	it := items.NewItem(job, id, json.RawMessage(`{"id":"`+id+`"}`), hist)
 	return &it
 }
 
-func addItem(t testing.TB, store *deadletter.ItemStore, db *testdb.DB, it *deadletter.DeadLetteredItem, maxItems int) *deadletter.AddResult {
+func addItem(t testing.TB, store *items.Store, db *testdb.DB, it *items.Item, maxItems int) *items.AddResult {
 	t.Helper()
-	var res *deadletter.AddResult
+	var res *items.AddResult
 	require.NoError(t, pgx.BeginFunc(context.Background(), db.Pool, func(tx pgx.Tx) error {
 		var err error
 		res, err = store.AddTx(context.Background(), tx, it, maxItems, "test")
@@ -44,7 +45,7 @@ func TestItemStore_EvictsOldestTenthWhenOverCapacity(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	db := testdb.New(t)
-	store := deadletter.NewItemStore(db.Pool, testdb.Logger(t))
+	store := items.NewStore(db.Pool, testdb.Logger(t))
 	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	for i := range 20 {
 		res := addItem(t, store, db, failedItem("job-a", fmt.Sprintf("i%02d", i), t0.Add(time.Duration(i)*time.Minute), 1), 20)
@@ -80,7 +81,7 @@ func TestItemStore_ReDeadLetterAppendsHistoryAndResolveLeavesDLQ(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	db := testdb.New(t)
-	store := deadletter.NewItemStore(db.Pool, testdb.Logger(t))
+	store := items.NewStore(db.Pool, testdb.Logger(t))
 	t0 := time.Now().Add(-time.Hour).UTC()
 	first := addItem(t, store, db, failedItem("j", "x", t0, 2), 100)
 	require.True(t, first.Inserted)
@@ -102,21 +103,21 @@ func TestItemStore_ReDeadLetterAppendsHistoryAndResolveLeavesDLQ(t *testing.T) {
 		require.True(t, found)
 		return err
 	}))
-	items, total, err := store.List(ctx, deadletter.ItemFilter{JobID: "j"}, 10)
+	list, total, err := store.List(ctx, items.Filter{JobID: "j"}, 10)
 	require.NoError(t, err)
 	require.Zero(t, total)
-	require.Empty(t, items)
+	require.Empty(t, list)
 	n, err := store.Clear(ctx, "j", "test")
 	require.NoError(t, err)
 	require.Equal(t, 1, n)
 	require.Equal(t, 1, testdb.Count(t, db.Pool, `SELECT count(*) FROM dead_letter_events WHERE action = 'item_removed' AND details->>'reason' = 'reprocessed successfully'`))
 
 	_, err = store.Get(ctx, "j", "x")
-	require.ErrorIs(t, err, deadletter.ErrItemNotFound)
+	require.ErrorIs(t, err, items.ErrNotFound)
 }
 
-func newBenchStore(tb testing.TB, db *testdb.DB) *deadletter.ItemStore {
-	return deadletter.NewItemStore(db.Pool, slog.New(slog.DiscardHandler))
+func newBenchStore(tb testing.TB, db *testdb.DB) *items.Store {
+	return items.NewStore(db.Pool, slog.New(slog.DiscardHandler))
 }
 
 // Export reads the DLQ in pages ordered by job and id: every item once, in
@@ -126,7 +127,7 @@ func TestItemStore_ExportStreamsInPagesAndAnalyzeOnlyReads(t *testing.T) {
 	t.Parallel()
 	db := testdb.New(t)
 	ctx := context.Background()
-	store := deadletter.NewItemStore(db.Pool, slog.New(slog.DiscardHandler))
+	store := items.NewStore(db.Pool, slog.New(slog.DiscardHandler))
 	_, err := db.Pool.Exec(ctx, `
 		INSERT INTO dead_lettered_items (job_id, item_id, item_data, first_attempt, last_attempt, failure_count)
 		SELECT CASE WHEN i % 2 = 0 THEN 'a' ELSE 'b' END, 'i' || i, '{}', now(), now(), 1
@@ -135,7 +136,7 @@ func TestItemStore_ExportStreamsInPagesAndAnalyzeOnlyReads(t *testing.T) {
 	require.NoError(t, err)
 
 	var got []string
-	n, err := store.Export(ctx, deadletter.ItemFilter{}, 0, func(it *deadletter.DeadLetteredItem) error {
+	n, err := store.Export(ctx, items.Filter{}, 0, func(it *items.Item) error {
 		got = append(got, it.JobID+"/"+it.ItemID)
 		return nil
 	})
@@ -151,11 +152,11 @@ func TestItemStore_ExportStreamsInPagesAndAnalyzeOnlyReads(t *testing.T) {
 		seen[g] = true
 	}
 
-	n, err = store.Export(ctx, deadletter.ItemFilter{JobID: "b"}, 2001, func(*deadletter.DeadLetteredItem) error { return nil })
+	n, err = store.Export(ctx, items.Filter{JobID: "b"}, 2001, func(*items.Item) error { return nil })
 	require.NoError(t, err)
 	require.EqualValues(t, 2001, n)
 
-	an, err := store.Analyze(ctx, deadletter.ItemFilter{JobID: "a"})
+	an, err := store.Analyze(ctx, items.Filter{JobID: "a"})
 	require.NoError(t, err)
 	require.Equal(t, 2250, an.TotalItems)
 	require.Zero(t, testdb.Count(t, db.Pool, `SELECT count(*) FROM dead_letter_events`), "analyze records no event")

@@ -1,4 +1,4 @@
-package deadletter_test
+package failed_test
 
 import (
 	"context"
@@ -11,7 +11,7 @@ import (
 	"github.com/riverqueue/river/riverdriver/riverpgxv5"
 	"github.com/stretchr/testify/require"
 
-	"github.com/relay-dev/relay/deadletter"
+	"github.com/relay-dev/relay/deadletter/failed"
 	"github.com/relay-dev/relay/internal/testdb"
 	"github.com/relay-dev/relay/outbox"
 	"github.com/relay-dev/relay/worker"
@@ -22,8 +22,8 @@ type bundle struct {
 	db       *testdb.DB
 	inserter *river.Client[pgx.Tx]
 	pub      *outbox.Publisher
-	store    *deadletter.Store
-	reproc   *deadletter.Reprocessor
+	store    *failed.Store
+	reproc   *failed.Reprocessor
 	// maxAttempts is the worker's ReprocessMaxAttempts.
 	maxAttempts int
 }
@@ -36,8 +36,8 @@ func setup(t *testing.T) *bundle {
 	return &bundle{
 		db: db, inserter: inserter,
 		pub:    outbox.New(inserter, nil, testdb.Logger(t)),
-		store:  deadletter.NewStore(db.Pool),
-		reproc: deadletter.NewReprocessor(db.Pool, inserter, nil, testdb.Logger(t)),
+		store:  failed.NewStore(db.Pool),
+		reproc: failed.NewReprocessor(db.Pool, inserter, nil, testdb.Logger(t)),
 	}
 }
 
@@ -101,7 +101,7 @@ func (b *bundle) seed(t *testing.T, n, files, sigs int) {
 		FROM generate_series(1, $1) AS i`, n, files, sigs)
 }
 
-func (b *bundle) run(t *testing.T, sel deadletter.Selection) *deadletter.ReprocessResult {
+func (b *bundle) run(t *testing.T, sel failed.Selection) *failed.ReprocessResult {
 	t.Helper()
 	res, err := b.reproc.Run(context.Background(), sel, "tester", nil)
 	require.NoError(t, err)

@@ -1,13 +1,14 @@
-package deadletter
+package failed
 
 import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"os/user"
 	"strings"
 
 	"github.com/jackc/pgx/v5"
+
+	"github.com/relay-dev/relay/deadletter"
 )
 
 // Audit actions written to dead_letter_events by the failed_pois
@@ -27,18 +28,6 @@ const (
 	ActionPurge = "purge"
 )
 
-// WorkerActor is the actor of events the worker writes.
-const WorkerActor = "relay-worker"
-
-// DefaultActor is the name of the operating-system user running relay, for
-// audit events ("unknown" when it cannot be found).
-func DefaultActor() string {
-	if u, err := user.Current(); err == nil && u.Username != "" {
-		return u.Username
-	}
-	return "unknown"
-}
-
 // insertEventTx records one audit event and returns its id.
 func insertEventTx(ctx context.Context, tx pgx.Tx, actor, action string, count int64, details map[string]any) (int64, error) {
 	d, err := json.Marshal(details)
@@ -49,7 +38,7 @@ func insertEventTx(ctx context.Context, tx pgx.Tx, actor, action string, count i
 	err = tx.QueryRow(ctx, `
 		INSERT INTO dead_letter_events (actor, action, target, item_count, details)
 		VALUES ($1, $2, 'failed_pois', $3, $4::jsonb) RETURNING id`,
-		storableText(strings.TrimSpace(actor)), action, count, string(d)).Scan(&id)
+		deadletter.Text(strings.TrimSpace(actor)), action, count, string(d)).Scan(&id)
 	if err != nil {
 		return 0, fmt.Errorf("error recording %s audit event: %w", action, err)
 	}

@@ -1,4 +1,4 @@
-package deadletter
+package failed
 
 import (
 	"errors"
@@ -6,6 +6,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/relay-dev/relay/deadletter"
 )
 
 // Statuses lists every status, in life-cycle order. It returns a new slice
@@ -34,7 +36,7 @@ func ParseStatus(s string) (Status, error) {
 type Filter struct {
 	Status Status
 	FileID string
-	// Signature matches error_signature. It is normalized with Signature
+	// deadletter.Signature matches error_signature. It is normalized with deadletter.Signature
 	// first, so a raw error message selects its signature's rows too.
 	Signature  string
 	ErrorClass ErrorClass
@@ -74,7 +76,7 @@ func (f Filter) Describe() map[string]any {
 		m["file_id"] = f.FileID
 	}
 	if f.Signature != "" {
-		m["signature"] = Signature(f.Signature)
+		m["signature"] = deadletter.Signature(f.Signature)
 	}
 	if f.ErrorClass != "" {
 		m["error_class"] = f.ErrorClass
@@ -112,7 +114,7 @@ func (f Filter) where(a *queryArgs, alias string) string {
 		conds = append(conds, alias+"file_id = "+a.add(f.FileID))
 	}
 	if f.Signature != "" {
-		conds = append(conds, alias+"error_signature = "+a.add(Signature(f.Signature)))
+		conds = append(conds, alias+"error_signature = "+a.add(deadletter.Signature(f.Signature)))
 	}
 	if f.ErrorClass != "" {
 		conds = append(conds, alias+"error_class = "+a.add(string(f.ErrorClass)))

@@ -1,4 +1,4 @@
-package deadletter_test
+package failed_test
 
 import (
 	"context"
@@ -12,7 +12,7 @@ import (
 	"github.com/riverqueue/river/rivertype"
 	"github.com/stretchr/testify/require"
 
-	"github.com/relay-dev/relay/deadletter"
+	"github.com/relay-dev/relay/deadletter/failed"
 	"github.com/relay-dev/relay/outbox"
 )
 
@@ -28,16 +28,16 @@ func TestReprocess_FixedRowResolvesAndLinks(t *testing.T) {
 
 	// The operator fixes the row with SQL, then reprocesses it.
 	b.exec(t, `UPDATE failed_pois SET original_poi_data = jsonb_set(original_poi_data, '{lineNumber}', '2') WHERE poi_id = 'b1'`)
-	res := b.run(t, deadletter.Selection{Filter: deadletter.Filter{Status: deadletter.StatusNew}})
+	res := b.run(t, failed.Selection{Filter: failed.Filter{Status: failed.StatusNew}})
 	require.EqualValues(t, 1, res.Rows)
 	require.EqualValues(t, 1, res.Jobs)
 	require.Equal(t, 1, b.count(t, `SELECT count(*) FROM failed_pois WHERE status = 'reprocessing' AND reprocess_job_id IS NOT NULL`))
 	b.work(t)
 
-	rows, err := b.store.List(ctx, deadletter.Filter{}, 10)
+	rows, err := b.store.List(ctx, failed.Filter{}, 10)
 	require.NoError(t, err)
 	require.Len(t, rows, 1, "the same row, not a new one")
-	require.Equal(t, deadletter.StatusReprocessed, rows[0].Status)
+	require.Equal(t, failed.StatusReprocessed, rows[0].Status)
 	require.NotZero(t, rows[0].ReprocessedAt)
 	require.NotZero(t, rows[0].ReprocessJobID)
 	require.Equal(t, 1, rows[0].Attempts)
@@ -55,18 +55,18 @@ func TestReprocess_FailingAgainIncrementsAttemptsAndKeepsHistory(t *testing.T) {
 	ctx := context.Background()
 	b.publish(t, "src/b.js", poi("b1", "function_definition", "b", "src/b.js", "two", "function b() {}"))
 	b.work(t)
-	before, err := b.store.List(ctx, deadletter.Filter{}, 10)
+	before, err := b.store.List(ctx, failed.Filter{}, 10)
 	require.NoError(t, err)
 	require.Len(t, before, 1)
 
 	// Now the POI fails differently: an operator broke its type.
 	b.exec(t, `UPDATE failed_pois SET original_poi_data = jsonb_set(original_poi_data, '{type}', '""')`)
-	b.run(t, deadletter.Selection{Filter: deadletter.Filter{Status: deadletter.StatusNew}})
+	b.run(t, failed.Selection{Filter: failed.Filter{Status: failed.StatusNew}})
 	b.work(t)
 
 	in, err := b.store.Get(ctx, before[0].ID)
 	require.NoError(t, err)
-	require.Equal(t, deadletter.StatusNew, in.Status)
+	require.Equal(t, failed.StatusNew, in.Status)
 	require.Equal(t, 2, in.Attempts)
 	require.False(t, in.ManualReviewRequired)
 	require.Len(t, in.History, 2, "the earlier error is kept")
@@ -91,7 +91,7 @@ func TestReprocess_CapMovesRowToManualReviewAndStopsLoop(t *testing.T) {
 	b.maxAttempts = 2
 	b.publish(t, "src/b.js", poi("b1", "function_definition", "b", "src/b.js", "two", "function b() {}"))
 	b.work(t)
-	sel := deadletter.Selection{Filter: deadletter.Filter{Status: deadletter.StatusNew}}
+	sel := failed.Selection{Filter: failed.Filter{Status: failed.StatusNew}}
 	for round := 1; round <= 2; round++ {
 		require.EqualValues(t, 1, b.run(t, sel).Rows, "round %d", round)
 		b.work(t)
@@ -128,7 +128,7 @@ func TestReprocess_DryRunChangesNothing(t *testing.T) {
 		return s
 	}
 	before := snapshot()
-	plan, err := b.reproc.Plan(context.Background(), deadletter.Selection{Filter: deadletter.Filter{Status: deadletter.StatusNew}, Limit: 25}, 20)
+	plan, err := b.reproc.Plan(context.Background(), failed.Selection{Filter: failed.Filter{Status: failed.StatusNew}, Limit: 25}, 20)
 	require.NoError(t, err)
 	require.EqualValues(t, 25, plan.Rows)
 	require.EqualValues(t, 3, plan.Files)
@@ -147,7 +147,7 @@ func TestReprocess_SecondRunEnqueuesNothing(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	b.seed(t, 2500, 7, 3)
-	sel := deadletter.Selection{Filter: deadletter.Filter{Status: deadletter.StatusNew}}
+	sel := failed.Selection{Filter: failed.Filter{Status: failed.StatusNew}}
 	first := b.run(t, sel)
 	require.EqualValues(t, 2500, first.Rows)
 	// 1,000-row chunks; two run at once with SKIP LOCKED, so under load one
@@ -174,13 +174,13 @@ func TestReprocess_ConcurrentRunsNeverDoubleEnqueue(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	b.seed(t, 600, 50, 3)
-	r := deadletter.NewReprocessor(b.db.Pool, b.inserter, &deadletter.ReprocessConfig{ChunkSize: 20}, nil)
+	r := failed.NewReprocessor(b.db.Pool, b.inserter, &failed.ReprocessConfig{ChunkSize: 20}, nil)
 	var wg sync.WaitGroup
 	var mu sync.Mutex
 	var total int64
 	for range 3 {
 		wg.Go(func() {
-			res, err := r.Run(context.Background(), deadletter.Selection{Filter: deadletter.Filter{Status: deadletter.StatusNew}}, "tester", nil)
+			res, err := r.Run(context.Background(), failed.Selection{Filter: failed.Filter{Status: failed.StatusNew}}, "tester", nil)
 			if !errors.Is(err, nil) {
 				t.Error(err)
 				return
@@ -199,7 +199,7 @@ func TestReprocess_ConcurrentRunsNeverDoubleEnqueue(t *testing.T) {
 // failingInserter fails the job insert, after really inserting when
 // afterInsert (so the jobs exist in the transaction when it fails).
 type failingInserter struct {
-	real        deadletter.JobInserter
+	real        failed.JobInserter
 	afterInsert bool
 }
 
@@ -217,8 +217,8 @@ func TestReprocess_FailedJobInsertMarksNothing(t *testing.T) {
 	for _, afterInsert := range []bool{false, true} {
 		b := setup(t)
 		b.seed(t, 1500, 4, 2)
-		r := deadletter.NewReprocessor(b.db.Pool, failingInserter{real: b.inserter, afterInsert: afterInsert}, nil, nil)
-		res, err := r.Run(context.Background(), deadletter.Selection{Filter: deadletter.Filter{Status: deadletter.StatusNew}}, "tester", nil)
+		r := failed.NewReprocessor(b.db.Pool, failingInserter{real: b.inserter, afterInsert: afterInsert}, nil, nil)
+		res, err := r.Run(context.Background(), failed.Selection{Filter: failed.Filter{Status: failed.StatusNew}}, "tester", nil)
 		require.ErrorContains(t, err, "injected")
 		require.EqualValues(t, 0, res.Rows)
 		require.Equal(t, 1500, b.count(t, `SELECT count(*) FROM failed_pois WHERE status = 'new' AND reprocess_job_id IS NULL`))
@@ -226,7 +226,7 @@ func TestReprocess_FailedJobInsertMarksNothing(t *testing.T) {
 		require.Equal(t, 0, b.count(t, `SELECT sum(item_count) FROM dead_letter_events WHERE action = 'reprocess'`))
 
 		// Nothing was lost: a run with a working inserter takes every row.
-		require.EqualValues(t, 1500, b.run(t, deadletter.Selection{Filter: deadletter.Filter{Status: deadletter.StatusNew}}).Rows)
+		require.EqualValues(t, 1500, b.run(t, failed.Selection{Filter: failed.Filter{Status: failed.StatusNew}}).Rows)
 	}
 }
 
@@ -235,8 +235,8 @@ func TestReprocess_StuckRowsAreReenqueuedOnlyWhenTheirJobIsGone(t *testing.T) {
 	b := setup(t)
 	ctx := context.Background()
 	b.seed(t, 3, 3, 1)
-	b.run(t, deadletter.Selection{Filter: deadletter.Filter{Status: deadletter.StatusNew}})
-	stuckSel := deadletter.Selection{Filter: deadletter.Filter{Status: deadletter.StatusReprocessing}}
+	b.run(t, failed.Selection{Filter: failed.Filter{Status: failed.StatusNew}})
+	stuckSel := failed.Selection{Filter: failed.Filter{Status: failed.StatusReprocessing}}
 
 	// Jobs still queued: nothing is stuck, nothing is taken.
 	st, err := b.store.Stats(ctx)
@@ -271,8 +271,8 @@ func TestReprocess_IgnoredRowsComeBackOnlyWhenAskedFor(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, []int64{1, 2}, res.Ignored)
 
-	require.EqualValues(t, 2, b.run(t, deadletter.Selection{Filter: deadletter.Filter{Status: deadletter.StatusNew}}).Rows)
-	require.EqualValues(t, 2, b.run(t, deadletter.Selection{Filter: deadletter.Filter{Status: deadletter.StatusIgnored}}).Rows)
+	require.EqualValues(t, 2, b.run(t, failed.Selection{Filter: failed.Filter{Status: failed.StatusNew}}).Rows)
+	require.EqualValues(t, 2, b.run(t, failed.Selection{Filter: failed.Filter{Status: failed.StatusIgnored}}).Rows)
 	require.Equal(t, 4, b.count(t, `SELECT count(*) FROM failed_pois WHERE status = 'reprocessing'`))
 }
 
@@ -280,28 +280,28 @@ func TestReprocess_FiltersAndLimitSelectOnlyMatchingRows(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	b.seed(t, 40, 4, 2)
-	res := b.run(t, deadletter.Selection{Filter: deadletter.Filter{Status: deadletter.StatusNew, FileID: "f1",
-		Signature: "failure cause b", ErrorClass: deadletter.ClassValidation}})
+	res := b.run(t, failed.Selection{Filter: failed.Filter{Status: failed.StatusNew, FileID: "f1",
+		Signature: "failure cause b", ErrorClass: failed.ClassValidation}})
 	// f1 holds i = 1, 5, 9, ...; signature b holds odd i: all 10 of f1's.
 	require.EqualValues(t, 10, res.Rows)
 	require.Equal(t, 10, b.count(t, `SELECT count(*) FROM failed_pois WHERE status = 'reprocessing' AND file_id = 'f1'`))
 
-	res = b.run(t, deadletter.Selection{Filter: deadletter.Filter{Status: deadletter.StatusNew}, Limit: 7})
+	res = b.run(t, failed.Selection{Filter: failed.Filter{Status: failed.StatusNew}, Limit: 7})
 	require.EqualValues(t, 7, res.Rows)
 
 	// Injection attempts are values like any other: they match nothing.
-	for _, f := range []deadletter.Filter{
-		{Status: deadletter.StatusNew, Signature: "x' OR 1=1 --"},
-		{Status: deadletter.StatusNew, FileID: "f1' OR '1'='1"},
-		{Status: deadletter.StatusNew, FileID: "f1'; DROP TABLE failed_pois; --"},
+	for _, f := range []failed.Filter{
+		{Status: failed.StatusNew, Signature: "x' OR 1=1 --"},
+		{Status: failed.StatusNew, FileID: "f1' OR '1'='1"},
+		{Status: failed.StatusNew, FileID: "f1'; DROP TABLE failed_pois; --"},
 	} {
-		require.EqualValues(t, 0, b.run(t, deadletter.Selection{Filter: f}).Rows)
+		require.EqualValues(t, 0, b.run(t, failed.Selection{Filter: f}).Rows)
 	}
 	require.Equal(t, 40, b.count(t, `SELECT count(*) FROM failed_pois`))
 
-	_, err := b.reproc.Run(context.Background(), deadletter.Selection{}, "tester", nil)
+	_, err := b.reproc.Run(context.Background(), failed.Selection{}, "tester", nil)
 	require.ErrorContains(t, err, "status is required")
-	_, err = b.reproc.Run(context.Background(), deadletter.Selection{Filter: deadletter.Filter{Status: "done"}}, "tester", nil)
+	_, err = b.reproc.Run(context.Background(), failed.Selection{Filter: failed.Filter{Status: "done"}}, "tester", nil)
 	require.ErrorContains(t, err, `unknown status "done"`)
 }
 
@@ -310,7 +310,7 @@ func TestReprocess_OutcomeForRowTakenOverIsSkipped(t *testing.T) {
 	b := setup(t)
 	b.publish(t, "src/b.js", poi("b1", "function_definition", "b", "src/b.js", "two", "function b() {}"))
 	b.work(t)
-	b.run(t, deadletter.Selection{Filter: deadletter.Filter{Status: deadletter.StatusNew}})
+	b.run(t, failed.Selection{Filter: failed.Filter{Status: failed.StatusNew}})
 	// An operator sets the row aside while its job waits (by SQL: the CLI
 	// refuses to ignore rows in reprocessing).
 	b.exec(t, `UPDATE failed_pois SET status = 'ignored', ignored_reason = 'by hand'`)
@@ -328,7 +328,7 @@ func TestReprocess_JobsCarryTheRowsAsTheyAreNow(t *testing.T) {
 	b.work(t)
 	b.publish(t, "src/b.js", poi("b2", "function_definition", "c", "src/b.js", 2, "function c() {}")) // version 2
 	b.exec(t, `UPDATE failed_pois SET original_poi_data = jsonb_set(original_poi_data, '{rawCode}', '"function b() { c(); }"')`)
-	b.run(t, deadletter.Selection{Filter: deadletter.Filter{Status: deadletter.StatusNew}})
+	b.run(t, failed.Selection{Filter: failed.Filter{Status: failed.StatusNew}})
 
 	var raw []byte
 	require.NoError(t, b.db.Pool.QueryRow(context.Background(), `SELECT args FROM river_job WHERE 'reprocess' = ANY(tags)`).Scan(&raw))

@@ -1,4 +1,4 @@
-package deadletter_test
+package items_test
 
 import (
 	"context"

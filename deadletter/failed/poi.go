@@ -1,13 +1,14 @@
-package deadletter
+package failed
 
 import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
+
+	"github.com/relay-dev/relay/deadletter"
 )
 
 // Status is a failed_pois row's place in the reprocessing life cycle.
@@ -21,9 +22,9 @@ const (
 	StatusIgnored      Status = "ignored"      // set aside by an operator (with a reason)
 )
 
-// FailedPOI is one POI that failed inside a batch: the row the worker writes
+// POI is one POI that failed inside a batch: the row the worker writes
 // to failed_pois.
-type FailedPOI struct {
+type POI struct {
 	JobID    int64
 	FileID   string
 	POIID    string // "" when the POI had no usable id (stored as NULL)
@@ -44,11 +45,11 @@ type historyEntry struct {
 	Signature string     `json:"error_signature"`
 }
 
-// InsertFailedPOIsTx writes rows to failed_pois in tx, in one statement. A row
+// InsertTx writes rows to failed_pois in tx, in one statement. A row
 // for a failure already recorded (same job and POI position, as when a batch
 // is retried after its transaction committed) is not written twice. It
 // returns how many rows were new.
-func InsertFailedPOIsTx(ctx context.Context, tx pgx.Tx, rows []FailedPOI) (int64, error) {
+func InsertTx(ctx context.Context, tx pgx.Tx, rows []POI) (int64, error) {
 	if len(rows) == 0 {
 		return 0, nil
 	}
@@ -63,11 +64,11 @@ func InsertFailedPOIsTx(ctx context.Context, tx pgx.Tx, rows []FailedPOI) (int64
 	return tag.RowsAffected(), nil
 }
 
-// QueueFailedPOIs queues InsertFailedPOIsTx's statement in b, for a caller
+// QueueInsert queues InsertTx's statement in b, for a caller
 // that sends it with its own statements in one round trip. It queues
 // nothing for no rows; the error is about encoding the rows, before
 // anything is queued.
-func QueueFailedPOIs(b *pgx.Batch, rows []FailedPOI) error {
+func QueueInsert(b *pgx.Batch, rows []POI) error {
 	if len(rows) == 0 {
 		return nil
 	}
@@ -80,7 +81,7 @@ func QueueFailedPOIs(b *pgx.Batch, rows []FailedPOI) error {
 }
 
 // insertFailedPOIs is the statement writing rows, and its arguments.
-func insertFailedPOIs(rows []FailedPOI) (string, []any, error) {
+func insertFailedPOIs(rows []POI) (string, []any, error) {
 	n := len(rows)
 	var (
 		jobIDs   = make([]int64, n)
@@ -106,8 +107,8 @@ func insertFailedPOIs(rows []FailedPOI) (string, []any, error) {
 			at = time.Now()
 		}
 		times[i] = at.UTC()
-		classes[i], messages[i], contexts[i] = string(r.Class), storableText(r.Message), storableText(r.Context)
-		sigs[i] = Signature(messages[i])
+		classes[i], messages[i], contexts[i] = string(r.Class), deadletter.Text(r.Message), deadletter.Text(r.Context)
+		sigs[i] = deadletter.Signature(messages[i])
 		h, err := json.Marshal([]historyEntry{{JobID: r.JobID, FailedAt: times[i], Class: r.Class, Message: messages[i], Signature: sigs[i]}})
 		if err != nil {
 			return "", nil, fmt.Errorf("error encoding error history: %w", err)
@@ -128,12 +129,4 @@ func insertFailedPOIs(rows []FailedPOI) (string, []any, error) {
 		     AS u(job_id, file_id, poi_id, poi_index, class, message, context, sig, history, data, failed_at)
 		ON CONFLICT ON CONSTRAINT failed_pois_job_poi_key DO NOTHING`,
 		[]any{jobIDs, fileIDs, poiIDs, indexes, classes, messages, contexts, sigs, history, data, times}, nil
-}
-
-// storableText makes error text storable in a text column: invalid UTF-8
-// and NUL characters (which PostgreSQL rejects) become U+FFFD. Only error
-// messages pass through here; POI data is never altered.
-func storableText(s string) string {
-	s = strings.ToValidUTF8(s, "\uFFFD")
-	return strings.ReplaceAll(s, "\x00", "\uFFFD")
 }

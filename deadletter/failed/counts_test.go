@@ -1,4 +1,4 @@
-package deadletter_test
+package failed_test
 
 import (
 	"context"
@@ -9,18 +9,18 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/relay-dev/relay/deadletter"
+	"github.com/relay-dev/relay/deadletter/failed"
 )
 
 // groups counts failed_pois by status and class the slow way, for
 // comparison with Stats, which reads failed_pois_counts.
-func groups(t *testing.T, b *bundle) (map[deadletter.Status]int64, map[deadletter.ErrorClass]int64, int64) {
+func groups(t *testing.T, b *bundle) (map[failed.Status]int64, map[failed.ErrorClass]int64, int64) {
 	t.Helper()
-	status, class := map[deadletter.Status]int64{}, map[deadletter.ErrorClass]int64{}
-	for _, s := range deadletter.Statuses() {
+	status, class := map[failed.Status]int64{}, map[failed.ErrorClass]int64{}
+	for _, s := range failed.Statuses() {
 		status[s] = 0
 	}
-	for _, c := range deadletter.Classes() {
+	for _, c := range failed.Classes() {
 		class[c] = 0
 	}
 	rows, err := b.db.Pool.Query(context.Background(), `SELECT status, error_class, count(*) FROM failed_pois GROUP BY 1, 2`)
@@ -30,8 +30,8 @@ func groups(t *testing.T, b *bundle) (map[deadletter.Status]int64, map[deadlette
 		var s, c string
 		var n int64
 		require.NoError(t, rows.Scan(&s, &c, &n))
-		status[deadletter.Status(s)] += n
-		class[deadletter.ErrorClass(c)] += n
+		status[failed.Status(s)] += n
+		class[failed.ErrorClass(c)] += n
 		total += n
 	}
 	require.NoError(t, rows.Err())
@@ -62,12 +62,12 @@ func TestStats_CountsFollowEveryWriteToFailedPOIs(t *testing.T) {
 
 	_, err := b.store.Ignore(ctx, []int64{1, 2, 3, 4}, "noise", "tester")
 	require.NoError(t, err)
-	b.run(t, deadletter.Selection{Filter: deadletter.Filter{Status: deadletter.StatusNew, FileID: "f1"}})
+	b.run(t, failed.Selection{Filter: failed.Filter{Status: failed.StatusNew, FileID: "f1"}})
 	b.exec(t, `UPDATE failed_pois SET attempts = attempts + 1`) // no status or class change: no delta
 	requireStatsMatch(t, b, "after ignore, reprocess and an update that changes no group")
 
 	b.exec(t, `UPDATE failed_pois SET updated_at = now() - interval '2 days' WHERE status = 'ignored'`)
-	n, err := b.store.Purge(ctx, deadletter.PurgeFilter{Status: deadletter.StatusIgnored, OlderThan: 24 * time.Hour}, "tester")
+	n, err := b.store.Purge(ctx, failed.PurgeFilter{Status: failed.StatusIgnored, OlderThan: 24 * time.Hour}, "tester")
 	require.NoError(t, err)
 	require.EqualValues(t, 4, n)
 	requireStatsMatch(t, b, "after a purge")
@@ -84,7 +84,7 @@ func TestStats_CountsFollowEveryWriteToFailedPOIs(t *testing.T) {
 					                         error_signature, original_poi_data)
 					VALUES ($1, 'fc', 'pc', $2, 'm', 'panic', 's', '{}')`, 900_000+w, i)
 				if err == nil && i%3 == 0 {
-					_, err = deadletter.CompactCounts(ctx, b.db.Pool)
+					_, err = failed.CompactCounts(ctx, b.db.Pool)
 				}
 				if err != nil {
 					errs <- fmt.Errorf("writer %d: %w", w, err)
@@ -100,11 +100,11 @@ func TestStats_CountsFollowEveryWriteToFailedPOIs(t *testing.T) {
 	}
 	requireStatsMatch(t, b, "after concurrent inserts and compactions")
 
-	folded, err := deadletter.CompactCounts(ctx, b.db.Pool)
+	folded, err := failed.CompactCounts(ctx, b.db.Pool)
 	require.NoError(t, err)
 	require.Positive(t, folded)
 	requireStatsMatch(t, b, "after compaction")
-	require.LessOrEqual(t, b.count(t, `SELECT count(*) FROM failed_pois_counts`), len(deadletter.Statuses())*len(deadletter.Classes()),
+	require.LessOrEqual(t, b.count(t, `SELECT count(*) FROM failed_pois_counts`), len(failed.Statuses())*len(failed.Classes()),
 		"one row per group after compaction")
 
 	b.exec(t, `TRUNCATE failed_pois`)

@@ -1,4 +1,4 @@
-package deadletter
+package items
 
 import (
 	"context"
@@ -8,6 +8,9 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/relay-dev/relay/deadletter"
+	"github.com/relay-dev/relay/internal/agent"
 )
 
 // riverAttemptError is one element of river_job.errors.
@@ -78,17 +81,17 @@ func captureDiscardedPage(ctx context.Context, pool *pgxpool.Pool, kind string, 
 				errs = []riverAttemptError{{At: c.last, Attempt: c.count, Error: "unreadable River errors: " + err.Error()}}
 			}
 		}
-		hist := make([]FailureDetail, 0, len(errs))
+		hist := make([]agent.FailureDetail, 0, len(errs))
 		for _, e := range errs {
-			hist = append(hist, FailureDetail{AttemptNumber: e.Attempt, Timestamp: e.At, ErrorType: ErrorTypeUnknown,
-				ErrorMessage: storableText(e.Error), StackTrace: tail(storableText(e.Trace), 4096), StepFailed: kind})
+			hist = append(hist, agent.FailureDetail{AttemptNumber: e.Attempt, Timestamp: e.At, ErrorType: agent.ErrorTypeUnknown,
+				ErrorMessage: deadletter.Text(e.Error), StackTrace: tail(deadletter.Text(e.Trace), 4096), StepFailed: kind})
 		}
 		last := "discarded by River without a recorded error (rescued or unknown kind)"
 		if len(errs) > 0 {
 			last = errs[len(errs)-1].Error
 		}
 		h, _ := json.Marshal(hist)
-		c.history, c.sig, c.errType = string(h), Signature(last), "Unknown"
+		c.history, c.sig, c.errType = string(h), deadletter.Signature(last), "Unknown"
 		found = append(found, c)
 	}
 	if err := rows.Err(); err != nil {

@@ -1,11 +1,11 @@
-package deadletter_test
+package failed_test
 
 import (
 	"context"
 	"testing"
 	"time"
 
-	"github.com/relay-dev/relay/deadletter"
+	"github.com/relay-dev/relay/deadletter/failed"
 	"github.com/relay-dev/relay/internal/testdb"
 	"github.com/relay-dev/relay/worker"
 )
@@ -80,7 +80,7 @@ func BenchmarkFailedPOIs(b *testing.B) {
 		}
 	}
 	b.Logf("seeded %d failed_pois rows in %s", n, time.Since(start).Round(time.Millisecond))
-	store := deadletter.NewStore(db.Pool)
+	store := failed.NewStore(db.Pool)
 
 	var topSig string
 	if err := db.Pool.QueryRow(ctx, `SELECT error_signature FROM failed_pois GROUP BY 1 ORDER BY count(*) DESC LIMIT 1`).Scan(&topSig); err != nil {
@@ -90,24 +90,24 @@ func BenchmarkFailedPOIs(b *testing.B) {
 		name string
 		fn   func() error
 	}{
-		{"list_first_page", func() error { _, err := store.List(ctx, deadletter.Filter{}, 50); return err }},
+		{"list_first_page", func() error { _, err := store.List(ctx, failed.Filter{}, 50); return err }},
 		{"list_first_page_status_new", func() error {
-			_, err := store.List(ctx, deadletter.Filter{Status: deadletter.StatusNew}, 50)
+			_, err := store.List(ctx, failed.Filter{Status: failed.StatusNew}, 50)
 			return err
 		}},
 		{"list_first_page_top_signature", func() error {
-			_, err := store.List(ctx, deadletter.Filter{Signature: topSig}, 50)
+			_, err := store.List(ctx, failed.Filter{Signature: topSig}, 50)
 			return err
 		}},
 		{"list_first_page_file", func() error {
-			_, err := store.List(ctx, deadletter.Filter{FileID: "src/pkg42/file4242.js"}, 50)
+			_, err := store.List(ctx, failed.Filter{FileID: "src/pkg42/file4242.js"}, 50)
 			return err
 		}},
 		{"inspect", func() error { _, err := store.Get(ctx, int64(n/2)); return err }},
 		{"stats", func() error { _, err := store.Stats(ctx); return err }},
-		{"analyze", func() error { _, err := store.Analyze(ctx, deadletter.Filter{}, 20); return err }},
+		{"analyze", func() error { _, err := store.Analyze(ctx, failed.Filter{}, 20); return err }},
 		{"analyze_since_24h", func() error {
-			_, err := store.Analyze(ctx, deadletter.Filter{Since: time.Now().Add(-24 * time.Hour)}, 20)
+			_, err := store.Analyze(ctx, failed.Filter{Since: time.Now().Add(-24 * time.Hour)}, 20)
 			return err
 		}},
 	}
@@ -127,7 +127,7 @@ func BenchmarkFailedPOIs(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		r := deadletter.NewReprocessor(db.Pool, inserter, nil, nil)
+		r := failed.NewReprocessor(db.Pool, inserter, nil, nil)
 		const rows = 100_000
 		var total time.Duration
 		for i := 0; i < b.N; i++ {
@@ -143,7 +143,7 @@ func BenchmarkFailedPOIs(b *testing.B) {
 			}
 			b.StartTimer()
 			t := time.Now()
-			res, err := r.Run(ctx, deadletter.Selection{Filter: deadletter.Filter{Status: deadletter.StatusNew}, Limit: rows}, "bench", nil)
+			res, err := r.Run(ctx, failed.Selection{Filter: failed.Filter{Status: failed.StatusNew}, Limit: rows}, "bench", nil)
 			if err != nil {
 				b.Fatal(err)
 			}

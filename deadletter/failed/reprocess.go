@@ -1,4 +1,4 @@
-package deadletter
+package failed
 
 import (
 	"cmp"
@@ -430,17 +430,12 @@ func (r *Reprocessor) chunk(ctx context.Context, sel Selection, after *chunkKey,
 		var params []river.InsertManyParams
 		var jobRows [][]int64 // rows of each job, parallel to params
 		for _, f := range files {
-			start, size := 0, 0
-			for i := range f.pois {
-				if i > start && size+len(f.pois[i]) > r.cfg.MaxJobBytes {
-					params = append(params, r.jobParams(f.id, versions[f.id], f.pois[start:i], f.rows[start:i], opts))
-					jobRows = append(jobRows, f.rows[start:i])
-					start, size = i, 0
-				}
-				size += len(f.pois[i]) + 1
+			start := 0
+			for _, end := range outbox.Split(f.pois, r.cfg.MaxJobBytes) {
+				params = append(params, r.jobParams(f.id, versions[f.id], f.pois[start:end], f.rows[start:end], opts))
+				jobRows = append(jobRows, f.rows[start:end])
+				start = end
 			}
-			params = append(params, r.jobParams(f.id, versions[f.id], f.pois[start:], f.rows[start:], opts))
-			jobRows = append(jobRows, f.rows[start:])
 		}
 		inserted, err := r.jobs.InsertManyTx(ctx, tx, params)
 		if err != nil {

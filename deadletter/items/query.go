@@ -1,4 +1,4 @@
-package deadletter
+package items
 
 import (
 	"context"
@@ -12,6 +12,9 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/relay-dev/relay/deadletter"
+	"github.com/relay-dev/relay/internal/agent"
 )
 
 // itemColumns are the columns scanItem reads, in order.
@@ -19,9 +22,9 @@ const itemColumns = `id, job_id, item_id, item_data, first_attempt, last_attempt
 	error_signature, error_type, exit_code, worktree_artifacts, reprocess_eligible, manual_review_required, status,
 	dead_letter_count, dead_lettered_at`
 
-func scanItem(row pgx.Row) (*DeadLetteredItem, error) {
+func scanItem(row pgx.Row) (*Item, error) {
 	var (
-		it        DeadLetteredItem
+		it        Item
 		data      []byte
 		history   []byte
 		artifacts []byte
@@ -33,7 +36,7 @@ func scanItem(row pgx.Row) (*DeadLetteredItem, error) {
 		&it.ManualReviewRequired, &status, &it.DeadLetterCount, &it.DeadLetteredAt); err != nil {
 		return nil, err
 	}
-	it.ItemData, it.ErrorType, it.Status = json.RawMessage(data), ErrorType(errType), ItemStatus(status)
+	it.ItemData, it.ErrorType, it.Status = json.RawMessage(data), agent.ErrorType(errType), Status(status)
 	if err := json.Unmarshal(history, &it.FailureHistory); err != nil {
 		return nil, fmt.Errorf("error decoding failure history of item %q: %w", it.ItemID, err)
 	}
@@ -46,9 +49,9 @@ func scanItem(row pgx.Row) (*DeadLetteredItem, error) {
 	return &it, nil
 }
 
-// ItemFilter selects dead_lettered_items rows. The zero value selects every
+// Filter selects dead_lettered_items rows. The zero value selects every
 // item still in the DLQ (status other than reprocessed).
-type ItemFilter struct {
+type Filter struct {
 	JobID        string
 	EligibleOnly bool
 	// Since and Until bound last_attempt (Since inclusive, Until
@@ -59,7 +62,7 @@ type ItemFilter struct {
 }
 
 // where renders f as a WHERE clause with numbered parameters.
-func (f ItemFilter) where() (string, []any) {
+func (f Filter) where() (string, []any) {
 	conds := []string{"true"}
 	var args []any
 	add := func(cond string, v any) {
@@ -86,7 +89,7 @@ func (f ItemFilter) where() (string, []any) {
 
 // List returns up to limit items matching f, most recent failure first, and
 // how many match in all.
-func (s *ItemStore) List(ctx context.Context, f ItemFilter, limit int) ([]*DeadLetteredItem, int, error) {
+func (s *Store) List(ctx context.Context, f Filter, limit int) ([]*Item, int, error) {
 	where, args := f.where()
 	var total int
 	if err := s.pool.QueryRow(ctx, `SELECT count(*) FROM dead_lettered_items WHERE `+where, args...).Scan(&total); err != nil {
@@ -102,9 +105,9 @@ func (s *ItemStore) List(ctx context.Context, f ItemFilter, limit int) ([]*DeadL
 	return items, total, err
 }
 
-func collectItems(rows pgx.Rows) ([]*DeadLetteredItem, error) {
+func collectItems(rows pgx.Rows) ([]*Item, error) {
 	defer rows.Close()
-	items := []*DeadLetteredItem{}
+	items := []*Item{}
 	for rows.Next() {
 		it, err := scanItem(rows)
 		if err != nil {
@@ -119,8 +122,8 @@ func collectItems(rows pgx.Rows) ([]*DeadLetteredItem, error) {
 }
 
 // Get returns one item. Without jobID it looks the item id up in every job:
-// ErrItemNotFound when none has it, *AmbiguousItemError when several do.
-func (s *ItemStore) Get(ctx context.Context, jobID, itemID string) (*DeadLetteredItem, error) {
+// ErrNotFound when none has it, *AmbiguousError when several do.
+func (s *Store) Get(ctx context.Context, jobID, itemID string) (*Item, error) {
 	rows, err := s.pool.Query(ctx, `SELECT `+itemColumns+` FROM dead_lettered_items
 		WHERE item_id = $1 AND ($2 = '' OR job_id = $2) ORDER BY job_id LIMIT 20`, itemID, jobID)
 	if err != nil {
@@ -132,11 +135,11 @@ func (s *ItemStore) Get(ctx context.Context, jobID, itemID string) (*DeadLettere
 		return nil, err
 	case len(items) == 0:
 		if jobID != "" {
-			return nil, fmt.Errorf("item %q of job %q: %w", itemID, jobID, ErrItemNotFound)
+			return nil, fmt.Errorf("item %q of job %q: %w", itemID, jobID, ErrNotFound)
 		}
-		return nil, fmt.Errorf("item %q: %w", itemID, ErrItemNotFound)
+		return nil, fmt.Errorf("item %q: %w", itemID, ErrNotFound)
 	case len(items) > 1:
-		e := &AmbiguousItemError{ItemID: itemID}
+		e := &AmbiguousError{ItemID: itemID}
 		for _, it := range items {
 			e.JobIDs = append(e.JobIDs, it.JobID)
 		}
@@ -147,13 +150,13 @@ func (s *ItemStore) Get(ctx context.Context, jobID, itemID string) (*DeadLettere
 
 // TypeCount is how many items have one error type.
 type TypeCount struct {
-	ErrorType ErrorType `json:"error_type"`
-	Count     int       `json:"count"`
-	Share     float64   `json:"share"`
+	ErrorType agent.ErrorType `json:"error_type"`
+	Count     int             `json:"count"`
+	Share     float64         `json:"share"`
 }
 
-// ItemStats summarises the DLQ (of one job, or of all).
-type ItemStats struct {
+// Stats summarises the DLQ (of one job, or of all).
+type Stats struct {
 	JobID                string         `json:"job_id,omitempty"`
 	Total                int            `json:"total"`
 	ReprocessEligible    int            `json:"reprocess_eligible"`
@@ -170,8 +173,8 @@ type ItemStats struct {
 
 // Stats reads totals for jobID ("" for every job). Totals count items still
 // in the DLQ; Reprocessed counts those waiting to be cleared.
-func (s *ItemStore) Stats(ctx context.Context, jobID string) (*ItemStats, error) {
-	st := &ItemStats{JobID: jobID, ByStatus: map[string]int{}, ErrorTypes: []TypeCount{}}
+func (s *Store) Stats(ctx context.Context, jobID string) (*Stats, error) {
+	st := &Stats{JobID: jobID, ByStatus: map[string]int{}, ErrorTypes: []TypeCount{}}
 	rows, err := s.pool.Query(ctx, `
 		SELECT status, error_type, count(*), count(*) FILTER (WHERE reprocess_eligible),
 		       count(*) FILTER (WHERE manual_review_required), min(first_attempt), max(last_attempt)
@@ -181,7 +184,7 @@ func (s *ItemStore) Stats(ctx context.Context, jobID string) (*ItemStats, error)
 		return nil, fmt.Errorf("error reading dead-letter stats: %w", err)
 	}
 	defer rows.Close()
-	byType := map[ErrorType]int{}
+	byType := map[agent.ErrorType]int{}
 	for rows.Next() {
 		var (
 			status, typ         string
@@ -192,14 +195,14 @@ func (s *ItemStore) Stats(ctx context.Context, jobID string) (*ItemStats, error)
 			return nil, fmt.Errorf("error reading dead-letter stats: %w", err)
 		}
 		st.ByStatus[status] += n
-		if status == string(ItemReprocessed) {
+		if status == string(StatusReprocessed) {
 			st.Reprocessed += n
 			continue
 		}
 		st.Total += n
 		st.ReprocessEligible += eligible
 		st.ManualReviewRequired += manual
-		byType[ErrorType(typ)] += n
+		byType[agent.ErrorType(typ)] += n
 		if st.Oldest == nil || oldest.Before(*st.Oldest) {
 			st.Oldest = &oldest
 		}
@@ -214,7 +217,7 @@ func (s *ItemStore) Stats(ctx context.Context, jobID string) (*ItemStats, error)
 	return st, nil
 }
 
-func itemTypeCounts(byType map[ErrorType]int, total int) []TypeCount {
+func itemTypeCounts(byType map[agent.ErrorType]int, total int) []TypeCount {
 	out := []TypeCount{}
 	for t, n := range byType {
 		out = append(out, TypeCount{ErrorType: t, Count: n, Share: itemShare(n, total)})
@@ -240,32 +243,32 @@ func itemShare(n, total int) float64 {
 
 // PatternGroup is the items sharing one error signature.
 type PatternGroup struct {
-	Signature       string    `json:"signature"`
-	Count           int       `json:"count"`
-	Share           float64   `json:"share"`
-	ErrorType       ErrorType `json:"error_type"` // the most common among them
-	SampleItems     []string  `json:"sample_items"`
-	FirstOccurrence time.Time `json:"first_occurrence"`
-	LastOccurrence  time.Time `json:"last_occurrence"`
+	Signature       string          `json:"signature"`
+	Count           int             `json:"count"`
+	Share           float64         `json:"share"`
+	ErrorType       agent.ErrorType `json:"error_type"` // the most common among them
+	SampleItems     []string        `json:"sample_items"`
+	FirstOccurrence time.Time       `json:"first_occurrence"`
+	LastOccurrence  time.Time       `json:"last_occurrence"`
 }
 
-// ItemHourCount is how many items last failed within one hour (UTC).
-type ItemHourCount struct {
+// HourCount is how many items last failed within one hour (UTC).
+type HourCount struct {
 	Hour  time.Time `json:"hour"`
 	Count int       `json:"count"`
 }
 
-// ItemAnalysis is `relay dlq analyze`: the DLQ grouped by error signature, by
+// Analysis is `relay dlq analyze`: the DLQ grouped by error signature, by
 // error type and by hour of the last failure.
-type ItemAnalysis struct {
-	JobID         string          `json:"job_id,omitempty"`
-	GeneratedAt   time.Time       `json:"generated_at"`
-	Since         *time.Time      `json:"since,omitempty"`
-	Until         *time.Time      `json:"until,omitempty"`
-	TotalItems    int             `json:"total_items"`
-	PatternGroups []PatternGroup  `json:"pattern_groups"`
-	ErrorTypes    []TypeCount     `json:"error_types"`
-	Temporal      []ItemHourCount `json:"temporal_distribution"`
+type Analysis struct {
+	JobID         string         `json:"job_id,omitempty"`
+	GeneratedAt   time.Time      `json:"generated_at"`
+	Since         *time.Time     `json:"since,omitempty"`
+	Until         *time.Time     `json:"until,omitempty"`
+	TotalItems    int            `json:"total_items"`
+	PatternGroups []PatternGroup `json:"pattern_groups"`
+	ErrorTypes    []TypeCount    `json:"error_types"`
+	Temporal      []HourCount    `json:"temporal_distribution"`
 }
 
 // MaxPatternGroups caps the groups Analyze returns (largest first).
@@ -273,8 +276,8 @@ const MaxPatternGroups = 50
 
 // Analyze groups the items matching f. It only reads: no audit event.
 // Sample items are item ids, or job/item when f spans jobs.
-func (s *ItemStore) Analyze(ctx context.Context, f ItemFilter) (*ItemAnalysis, error) {
-	a := &ItemAnalysis{JobID: f.JobID, GeneratedAt: time.Now().UTC(), PatternGroups: []PatternGroup{}, Temporal: []ItemHourCount{}}
+func (s *Store) Analyze(ctx context.Context, f Filter) (*Analysis, error) {
+	a := &Analysis{JobID: f.JobID, GeneratedAt: time.Now().UTC(), PatternGroups: []PatternGroup{}, Temporal: []HourCount{}}
 	if !f.Since.IsZero() {
 		a.Since = &f.Since
 	}
@@ -294,7 +297,7 @@ func (s *ItemStore) Analyze(ctx context.Context, f ItemFilter) (*ItemAnalysis, e
 	if err != nil {
 		return nil, fmt.Errorf("error analysing dead-lettered items: %w", err)
 	}
-	byType := map[ErrorType]int{}
+	byType := map[agent.ErrorType]int{}
 	for rows.Next() {
 		var (
 			g   PatternGroup
@@ -304,7 +307,7 @@ func (s *ItemStore) Analyze(ctx context.Context, f ItemFilter) (*ItemAnalysis, e
 			rows.Close()
 			return nil, fmt.Errorf("error analysing dead-lettered items: %w", err)
 		}
-		g.ErrorType = ErrorType(typ)
+		g.ErrorType = agent.ErrorType(typ)
 		a.TotalItems += g.Count
 		if len(a.PatternGroups) < MaxPatternGroups {
 			a.PatternGroups = append(a.PatternGroups, g)
@@ -330,7 +333,7 @@ func (s *ItemStore) Analyze(ctx context.Context, f ItemFilter) (*ItemAnalysis, e
 			rows.Close()
 			return nil, fmt.Errorf("error analysing dead-lettered items: %w", err)
 		}
-		byType[ErrorType(typ)] = n
+		byType[agent.ErrorType(typ)] = n
 	}
 	rows.Close()
 	a.ErrorTypes = itemTypeCounts(byType, a.TotalItems)
@@ -340,7 +343,7 @@ func (s *ItemStore) Analyze(ctx context.Context, f ItemFilter) (*ItemAnalysis, e
 		return nil, fmt.Errorf("error analysing dead-lettered items: %w", err)
 	}
 	for rows.Next() {
-		var h ItemHourCount
+		var h HourCount
 		if err := rows.Scan(&h.Hour, &h.Count); err != nil {
 			rows.Close()
 			return nil, fmt.Errorf("error analysing dead-lettered items: %w", err)
@@ -360,7 +363,7 @@ func (s *ItemStore) Analyze(ctx context.Context, f ItemFilter) (*ItemAnalysis, e
 // as Store.Export does) so that a large DLQ is never in memory and no
 // statement runs for long. limit caps the items (0: all). It returns how
 // many items fn accepted.
-func (s *ItemStore) Export(ctx context.Context, f ItemFilter, limit int64, fn func(*DeadLetteredItem) error) (int64, error) {
+func (s *Store) Export(ctx context.Context, f Filter, limit int64, fn func(*Item) error) (int64, error) {
 	where, args := f.where()
 	var (
 		n        int64
@@ -368,7 +371,7 @@ func (s *ItemStore) Export(ctx context.Context, f ItemFilter, limit int64, fn fu
 		afterID  int64
 	)
 	for {
-		page := exportPageSize(limit, n)
+		page := deadletter.ExportPageSize(limit, n)
 		if page == 0 {
 			return n, nil
 		}
@@ -401,7 +404,7 @@ func (s *ItemStore) Export(ctx context.Context, f ItemFilter, limit int64, fn fu
 }
 
 // CountOlderThan counts the items a Purge with the same arguments would delete.
-func (s *ItemStore) CountOlderThan(ctx context.Context, cutoff time.Time, jobID string) (int, error) {
+func (s *Store) CountOlderThan(ctx context.Context, cutoff time.Time, jobID string) (int, error) {
 	var n int
 	err := s.pool.QueryRow(ctx, `SELECT count(*) FROM dead_lettered_items WHERE dead_lettered_at < $1 AND ($2 = '' OR job_id = $2)`,
 		cutoff, jobID).Scan(&n)
@@ -413,12 +416,12 @@ func (s *ItemStore) CountOlderThan(ctx context.Context, cutoff time.Time, jobID 
 
 // Purge deletes items dead-lettered before cutoff (of jobID, or of every job)
 // and records an item_removed event with the reason.
-func (s *ItemStore) Purge(ctx context.Context, cutoff time.Time, jobID, reason, actor string) (int, error) {
+func (s *Store) Purge(ctx context.Context, cutoff time.Time, jobID, reason, actor string) (int, error) {
 	return s.remove(ctx, `dead_lettered_at < $1 AND ($2 = '' OR job_id = $2)`, []any{cutoff, jobID}, jobID, reason, actor)
 }
 
 // CountReprocessed counts the items of jobID that Clear would delete.
-func (s *ItemStore) CountReprocessed(ctx context.Context, jobID string) (int, error) {
+func (s *Store) CountReprocessed(ctx context.Context, jobID string) (int, error) {
 	var n int
 	err := s.pool.QueryRow(ctx, `SELECT count(*) FROM dead_lettered_items WHERE job_id = $1 AND status = 'reprocessed'`, jobID).Scan(&n)
 	if err != nil {
@@ -429,12 +432,12 @@ func (s *ItemStore) CountReprocessed(ctx context.Context, jobID string) (int, er
 
 // Clear deletes jobID's items that were successfully reprocessed and records
 // an item_removed event.
-func (s *ItemStore) Clear(ctx context.Context, jobID, actor string) (int, error) {
+func (s *Store) Clear(ctx context.Context, jobID, actor string) (int, error) {
 	return s.remove(ctx, `job_id = $1 AND status = 'reprocessed'`, []any{jobID}, jobID,
 		"cleared after successful reprocessing", actor)
 }
 
-func (s *ItemStore) remove(ctx context.Context, where string, args []any, jobID, reason, actor string) (int, error) {
+func (s *Store) remove(ctx context.Context, where string, args []any, jobID, reason, actor string) (int, error) {
 	var n int
 	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
 		rows, err := tx.Query(ctx, `DELETE FROM dead_lettered_items WHERE `+where+` RETURNING job_id, item_id`, args...)
@@ -475,7 +478,7 @@ func (s *ItemStore) remove(ctx context.Context, where string, args []any, jobID,
 // jsonb_path_match; "" matches all) as reprocessing and returns their ids.
 // Only reprocess_eligible items are taken unless force. Rows another retry
 // holds are skipped. A bad filter gives *InvalidFilterError.
-func (s *ItemStore) ClaimForRetryTx(ctx context.Context, tx pgx.Tx, jobID, filter string, force bool) ([]string, error) {
+func (s *Store) ClaimForRetryTx(ctx context.Context, tx pgx.Tx, jobID, filter string, force bool) ([]string, error) {
 	if filter != "" {
 		if err := ValidateFilter(ctx, tx, filter); err != nil {
 			return nil, err
@@ -531,13 +534,13 @@ func itemFilterError(expr string, err error) error {
 
 // ClaimAllTx marks every dead_lettered item of jobID as reprocessing,
 // whatever its eligibility (`relay mapreduce resume --include-dlq-items`).
-func (s *ItemStore) ClaimAllTx(ctx context.Context, tx pgx.Tx, jobID string) ([]string, error) {
+func (s *Store) ClaimAllTx(ctx context.Context, tx pgx.Tx, jobID string) ([]string, error) {
 	return s.ClaimForRetryTx(ctx, tx, jobID, "", true)
 }
 
 // ReleaseTx puts items claimed for a retry back to dead_lettered (the retry
 // could not be enqueued).
-func (s *ItemStore) ReleaseTx(ctx context.Context, tx pgx.Tx, jobID string, itemIDs []string) error {
+func (s *Store) ReleaseTx(ctx context.Context, tx pgx.Tx, jobID string, itemIDs []string) error {
 	_, err := tx.Exec(ctx, `UPDATE dead_lettered_items SET status = 'dead_lettered', updated_at = now()
 		WHERE job_id = $1 AND item_id = ANY($2) AND status = 'reprocessing'`, jobID, itemIDs)
 	if err != nil {
@@ -549,7 +552,7 @@ func (s *ItemStore) ReleaseTx(ctx context.Context, tx pgx.Tx, jobID string, item
 // ResolveTx records in tx that an item succeeded: if it is in the DLQ, its
 // row becomes reprocessed (it leaves the DLQ; `relay dlq clear` deletes it)
 // and an item_removed event is written. It reports whether there was a row.
-func (s *ItemStore) ResolveTx(ctx context.Context, tx pgx.Tx, jobID, itemID, actor string) (bool, error) {
+func (s *Store) ResolveTx(ctx context.Context, tx pgx.Tx, jobID, itemID, actor string) (bool, error) {
 	tag, err := tx.Exec(ctx, `UPDATE dead_lettered_items SET status = 'reprocessed', updated_at = now()
 		WHERE job_id = $1 AND item_id = $2 AND status IN ('dead_lettered', 'reprocessing')`, jobID, itemID)
 	if err != nil {

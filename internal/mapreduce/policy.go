@@ -1,8 +1,10 @@
-package deadletter
+package mapreduce
 
 import (
 	"fmt"
 	"slices"
+
+	"github.com/relay-dev/relay/internal/agent"
 )
 
 // Decision is what a Policy says to do with a failed attempt.
@@ -36,8 +38,8 @@ func (d Decision) String() string {
 // IncludeErrors dead-letter at the first failure and ExcludeErrors never do.
 // Exclusion wins over inclusion.
 type Policy struct {
-	IncludeErrors []ErrorType `json:"include_errors"`
-	ExcludeErrors []ErrorType `json:"exclude_errors"`
+	IncludeErrors []agent.ErrorType `json:"include_errors"`
+	ExcludeErrors []agent.ErrorType `json:"exclude_errors"`
 }
 
 // DefaultPolicy dead-letters ValidationFailed at once (the item's data is
@@ -45,8 +47,8 @@ type Policy struct {
 // own database failing is not the item's fault).
 func DefaultPolicy() Policy {
 	return Policy{
-		IncludeErrors: []ErrorType{ErrorTypeValidationFailed},
-		ExcludeErrors: []ErrorType{ErrorTypeStorage},
+		IncludeErrors: []agent.ErrorType{agent.ErrorTypeValidationFailed},
+		ExcludeErrors: []agent.ErrorType{agent.ErrorTypeStorage},
 	}
 }
 
@@ -62,7 +64,7 @@ func (p Policy) Validate() error {
 
 // Decide returns what to do after attempt (counted from 1) of maxAttempts
 // failed with error type t.
-func (p Policy) Decide(t ErrorType, attempt, maxAttempts int) Decision {
+func (p Policy) Decide(t agent.ErrorType, attempt, maxAttempts int) Decision {
 	switch {
 	case slices.Contains(p.ExcludeErrors, t):
 		return DecisionRetryForever
