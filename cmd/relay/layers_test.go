@@ -1,0 +1,51 @@
+package main
+
+import (
+	"encoding/json"
+	"os/exec"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+// layers is docs/design.md's picture: a package may import only packages of
+// a lower layer. A package missing here fails the test, so the picture
+// cannot fall behind the code.
+var layers = map[string]int{
+	"resolver": 0, "deadletter": 0, "internal/agent": 0, "migrations": 0, "internal/termout": 0, "internal/csvsafe": 0,
+	"internal/indexplan": 0, "internal/hostile": 0,
+	"outbox": 1, "deadletter/items": 1,
+	"deadletter/failed": 2, "internal/mapreduce": 2, "internal/goanalyze": 2,
+	"config": 3,
+	"worker": 4, "internal/database": 4,
+	"internal/ops": 5, "internal/bench": 5, "internal/chaos": 5, "internal/accuracy": 5, "internal/testdb": 5,
+	"internal/testdb/cmd/createdb": 6, "internal/cli": 6,
+	"cmd/relay": 7, "cmd/relay-bench": 7, "cmd/relay-chaos": 7, "cmd/relay-eval": 7,
+}
+
+func TestLayers(t *testing.T) {
+	t.Parallel()
+	const module = "github.com/relay-dev/relay/"
+	out, err := exec.Command("go", "list", "-json=ImportPath,Imports", module+"...").Output()
+	require.NoError(t, err)
+	dec := json.NewDecoder(strings.NewReader(string(out)))
+	for dec.More() {
+		var p struct {
+			ImportPath string
+			Imports    []string
+		}
+		require.NoError(t, dec.Decode(&p))
+		name := strings.TrimPrefix(p.ImportPath, module)
+		layer, ok := layers[name]
+		require.True(t, ok, "package %s is not in docs/design.md's layout (and this test's layers)", name)
+		for _, imp := range p.Imports {
+			dep, internal := strings.CutPrefix(imp, module)
+			if !internal {
+				continue
+			}
+			require.Less(t, layers[dep], layer, "%s (layer %d) imports %s (layer %d): a package imports only lower layers",
+				name, layer, dep, layers[dep])
+		}
+	}
+}
