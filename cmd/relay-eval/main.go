@@ -1,6 +1,6 @@
 // Command relay-eval scores relay's relationships on Go source trees
 // against the Go type checker: precision and recall of CALLS and EXTENDS.
-// See BENCHMARKS.md ("Accuracy").
+// See docs/accuracy.md.
 package main
 
 import (
