@@ -1,8 +1,12 @@
 package deadletter
 
 import (
+	"context"
+	"fmt"
 	"os/user"
 	"strings"
+
+	"github.com/jackc/pgx/v5/pgxpool"
 )
 
 // WorkerActor is the actor of events the worker writes.
@@ -35,4 +39,34 @@ func ExportPageSize(limit, n int64) int64 {
 		return max(min(exportPage, limit-n), 0)
 	}
 	return exportPage
+}
+
+// CompactCounts folds the delta rows of failed_pois_counts (per status and
+// error class) and dead_lettered_items_counts (per job), which statement
+// triggers append on every write to failed_pois and dead_lettered_items, into
+// one row per group, and returns how many rows it folded. Each table is
+// folded in one statement: readers see the deltas or their sums, never a
+// mix, and deltas committed meanwhile stay for the next run. The worker's
+// periodic sweep calls it, so counting sums a handful of rows.
+func CompactCounts(ctx context.Context, pool *pgxpool.Pool) (int64, error) {
+	var failed, items int64
+	err := pool.QueryRow(ctx, `
+		WITH gone AS (DELETE FROM failed_pois_counts RETURNING status, error_class, n),
+		kept AS (
+			INSERT INTO failed_pois_counts (status, error_class, n)
+			SELECT status, error_class, sum(n) FROM gone GROUP BY status, error_class HAVING sum(n) <> 0)
+		SELECT count(*) FROM gone`).Scan(&failed)
+	if err != nil {
+		return 0, fmt.Errorf("error compacting failed_pois_counts: %w", err)
+	}
+	err = pool.QueryRow(ctx, `
+		WITH gone AS (DELETE FROM dead_lettered_items_counts RETURNING job_id, n),
+		kept AS (
+			INSERT INTO dead_lettered_items_counts (job_id, n)
+			SELECT job_id, sum(n) FROM gone GROUP BY job_id HAVING sum(n) <> 0)
+		SELECT count(*) FROM gone`).Scan(&items)
+	if err != nil {
+		return failed, fmt.Errorf("error compacting dead_lettered_items_counts: %w", err)
+	}
+	return failed + items, nil
 }

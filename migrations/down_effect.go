@@ -112,6 +112,10 @@ var DownEffects = map[int64]DownEffect{
 		Note: "drops the POIs' analyzer-supplied symbols; references by symbol no longer resolve " +
 			"until their targets are published again",
 	},
+	13: {
+		DropsDerivedTables: []string{"dead_lettered_items_counts"},
+		Note:               "counts dead_lettered_items per job with the row trigger again (recounted); no data lost",
+	},
 }
 
 // DownEffectOf returns what rolling back version destroys. A version

@@ -9,7 +9,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/riverqueue/river"
 
-	"github.com/relay-dev/relay/deadletter/failed"
+	"github.com/relay-dev/relay/deadletter"
 	"github.com/relay-dev/relay/deadletter/items"
 	"github.com/relay-dev/relay/internal/mapreduce"
 	"github.com/relay-dev/relay/outbox"
@@ -50,9 +50,9 @@ func sweepDiscarded(ctx context.Context, pool *pgxpool.Pool, logger *slog.Logger
 		logger.WarnContext(ctx, "captured discarded resolve_file batches into dead_lettered_items",
 			slog.Int("count", n), slog.String("inspect", "relay dlq list --job-id resolve_file"))
 	}
-	folded, cerr := failed.CompactCounts(ctx, pool)
+	folded, cerr := deadletter.CompactCounts(ctx, pool)
 	if cerr == nil && folded > 0 {
-		logger.DebugContext(ctx, "compacted failed_pois_counts", slog.Int64("rows", folded))
+		logger.DebugContext(ctx, "compacted the dead-letter counts", slog.Int64("rows", folded))
 	}
 	return errors.Join(err, cerr, mapreduce.Sweep(ctx, pool, logger))
 }

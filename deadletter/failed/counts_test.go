@@ -9,6 +9,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/relay-dev/relay/deadletter"
 	"github.com/relay-dev/relay/deadletter/failed"
 )
 
@@ -84,7 +85,7 @@ func TestStats_CountsFollowEveryWriteToFailedPOIs(t *testing.T) {
 					                         error_signature, original_poi_data)
 					VALUES ($1, 'fc', 'pc', $2, 'm', 'panic', 's', '{}')`, 900_000+w, i)
 				if err == nil && i%3 == 0 {
-					_, err = failed.CompactCounts(ctx, b.db.Pool)
+					_, err = deadletter.CompactCounts(ctx, b.db.Pool)
 				}
 				if err != nil {
 					errs <- fmt.Errorf("writer %d: %w", w, err)
@@ -100,7 +101,7 @@ func TestStats_CountsFollowEveryWriteToFailedPOIs(t *testing.T) {
 	}
 	requireStatsMatch(t, b, "after concurrent inserts and compactions")
 
-	folded, err := failed.CompactCounts(ctx, b.db.Pool)
+	folded, err := deadletter.CompactCounts(ctx, b.db.Pool)
 	require.NoError(t, err)
 	require.Positive(t, folded)
 	requireStatsMatch(t, b, "after compaction")

@@ -28,7 +28,7 @@ func BenchmarkItemStore_AddTx(b *testing.B) {
 				}
 				// As after autovacuum in a running system: the one-statement
 				// seed left a long chain of dead versions of the job's count row.
-				if _, err := db.Pool.Exec(ctx, `VACUUM ANALYZE dead_lettered_items, dead_lettered_item_counts`); err != nil {
+				if _, err := db.Pool.Exec(ctx, `VACUUM ANALYZE dead_lettered_items, dead_lettered_items_counts`); err != nil {
 					b.Fatal(err)
 				}
 			}

@@ -156,25 +156,21 @@ func EvictionCount(maxItems int) int {
 }
 
 func (s *Store) enforceCapacityTx(ctx context.Context, tx pgx.Tx, jobID, keepItemID string, maxItems int, actor string, res *AddResult) error {
-	count := func() (int, error) {
-		var n int
-		err := tx.QueryRow(ctx, `SELECT coalesce((SELECT items FROM dead_lettered_item_counts WHERE job_id = $1), 0)`, jobID).Scan(&n)
-		if err != nil {
-			return 0, fmt.Errorf("error counting dead-lettered items of job %q: %w", jobID, err)
-		}
-		return n, nil
-	}
-	n, err := count()
-	if err != nil || n <= maxItems {
-		return err
-	}
-	// Over capacity: evict under a per-job lock so that concurrent adds do
-	// not each evict a tenth, then count again under it.
-	if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock(hashtextextended('relay-dlq-capacity:' || $1, 0))`, jobID); err != nil {
+	// Adds to one job count under a per-job lock held until commit: every
+	// add that counted before this one has committed, so the count includes
+	// it, and an add that has inserted but not counted yet will count this
+	// one. The last add to count sees every row and evicts.
+	var n int
+	err := tx.QueryRow(ctx, `SELECT pg_advisory_xact_lock(hashtextextended('relay-dlq-capacity:' || $1, 0))::text`, jobID).Scan(new(string))
+	if err != nil {
 		return fmt.Errorf("error locking dead-letter capacity of job %q: %w", jobID, err)
 	}
-	if n, err = count(); err != nil || n <= maxItems {
-		return err
+	err = tx.QueryRow(ctx, `SELECT coalesce(sum(n), 0)::int FROM dead_lettered_items_counts WHERE job_id = $1`, jobID).Scan(&n)
+	if err != nil {
+		return fmt.Errorf("error counting dead-lettered items of job %q: %w", jobID, err)
+	}
+	if n <= maxItems {
+		return nil
 	}
 	evict := max(EvictionCount(maxItems), n-maxItems)
 	rows, err := tx.Query(ctx, `

@@ -161,3 +161,55 @@ func TestItemStore_ExportStreamsInPagesAndAnalyzeOnlyReads(t *testing.T) {
 	require.Equal(t, 2250, an.TotalItems)
 	require.Zero(t, testdb.Count(t, db.Pool, `SELECT count(*) FROM dead_letter_events`), "analyze records no event")
 }
+
+// Two adds to a full job racing: the second counts only after the first
+// commits, so the job never ends over capacity. The race is forced: the
+// first add's transaction stays open until the second has either finished
+// (it would, counting without the first) or is waiting for the first.
+func TestItemStore_ConcurrentAddsNeverLeaveAJobOverCapacity(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	db := testdb.New(t)
+	store := items.NewStore(db.Pool, testdb.Logger(t))
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	const maxItems = 10
+	for i := range maxItems - 1 {
+		addItem(t, store, db, failedItem("job", fmt.Sprintf("i%02d", i), t0.Add(time.Duration(i)*time.Minute), 1), maxItems)
+	}
+
+	first, err := db.Pool.Begin(ctx)
+	require.NoError(t, err)
+	defer func() { _ = first.Rollback(ctx) }()
+	res, err := store.AddTx(ctx, first, failedItem("job", "first", t0.Add(time.Hour), 1), maxItems, "test")
+	require.NoError(t, err)
+	require.Zero(t, res.Evicted, "the job is exactly full")
+
+	second, err := db.Pool.Acquire(ctx)
+	require.NoError(t, err)
+	defer second.Release()
+	var pid uint32
+	require.NoError(t, second.QueryRow(ctx, `SELECT pg_backend_pid()`).Scan(&pid))
+	done := make(chan error, 1)
+	go func() {
+		done <- pgx.BeginFunc(ctx, second, func(tx pgx.Tx) error {
+			_, err := store.AddTx(ctx, tx, failedItem("job", "second", t0.Add(2*time.Hour), 1), maxItems, "test")
+			return err
+		})
+	}()
+	var finished bool
+	require.Eventually(t, func() bool {
+		select {
+		case err := <-done:
+			require.NoError(t, err)
+			finished = true
+			return true
+		default:
+		}
+		return testdb.Count(t, db.Pool, `SELECT count(*) FROM pg_stat_activity WHERE pid = $1 AND wait_event_type = 'Lock'`, pid) == 1
+	}, 10*time.Second, 5*time.Millisecond, "the second add neither finished nor waited")
+	require.NoError(t, first.Commit(ctx))
+	if !finished {
+		require.NoError(t, <-done)
+	}
+	require.LessOrEqual(t, testdb.Count(t, db.Pool, `SELECT count(*) FROM dead_lettered_items WHERE job_id = 'job'`), maxItems)
+}
