@@ -5,11 +5,14 @@ package migrations
 
 import (
 	"context"
+	"crypto/sha256"
 	"database/sql"
 	"embed"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"hash/fnv"
+	"io/fs"
 	"log/slog"
 	"time"
 
@@ -308,4 +311,19 @@ func riverMigration(pool *pgxpool.Pool, schema string, logger *slog.Logger) *goo
 			return migrate(ctx, rivermigrate.DirectionDown, -1)
 		}},
 	)
+}
+
+// Fingerprint identifies this build's migrations (relay's SQL files and
+// River's version): two builds with the same fingerprint migrate a schema to
+// the same shape. Tests key their migrated template database on it.
+func Fingerprint() string {
+	h := sha256.New()
+	entries, _ := fs.ReadDir(sqlFiles, ".")
+	for _, e := range entries {
+		b, _ := fs.ReadFile(sqlFiles, e.Name())
+		fmt.Fprintf(h, "%s %d\n", e.Name(), len(b))
+		h.Write(b)
+	}
+	fmt.Fprintf(h, "river %d\n", RiverVersion)
+	return hex.EncodeToString(h.Sum(nil))[:16]
 }

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/riverqueue/river"
 	"github.com/riverqueue/river/riverdriver/riverpgxv5"
 	"github.com/stretchr/testify/require"
@@ -20,23 +21,43 @@ import (
 )
 
 type testBundle struct {
-	db  *testdb.DB
+	q   querier // the test's database, or its transaction (setupTx)
 	pub *outbox.Publisher
 }
 
+// querier is what the tests read and write through: a pool or a
+// transaction (whose Begin is a savepoint).
+type querier interface {
+	Begin(ctx context.Context) (pgx.Tx, error)
+	Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error)
+	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
+	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
+}
+
+// setup gives the test a database of its own, for tests that commit.
 func setup(t *testing.T, cfg *outbox.Config) *testBundle {
 	t.Helper()
 	db := testdb.New(t)
 	client, err := river.NewClient(riverpgxv5.New(db.Pool), &river.Config{Schema: db.Schema})
 	require.NoError(t, err)
-	return &testBundle{db: db, pub: outbox.New(client, cfg, testdb.Logger(t))}
+	return &testBundle{q: db.Pool, pub: outbox.New(client, cfg, testdb.Logger(t))}
+}
+
+// setupTx gives the test a transaction that is rolled back at its end
+// (testdb.Tx): each publish is a savepoint in it. Tests using it publish
+// files no other such test publishes.
+func setupTx(t *testing.T, cfg *outbox.Config) *testBundle {
+	t.Helper()
+	client, err := river.NewClient(riverpgxv5.New(nil), &river.Config{Schema: testdb.Schema})
+	require.NoError(t, err)
+	return &testBundle{q: testdb.Tx(t), pub: outbox.New(client, cfg, testdb.Logger(t))}
 }
 
 // publish publishes a in its own committed transaction.
 func (b *testBundle) publish(t *testing.T, a outbox.Analysis) (*outbox.Result, error) {
 	t.Helper()
 	var res *outbox.Result
-	err := pgx.BeginFunc(context.Background(), b.db.Pool, func(tx pgx.Tx) error {
+	err := pgx.BeginFunc(context.Background(), b.q, func(tx pgx.Tx) error {
 		var err error
 		res, err = b.pub.PublishTx(context.Background(), tx, a)
 		return err
@@ -46,7 +67,7 @@ func (b *testBundle) publish(t *testing.T, a outbox.Analysis) (*outbox.Result, e
 
 func (b *testBundle) count(t *testing.T, sql string, args ...any) int {
 	t.Helper()
-	return testdb.Count(t, b.db.Pool, sql, args...)
+	return testdb.Count(t, b.q, sql, args...)
 }
 
 func poi(id, name, file string, line int, code string) json.RawMessage {
@@ -66,7 +87,7 @@ func analysis(file string, n int) outbox.Analysis {
 
 func TestPublishTx_EnqueuesExactlyOneJobCarryingTheWholeBatch(t *testing.T) {
 	t.Parallel()
-	b := setup(t, nil)
+	b := setupTx(t, nil)
 	a := analysis("src/math.js", 50)
 
 	res, err := b.publish(t, a)
@@ -80,7 +101,7 @@ func TestPublishTx_EnqueuesExactlyOneJobCarryingTheWholeBatch(t *testing.T) {
 	require.Equal(t, 50, b.count(t, `SELECT count(*) FROM pois WHERE file_id = 'src/math.js'`))
 
 	var raw []byte
-	require.NoError(t, b.db.Pool.QueryRow(context.Background(), `SELECT args FROM river_job WHERE id = $1`, res.JobIDs[0]).Scan(&raw))
+	require.NoError(t, b.q.QueryRow(context.Background(), `SELECT args FROM river_job WHERE id = $1`, res.JobIDs[0]).Scan(&raw))
 	var args outbox.ResolveFileArgs
 	require.NoError(t, json.Unmarshal(raw, &args))
 	require.Equal(t, "src/math.js", args.FileID)
@@ -94,7 +115,7 @@ func TestPublishTx_CallerRollbackLeavesNothing(t *testing.T) {
 	b := setup(t, nil)
 	ctx := context.Background()
 
-	tx, err := b.db.Pool.Begin(ctx)
+	tx, err := b.q.Begin(ctx)
 	require.NoError(t, err)
 	res, err := b.pub.PublishTx(ctx, tx, analysis("src/a.js", 3))
 	require.NoError(t, err)
@@ -168,7 +189,7 @@ func TestPublishTx_RejectionInsideCallerTxLeavesItUsable(t *testing.T) {
 	_, err := b.publish(t, outbox.Analysis{FileID: "src/owner.js", POIs: []json.RawMessage{poi("taken", "x", "src/owner.js", 1, "")}})
 	require.NoError(t, err)
 
-	tx, err := b.db.Pool.Begin(ctx)
+	tx, err := b.q.Begin(ctx)
 	require.NoError(t, err)
 	_, err = b.pub.PublishTx(ctx, tx, outbox.Analysis{FileID: "src/a.js", POIs: []json.RawMessage{poi("taken", "x", "src/a.js", 1, "")}})
 	require.ErrorIs(t, err, outbox.ErrRejected)
@@ -181,8 +202,8 @@ func TestPublishTx_RejectionInsideCallerTxLeavesItUsable(t *testing.T) {
 
 func TestPublishTx_RepublishReplacesWithoutDuplicating(t *testing.T) {
 	t.Parallel()
-	b := setup(t, nil)
-	a := analysis("src/a.js", 5)
+	b := setupTx(t, nil)
+	a := analysis("src/republish.js", 5)
 	r1, err := b.publish(t, a)
 	require.NoError(t, err)
 	r2, err := b.publish(t, a)
@@ -191,28 +212,28 @@ func TestPublishTx_RepublishReplacesWithoutDuplicating(t *testing.T) {
 	require.Equal(t, 5, b.count(t, `SELECT count(*) FROM pois`))
 
 	// A re-analysis that dropped two POIs and renamed one.
-	a2 := analysis("src/a.js", 3)
-	a2.POIs[2] = poi("src/a.js#2", "renamed", "src/a.js", 3, "")
+	a2 := analysis("src/republish.js", 3)
+	a2.POIs[2] = poi("src/republish.js#2", "renamed", "src/republish.js", 3, "")
 	r3, err := b.publish(t, a2)
 	require.NoError(t, err)
 	require.Equal(t, 3, b.count(t, `SELECT count(*) FROM pois`))
 	require.Equal(t, 1, b.count(t, `SELECT count(*) FROM pois WHERE name = 'renamed'`))
 
 	var raw []byte
-	require.NoError(t, b.db.Pool.QueryRow(context.Background(), `SELECT args FROM river_job WHERE id = $1`, r3.JobIDs[0]).Scan(&raw))
+	require.NoError(t, b.q.QueryRow(context.Background(), `SELECT args FROM river_job WHERE id = $1`, r3.JobIDs[0]).Scan(&raw))
 	var args outbox.ResolveFileArgs
 	require.NoError(t, json.Unmarshal(raw, &args))
 	require.Equal(t, r3.Version, args.FileVersion)
 	// The names, and the ids of the POIs gone (targetId references name
 	// them); a renamed POI keeps its id.
-	require.ElementsMatch(t, []string{"f2", "f3", "f4", "renamed", "id:src/a.js#3", "id:src/a.js#4"}, args.ChangedNames)
+	require.ElementsMatch(t, []string{"f2", "f3", "f4", "renamed", "id:src/republish.js#3", "id:src/republish.js#4"}, args.ChangedNames)
 }
 
 func TestPublishTx_InvalidPOIsTravelButStayOutOfSymbolTable(t *testing.T) {
 	t.Parallel()
-	b := setup(t, nil)
-	a := outbox.Analysis{FileID: "src/a.js", POIs: []json.RawMessage{
-		poi("ok", "a", "src/a.js", 1, ""),
+	b := setupTx(t, nil)
+	a := outbox.Analysis{FileID: "src/invalid.js", POIs: []json.RawMessage{
+		poi("ok", "a", "src/invalid.js", 1, ""),
 		json.RawMessage(`{"id":"bad","type":"function_definition","name":"b","lineNumber":"ten"}`),
 		json.RawMessage(`null`),
 	}}
@@ -227,13 +248,13 @@ func TestPublishTx_InvalidPOIsTravelButStayOutOfSymbolTable(t *testing.T) {
 
 func TestPublishTx_SplitsAFileLargerThanTheJobLimit(t *testing.T) {
 	t.Parallel()
-	b := setup(t, &outbox.Config{MaxJobBytes: 4096})
+	b := setupTx(t, &outbox.Config{MaxJobBytes: 4096})
 	a := analysis("src/big.js", 100) // ~150 bytes a POI
 	res, err := b.publish(t, a)
 	require.NoError(t, err)
 	require.Greater(t, len(res.JobIDs), 1)
 
-	rows, err := b.db.Pool.Query(context.Background(), `SELECT args FROM river_job ORDER BY id`)
+	rows, err := b.q.Query(context.Background(), `SELECT args FROM river_job ORDER BY id`)
 	require.NoError(t, err)
 	defer rows.Close()
 	seen := map[string]bool{}
@@ -274,7 +295,7 @@ func TestPublishManyTx_OneJobPerFileAndTheSameStateAsOneByOne(t *testing.T) {
 		json.RawMessage(`{"id":"b.bad","type":"function_definition","name":"bad","lineNumber":"x"}`))
 
 	var results []*outbox.Result
-	require.NoError(t, pgx.BeginFunc(ctx, many.db.Pool, func(tx pgx.Tx) error {
+	require.NoError(t, pgx.BeginFunc(ctx, many.q, func(tx pgx.Tx) error {
 		var err error
 		results, err = many.pub.PublishManyTx(ctx, tx, files)
 		return err
@@ -299,13 +320,13 @@ func TestPublishManyTx_OneJobPerFileAndTheSameStateAsOneByOne(t *testing.T) {
 		`SELECT string_agg(args->>'fileId' || ' ' || (args->>'poiCount')::int || ' ' || coalesce(args->>'changedNames', '-'), ',' ORDER BY args->>'fileId') FROM river_job`,
 	} {
 		var got, want string
-		require.NoError(t, many.db.Pool.QueryRow(ctx, q).Scan(&got))
-		require.NoError(t, single.db.Pool.QueryRow(ctx, q).Scan(&want))
+		require.NoError(t, many.q.QueryRow(ctx, q).Scan(&got))
+		require.NoError(t, single.q.QueryRow(ctx, q).Scan(&want))
 		require.Equal(t, want, got, q)
 	}
 
 	// Re-publishing the three in one call bumps each version once.
-	require.NoError(t, pgx.BeginFunc(ctx, many.db.Pool, func(tx pgx.Tx) error {
+	require.NoError(t, pgx.BeginFunc(ctx, many.q, func(tx pgx.Tx) error {
 		var err error
 		results, err = many.pub.PublishManyTx(ctx, tx, files)
 		return err
@@ -343,7 +364,7 @@ func TestPublishManyTx_OneRejectedFilePublishesNoneAndLeavesTheTxUsable(t *testi
 			[]string{`poi "p" (file "src/b.js")`, "does not match"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			tx, err := b.db.Pool.Begin(ctx)
+			tx, err := b.q.Begin(ctx)
 			require.NoError(t, err)
 			defer func() { _ = tx.Rollback(ctx) }()
 			_, err = b.pub.PublishManyTx(ctx, tx, tc.files)
@@ -382,7 +403,7 @@ func TestPublishTx_RejectsAnIDAnotherFileTookConcurrently(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	b := setup(t, nil)
-	first, err := b.db.Pool.Begin(ctx)
+	first, err := b.q.Begin(ctx)
 	require.NoError(t, err)
 	defer func() { _ = first.Rollback(ctx) }()
 	_, err = b.pub.PublishTx(ctx, first, outbox.Analysis{FileID: "src/a.js", POIs: []json.RawMessage{

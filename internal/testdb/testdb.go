@@ -1,6 +1,9 @@
-// Package testdb gives each test its own PostgreSQL schema, migrated with
+// Package testdb gives each test its own PostgreSQL database, migrated with
 // relay's real migrations (River's tables included), so tests that commit can
-// run in parallel without seeing each other.
+// run in parallel without seeing each other. Each is a copy of one migrated
+// template database per version of the migrations (CREATE DATABASE …
+// TEMPLATE), so the migrations run once, not once per test. Tests that need
+// no commit can use Tx: one transaction, rolled back.
 //
 // The server comes from TEST_DATABASE_URL when it is set; otherwise a
 // PostgreSQL container is started once per test binary with testcontainers-go.
@@ -13,6 +16,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"log/slog"
+	neturl "net/url"
 	"os"
 	"sync"
 	"testing"
@@ -31,14 +35,16 @@ import (
 // EnvURL names the variable that points tests at a PostgreSQL server.
 const EnvURL = "TEST_DATABASE_URL"
 
-// DB is one test's isolated schema.
+// DB is one test's isolated database, a copy of the migrated template.
 type DB struct {
 	// Pool's connections have search_path set to Schema.
 	Pool *pgxpool.Pool
-	// Schema is the schema's name, unique to the test.
+	// Schema is the schema relay's tables are in (the constant Schema).
 	Schema string
-	// URL is the server's URL (without the schema); pass Schema alongside it.
+	// URL is the test's own database; pass Schema alongside it.
 	URL string
+
+	name string // the database's name
 }
 
 var (
@@ -76,8 +82,8 @@ func ServerURL(t testing.TB) string {
 	return containerURL
 }
 
-// New creates a schema for t, migrates it and returns a pool bound to it. The
-// schema is dropped when t ends.
+// New creates a database for t from the migrated template and returns a pool
+// bound to its Schema. The database is dropped when t ends.
 func New(t testing.TB) *DB {
 	t.Helper()
 	db, drop, err := create(context.Background(), ServerURL(t))
@@ -111,55 +117,199 @@ func ForExample() (*DB, func()) {
 	}
 }
 
-// create makes a migrated schema of its own on the server at url and
-// returns it with the function that drops it.
+// Schema is the schema relay's migrations create in the template database,
+// and so in every test's database.
+const Schema = "relay"
+
+// templatePrefix begins the name of the migrated template database; the
+// rest is migrations.Fingerprint(), so a change to the migrations makes a
+// new template and tests never run on a stale one.
+const templatePrefix = "relay_test_template_"
+
+// testPrefix begins the name of each test's database.
+const testPrefix = "relay_test_db_"
+
+var (
+	templateMu    sync.Mutex
+	templateReady = map[string]string{} // server URL -> template name
+)
+
+// create makes a database of its own on the server at url, a copy of the
+// migrated template (CREATE DATABASE … TEMPLATE, which copies files instead
+// of replaying every migration), and returns it with the function that
+// drops it.
 func create(ctx context.Context, url string) (*DB, func() error, error) {
+	tmpl, err := template(ctx, url)
+	if err != nil {
+		return nil, nil, err
+	}
 	suffix, err := randomSuffix()
 	if err != nil {
 		return nil, nil, err
 	}
-	schema := "relay_test_" + suffix
-	admin, err := pgx.Connect(ctx, url)
-	if err != nil {
-		return nil, nil, fmt.Errorf("error connecting to %s (set %s to a reachable server): %w", config.RedactURL(url), EnvURL, err)
+	name := fmt.Sprintf("%s%d_%s", testPrefix, time.Now().Unix(), suffix)
+	if err := admin(ctx, url, func(conn *pgx.Conn) error {
+		_, err := conn.Exec(ctx, "CREATE DATABASE "+pgx.Identifier{name}.Sanitize()+" TEMPLATE "+pgx.Identifier{tmpl}.Sanitize())
+		return err
+	}); err != nil {
+		return nil, nil, fmt.Errorf("error creating test database %s from template %s: %w", name, tmpl, err)
 	}
-	_, err = admin.Exec(ctx, "CREATE SCHEMA "+pgx.Identifier{schema}.Sanitize())
-	_ = admin.Close(ctx)
+	dbURL, err := withDatabase(url, name)
 	if err != nil {
-		return nil, nil, fmt.Errorf("error creating schema %s: %w", schema, err)
-	}
-
-	pool, err := database.Open(ctx, url, database.Options{Role: "test", Schema: schema, MaxConns: 8,
-		StatementTimeout: time.Minute, IdleInTransactionTimeout: time.Minute})
-	if err != nil {
-		return nil, nil, fmt.Errorf("error opening pool: %w", err)
+		return nil, nil, err
 	}
 	drop := func() error {
-		pool.Close()
 		if os.Getenv("TEST_KEEP_SCHEMA") != "" {
 			return nil
 		}
-		conn, err := pgx.Connect(context.Background(), url)
-		if err != nil {
-			return fmt.Errorf("error connecting to drop schema %s: %w", schema, err)
-		}
-		defer conn.Close(context.Background())
-		if _, err := conn.Exec(context.Background(), "DROP SCHEMA "+pgx.Identifier{schema}.Sanitize()+" CASCADE"); err != nil {
-			return fmt.Errorf("error dropping schema %s: %w", schema, err)
-		}
-		return nil
+		return admin(context.Background(), url, func(conn *pgx.Conn) error {
+			_, err := conn.Exec(context.Background(), "DROP DATABASE IF EXISTS "+pgx.Identifier{name}.Sanitize()+" WITH (FORCE)")
+			return err
+		})
 	}
-
-	m, err := migrations.New(pool, schema, slog.New(slog.DiscardHandler))
-	if err == nil {
-		defer m.Close()
-		_, err = m.Up(ctx)
-	}
+	pool, err := database.Open(ctx, dbURL, database.Options{Role: "test", Schema: Schema, MaxConns: 8,
+		StatementTimeout: time.Minute, IdleInTransactionTimeout: time.Minute})
 	if err != nil {
 		_ = drop()
-		return nil, nil, fmt.Errorf("error migrating schema %s: %w", schema, err)
+		return nil, nil, fmt.Errorf("error opening pool: %w", err)
 	}
-	return &DB{Pool: pool, Schema: schema, URL: url}, drop, nil
+	return &DB{Pool: pool, Schema: Schema, URL: dbURL, name: name}, func() error {
+		pool.Close()
+		if err := drop(); err != nil {
+			return fmt.Errorf("error dropping test database %s: %w", name, err)
+		}
+		return nil
+	}, nil
+}
+
+// template returns the name of the migrated template database on the server
+// at url, creating it once per fingerprint. Test binaries run in parallel
+// share it: the first to need it builds it under a lock on the server, as a
+// temporary database renamed into place when migrated, so no test ever
+// copies a half-migrated template.
+func template(ctx context.Context, url string) (string, error) {
+	templateMu.Lock()
+	defer templateMu.Unlock()
+	if name, ok := templateReady[url]; ok {
+		return name, nil
+	}
+	name := templatePrefix + migrations.Fingerprint()
+	err := admin(ctx, url, func(conn *pgx.Conn) error {
+		if _, err := conn.Exec(ctx, `SELECT pg_advisory_lock(hashtextextended('relay-test-template', 0))`); err != nil {
+			return err
+		}
+		defer func() {
+			_, _ = conn.Exec(context.Background(), `SELECT pg_advisory_unlock(hashtextextended('relay-test-template', 0))`)
+		}()
+		var exists bool
+		if err := conn.QueryRow(ctx, `SELECT EXISTS (SELECT FROM pg_database WHERE datname = $1)`, name).Scan(&exists); err != nil {
+			return err
+		}
+		if !exists {
+			if err := buildTemplate(ctx, conn, url, name); err != nil {
+				return err
+			}
+		}
+		// Databases nobody uses that are left over: templates of other
+		// migrations, and test databases created over an hour ago (by a
+		// killed test binary, or Tx's shared one). Best effort: DROP
+		// DATABASE without FORCE fails on one still in use.
+		rows, err := conn.Query(ctx, `SELECT datname FROM pg_database
+			WHERE (starts_with(datname, $1) AND datname <> $2)
+			   OR (starts_with(datname, $3) AND
+			       split_part(substr(datname, length($3) + 1), '_', 1) ~ '^[0-9]+$' AND
+			       split_part(substr(datname, length($3) + 1), '_', 1)::bigint < extract(epoch FROM now())::bigint - 3600)`,
+			templatePrefix, name, testPrefix)
+		if err != nil {
+			return err
+		}
+		stale, err := pgx.CollectRows(rows, pgx.RowTo[string])
+		if err != nil {
+			return err
+		}
+		for _, s := range stale {
+			_, _ = conn.Exec(ctx, "DROP DATABASE IF EXISTS "+pgx.Identifier{s}.Sanitize())
+		}
+		return nil
+	})
+	if err != nil {
+		return "", fmt.Errorf("error preparing the migrated template database %s on %s (set %s to a reachable server): %w",
+			name, config.RedactURL(url), EnvURL, err)
+	}
+	templateReady[url] = name
+	return name, nil
+}
+
+// buildTemplate creates the template database name, migrated, as a
+// temporary database renamed into place once migrated.
+func buildTemplate(ctx context.Context, conn *pgx.Conn, url, name string) error {
+	building := name + "_building"
+	if _, err := conn.Exec(ctx, "DROP DATABASE IF EXISTS "+pgx.Identifier{building}.Sanitize()+" WITH (FORCE)"); err != nil {
+		return err
+	}
+	if _, err := conn.Exec(ctx, "CREATE DATABASE "+pgx.Identifier{building}.Sanitize()); err != nil {
+		return err
+	}
+	if err := migrate(ctx, url, building); err != nil {
+		return err
+	}
+	_, err := conn.Exec(ctx, "ALTER DATABASE "+pgx.Identifier{building}.Sanitize()+" RENAME TO "+pgx.Identifier{name}.Sanitize())
+	return err
+}
+
+// migrate creates Schema in the database name on the server at url and runs
+// relay's migrations into it.
+func migrate(ctx context.Context, url, name string) error {
+	dbURL, err := withDatabase(url, name)
+	if err != nil {
+		return err
+	}
+	pool, err := database.Open(ctx, dbURL, database.Options{Role: "test-template", MaxConns: 2,
+		StatementTimeout: 5 * time.Minute, IdleInTransactionTimeout: time.Minute})
+	if err != nil {
+		return fmt.Errorf("error opening the template database: %w", err)
+	}
+	defer pool.Close()
+	if _, err := pool.Exec(ctx, "CREATE SCHEMA "+pgx.Identifier{Schema}.Sanitize()); err != nil {
+		return fmt.Errorf("error creating schema %s: %w", Schema, err)
+	}
+	pool.Close()
+	pool, err = database.Open(ctx, dbURL, database.Options{Role: "test-template", Schema: Schema, MaxConns: 2,
+		StatementTimeout: 5 * time.Minute, IdleInTransactionTimeout: time.Minute})
+	if err != nil {
+		return fmt.Errorf("error opening the template database: %w", err)
+	}
+	defer pool.Close()
+	m, err := migrations.New(pool, Schema, slog.New(slog.DiscardHandler))
+	if err != nil {
+		return fmt.Errorf("error migrating the template database: %w", err)
+	}
+	defer m.Close()
+	if _, err := m.Up(ctx); err != nil {
+		return fmt.Errorf("error migrating the template database: %w", err)
+	}
+	return nil
+}
+
+// admin runs fn on a connection to the server's database in url (tests
+// never connect to the template, which CREATE DATABASE … TEMPLATE needs).
+func admin(ctx context.Context, url string, fn func(*pgx.Conn) error) error {
+	conn, err := pgx.Connect(ctx, url)
+	if err != nil {
+		return fmt.Errorf("error connecting to %s (set %s to a reachable server): %w", config.RedactURL(url), EnvURL, err)
+	}
+	defer conn.Close(context.Background())
+	return fn(conn)
+}
+
+// withDatabase returns url with its database replaced by name.
+func withDatabase(url, name string) (string, error) {
+	u, err := neturl.Parse(url)
+	if err != nil || u.Scheme == "" {
+		return "", fmt.Errorf("%s must be a postgres:// URL: %s", EnvURL, config.RedactURL(url))
+	}
+	u.Path = "/" + name
+	return u.String(), nil
 }
 
 // Config returns relay's default configuration pointed at db, for tests that
@@ -210,4 +360,68 @@ type pgxQuerier interface {
 // EnsureDatabase creates the database url names if it does not exist.
 func EnsureDatabase(ctx context.Context, url string) error {
 	return database.EnsureExists(ctx, url)
+}
+
+var (
+	sharedMu sync.Mutex
+	shared   = map[string]*DB{} // server URL -> the binary's shared database
+)
+
+// Tx returns a transaction on a migrated database the test binary's Tx
+// tests share, rolled back when t ends: for tests that need no commit (no
+// River worker, no second connection), it costs no database of their own.
+// Concurrent tests' transactions do not see each other's rows, but two that
+// write the same unique key wait for each other: give each test its own
+// keys.
+func Tx(t testing.TB) pgx.Tx {
+	t.Helper()
+	ctx := context.Background()
+	url := ServerURL(t)
+	sharedMu.Lock()
+	db, ok := shared[url]
+	if !ok {
+		var err error
+		// Main drops it after the package's tests (and a later run's
+		// template step, should the binary be killed first).
+		db, _, err = create(ctx, url)
+		if err != nil {
+			sharedMu.Unlock()
+			t.Fatal(err)
+		}
+		shared[url] = db
+	}
+	sharedMu.Unlock()
+	tx, err := db.Pool.Begin(ctx)
+	if err != nil {
+		t.Fatalf("error beginning the test's transaction: %v", err)
+	}
+	t.Cleanup(func() {
+		if err := tx.Rollback(context.Background()); err != nil {
+			t.Errorf("error rolling back the test's transaction: %v", err)
+		}
+	})
+	return tx
+}
+
+// Main wraps a package's *testing.M so that, after the package's tests,
+// the database Tx's tests shared is closed and dropped:
+//
+//	func TestMain(m *testing.M) { goleak.VerifyTestMain(testdb.Main(m)) }
+func Main(m *testing.M) interface{ Run() int } { return mainM{m} }
+
+type mainM struct{ m *testing.M }
+
+func (w mainM) Run() int {
+	code := w.m.Run()
+	sharedMu.Lock()
+	defer sharedMu.Unlock()
+	for url, db := range shared {
+		db.Pool.Close()
+		_ = admin(context.Background(), url, func(conn *pgx.Conn) error {
+			_, err := conn.Exec(context.Background(), "DROP DATABASE IF EXISTS "+pgx.Identifier{db.name}.Sanitize()+" WITH (FORCE)")
+			return err
+		})
+		delete(shared, url)
+	}
+	return code
 }
