@@ -68,9 +68,8 @@ type Config struct {
 
 	// WorkerConcurrency is how many resolve_file batches one worker process
 	// works at once. A batch spends much of its time waiting for PostgreSQL
-	// (round trips, name locks, the commit's WAL flush), so it pays to run
-	// several per core: on 2 cores, 8 gave 6-13% more POIs/s than 4
-	// (relay-bench).
+	// (round trips, locks, the commit's WAL flush), so it pays to run
+	// several per core (BENCHMARKS.md's decision log).
 	WorkerConcurrency int `mapstructure:"worker_concurrency"`
 	// POITimeout is the deadline for resolving one POI; a POI that exceeds it
 	// is dead-lettered with error class timeout.
@@ -104,9 +103,9 @@ type Config struct {
 	// GCPercent is the Go garbage collector's target (GOGC) in processes
 	// that work batches (relay worker, demo, analyze). A worker's live heap
 	// is a few MiB, so collecting when it has grown 4x rather than 1x costs
-	// a few tens of MiB and gives 11-13% more batches per second
-	// (relay-bench). The GOGC environment variable, when set, wins; -1
-	// turns the collector off (then set GOMEMLIMIT).
+	// a few tens of MiB and buys throughput (BENCHMARKS.md's decision log).
+	// The GOGC environment variable, when set, wins; -1 turns the collector
+	// off (then set GOMEMLIMIT).
 	GCPercent int `mapstructure:"gc_percent"`
 	// RiverSynchronousCommit is the synchronous_commit of the connections
 	// River's own statements run on in a worker (fetching jobs, completing
@@ -116,9 +115,8 @@ type Config struct {
 	// server's setting), and what River writes there is either redone or
 	// made durable by the batch that follows it: a lost fetch is fetched
 	// again, and a batch's commit flushes the WAL up to it, the fetch
-	// included. relay-bench: the fetches' WAL flushes were a third of the
-	// worker's (about 5% more batches per second without them). "on" (or
-	// any other synchronous_commit value) makes them wait.
+	// included. "on" (or any other synchronous_commit value) makes them
+	// wait.
 	RiverSynchronousCommit string `mapstructure:"river_synchronous_commit"`
 
 	// MaxJobBytes is the size, in bytes of POI JSON, above which a file's
