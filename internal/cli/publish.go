@@ -9,6 +9,7 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"slices"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -36,10 +37,12 @@ func newPublishCmd(a *app) *cobra.Command {
 		Use:   "publish [FILE|-]",
 		Short: "Publish newline-delimited file analyses (one JSON object per line)",
 		Long: `Publish reads newline-delimited file analyses, {"fileId": ..., "pois": [...]},
-from FILE or standard input ("-" or no argument). Each line is published in its
-own transaction: its POIs enter the symbol table and one resolve_file job is
-enqueued. A bad line is reported with its line number and fileId and the good
-lines are still published; the exit code is 1 when any line was rejected.
+from FILE or standard input ("-" or no argument). Each line's POIs enter the
+symbol table and one resolve_file job is enqueued for its file. Consecutive
+lines are published together, up to 50 files or 8 MiB of input per
+transaction. A bad line is reported with its line number and fileId and the
+good lines are still published; the exit code is 1 when any line was
+rejected.
 
 A line longer than --max-line-bytes (default 64 MiB, 67108864 bytes) is
 rejected as "N MiB exceeds --max-line-bytes 64 MiB": no more than
@@ -106,10 +109,25 @@ type RejectedLine struct {
 	Error  string `json:"error"`
 }
 
-// publishStream publishes every line of r, each in its own transaction,
-// reporting rejected lines on stderr as it goes.
+// publishStream publishes every line of r, reporting rejected lines on
+// stderr as it goes.
 func publishStream(ctx context.Context, a *app, pool *pgxpool.Pool, r io.Reader) (*PublishSummary, error) {
 	return publishStreamLimited(ctx, a, pool, r, maxLineBytesDefault)
+}
+
+// Publish batches: consecutive lines go in one transaction (one
+// PublishManyTx) until a batch holds publishBatchFiles files or
+// publishBatchBytes of input. A batch is cut before a line whose fileId it
+// already holds, so a file published twice is published twice, in order.
+const (
+	publishBatchFiles = 50
+	publishBatchBytes = 8 << 20
+)
+
+// pendingLine is a decoded line waiting in a batch.
+type pendingLine struct {
+	no int
+	a  outbox.Analysis
 }
 
 // publishStreamLimited is publishStream rejecting lines longer than
@@ -123,73 +141,131 @@ func publishStreamLimited(ctx context.Context, a *app, pool *pgxpool.Pool, r io.
 		MaxAttempts: a.cfg.MaxAttempts}, a.logger)
 
 	sum := &PublishSummary{Rejected: []RejectedLine{}}
+	reject := func(line int, fileID, msg string) {
+		sum.Rejected = append(sum.Rejected, RejectedLine{Line: line, FileID: fileID, Error: msg})
+		fmt.Fprintf(a.env.Stderr, "line %d: rejected: %s\n", line, msg)
+	}
+	var (
+		batch      []pendingLine
+		batchBytes int
+		inBatch    = map[string]bool{}
+		lastLog    = time.Now()
+	)
+	flush := func() error {
+		if len(batch) == 0 {
+			return nil
+		}
+		published, err := publishBatch(ctx, pool, pub, batch, func(l pendingLine, err error) {
+			var re *outbox.RejectError
+			fileID := l.a.FileID
+			if errors.As(err, &re) {
+				fileID = re.FileID
+			}
+			reject(l.no, fileID, err.Error())
+		})
+		if err != nil {
+			// The database failed: stop, and say how far we got so the
+			// rest can be re-run (publishing is idempotent).
+			return fmt.Errorf("error publishing lines %d-%d (%d files published before them): %w",
+				batch[0].no, batch[len(batch)-1].no, sum.Files, err)
+		}
+		for _, res := range published {
+			sum.Files++
+			sum.POIs += res.POIs
+			sum.Jobs += len(res.JobIDs)
+			sum.JobIDs = append(sum.JobIDs, res.JobIDs...)
+		}
+		batch, batchBytes = batch[:0], 0
+		clear(inBatch)
+		if time.Since(lastLog) > 5*time.Second {
+			a.logger.InfoContext(ctx, "publishing", slog.Int("lines", sum.Lines), slog.Int("files", sum.Files),
+				slog.Int("pois", sum.POIs), slog.Int("rejected", len(sum.Rejected)))
+			lastLog = time.Now()
+		}
+		return nil
+	}
+
 	lines := newLineReader(r, maxLineBytes)
-	lastLog := time.Now()
 	for lineNo := 1; ; lineNo++ {
 		line, readErr := lines.next()
 		var tooLong *lineTooLongError
 		if errors.As(readErr, &tooLong) {
 			sum.Lines++
-			sum.Rejected = append(sum.Rejected, RejectedLine{Line: lineNo, Error: tooLong.Error()})
-			fmt.Fprintf(a.env.Stderr, "line %d: rejected: %s\n", lineNo, tooLong)
+			reject(lineNo, "", tooLong.Error())
 			readErr = tooLong.readErr
 		} else if len(bytes.TrimSpace(line)) > 0 {
 			sum.Lines++
-			res, err := publishLine(ctx, pool, pub, line)
-			switch {
-			case err == nil:
-				sum.Files++
-				sum.POIs += res.POIs
-				sum.Jobs += len(res.JobIDs)
-				sum.JobIDs = append(sum.JobIDs, res.JobIDs...)
-			case errors.Is(err, outbox.ErrRejected):
-				rl := RejectedLine{Line: lineNo, Error: err.Error()}
+			an, err := outbox.DecodeAnalysis(line)
+			if err != nil {
 				var re *outbox.RejectError
+				fileID := ""
 				if errors.As(err, &re) {
-					rl.FileID = re.FileID
+					fileID = re.FileID
 				}
-				sum.Rejected = append(sum.Rejected, rl)
-				fmt.Fprintf(a.env.Stderr, "line %d: rejected: %s\n", lineNo, rl.Error)
-			default:
-				// The database failed: stop, and say how far we got so the
-				// rest can be re-run (publishing is idempotent).
-				return sum, fmt.Errorf("error publishing line %d (%d lines published before it): %w", lineNo, sum.Files, err)
-			}
-			if time.Since(lastLog) > 5*time.Second {
-				a.logger.InfoContext(ctx, "publishing", slog.Int("lines", sum.Lines), slog.Int("files", sum.Files),
-					slog.Int("pois", sum.POIs), slog.Int("rejected", len(sum.Rejected)))
-				lastLog = time.Now()
+				reject(lineNo, fileID, err.Error())
+			} else {
+				if inBatch[an.FileID] || len(batch) == publishBatchFiles || batchBytes+len(line) > publishBatchBytes {
+					if err := flush(); err != nil {
+						return sum, err
+					}
+				}
+				batch = append(batch, pendingLine{no: lineNo, a: an})
+				batchBytes += len(line)
+				inBatch[an.FileID] = true
 			}
 		}
 		if readErr == io.EOF {
-			return sum, nil
+			return sum, flush()
 		}
 		if readErr != nil {
+			if err := flush(); err != nil {
+				return sum, err
+			}
 			return sum, fmt.Errorf("error reading input after line %d: %w", lineNo, readErr)
 		}
 	}
 }
 
-// publishLine publishes one analysis in its own transaction, retrying a few
-// times when PostgreSQL aborts it for a deadlock or serialization failure.
-func publishLine(ctx context.Context, pool *pgxpool.Pool, pub *outbox.Publisher, line []byte) (*outbox.Result, error) {
-	a, err := outbox.DecodeAnalysis(line)
-	if err != nil {
-		return nil, err
-	}
-	var res *outbox.Result
-	for attempt := 1; ; attempt++ {
-		err = pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error {
+// publishBatch publishes the batch's analyses in one transaction and returns
+// their results in order. A line the publisher rejects is reported through
+// rejected and left out, and the rest is published again without it; a
+// deadlock or serialization failure is retried a few times. Any other error
+// means nothing of the batch was published.
+func publishBatch(ctx context.Context, pool *pgxpool.Pool, pub *outbox.Publisher, batch []pendingLine,
+	rejected func(pendingLine, error)) ([]*outbox.Result, error) {
+	batch = slices.Clone(batch)
+	for attempt := 1; len(batch) > 0; {
+		as := make([]outbox.Analysis, len(batch))
+		for i, l := range batch {
+			as[i] = l.a
+		}
+		var res []*outbox.Result
+		err := pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error {
 			var err error
-			res, err = pub.PublishTx(ctx, tx, a)
+			res, err = pub.PublishManyTx(ctx, tx, as)
 			return err
 		})
-		var pgErr *pgconn.PgError
-		if err != nil && attempt < 4 && errors.As(err, &pgErr) && (pgErr.Code == "40P01" || pgErr.Code == "40001") {
+		if err == nil {
+			return res, nil
+		}
+		var re *outbox.RejectError
+		if errors.As(err, &re) {
+			i := slices.IndexFunc(batch, func(l pendingLine) bool { return l.a.FileID == re.FileID })
+			if i < 0 {
+				i = 0 // not one file's fault: reject the first, keep the rest going
+			}
+			rejected(batch[i], err)
+			batch = slices.Delete(batch, i, i+1)
 			continue
 		}
-		return res, err
+		var pgErr *pgconn.PgError
+		if attempt < 4 && errors.As(err, &pgErr) && (pgErr.Code == "40P01" || pgErr.Code == "40001") {
+			attempt++
+			continue
+		}
+		return nil, err
 	}
+	return nil, nil
 }
 
 // lineReader reads newline-delimited lines of at most max bytes (newline
