@@ -29,6 +29,8 @@ const (
 	RescueStuckJobsAfterDefault     = 10 * time.Minute
 	DiscardedJobRetentionDefault    = 30 * 24 * time.Hour
 	SweepIntervalDefault            = time.Minute
+	WorkerHeartbeatIntervalDefault  = time.Second
+	WorkerHeartbeatTimeoutDefault   = 8 * time.Second
 	ShutdownTimeoutDefault          = 30 * time.Second
 	FetchCooldownDefault            = 5 * time.Millisecond
 	GCPercentDefault                = 400
@@ -91,6 +93,15 @@ type Config struct {
 	// SweepInterval is how often a worker captures discarded resolve_file
 	// jobs into dead_lettered_items.
 	SweepInterval time.Duration `mapstructure:"sweep_interval"`
+	// WorkerHeartbeatInterval is how often a worker renews its row in
+	// relay_workers and looks for workers that are gone.
+	WorkerHeartbeatInterval time.Duration `mapstructure:"worker_heartbeat_interval"`
+	// WorkerHeartbeatTimeout is how old a worker's heartbeat may be before
+	// other workers treat it as gone (killed, out of memory, node lost) and
+	// return its running jobs to the queue. A worker that cannot renew its
+	// heartbeat for this long, less one interval, stops working. It must be
+	// at least three intervals and shorter than rescue_stuck_jobs_after.
+	WorkerHeartbeatTimeout time.Duration `mapstructure:"worker_heartbeat_timeout"`
 	// ShutdownTimeout is how long a worker told to stop (SIGINT/SIGTERM)
 	// lets in-flight batches finish before cancelling them; a cancelled
 	// batch rolls back and is retried later, so nothing is lost.
@@ -174,6 +185,8 @@ func Default() *Config {
 		RescueStuckJobsAfter:       RescueStuckJobsAfterDefault,
 		DiscardedJobRetention:      DiscardedJobRetentionDefault,
 		SweepInterval:              SweepIntervalDefault,
+		WorkerHeartbeatInterval:    WorkerHeartbeatIntervalDefault,
+		WorkerHeartbeatTimeout:     WorkerHeartbeatTimeoutDefault,
 		ShutdownTimeout:            ShutdownTimeoutDefault,
 		FetchCooldown:              FetchCooldownDefault,
 		GCPercent:                  GCPercentDefault,
@@ -219,6 +232,7 @@ func (c *Config) Validate() error {
 		"discarded_job_retention": c.DiscardedJobRetention, "sweep_interval": c.SweepInterval, "shutdown_timeout": c.ShutdownTimeout, "fetch_cooldown": c.FetchCooldown,
 		"statement_timeout": c.StatementTimeout, "idle_in_transaction_timeout": c.IdleInTransactionTimeout,
 		"mapreduce_timeout": c.MapReduceTimeout, "metrics_refresh": c.MetricsRefresh,
+		"worker_heartbeat_interval": c.WorkerHeartbeatInterval, "worker_heartbeat_timeout": c.WorkerHeartbeatTimeout,
 	} {
 		if d <= 0 {
 			bad(key, "%s must be positive", d)
@@ -229,6 +243,12 @@ func (c *Config) Validate() error {
 	}
 	if c.RescueStuckJobsAfter <= c.MapReduceTimeout {
 		bad("rescue_stuck_jobs_after", "%s must be longer than mapreduce_timeout (%s), or River would rescue agents that are still running", c.RescueStuckJobsAfter, c.MapReduceTimeout)
+	}
+	if c.WorkerHeartbeatTimeout < 3*c.WorkerHeartbeatInterval {
+		bad("worker_heartbeat_timeout", "%s must be at least three worker_heartbeat_interval (%s)", c.WorkerHeartbeatTimeout, c.WorkerHeartbeatInterval)
+	}
+	if c.WorkerHeartbeatTimeout >= c.RescueStuckJobsAfter {
+		bad("worker_heartbeat_timeout", "%s must be shorter than rescue_stuck_jobs_after (%s)", c.WorkerHeartbeatTimeout, c.RescueStuckJobsAfter)
 	}
 	if c.DiscardedJobRetention <= c.SweepInterval {
 		bad("discarded_job_retention", "%s must be longer than sweep_interval (%s)", c.DiscardedJobRetention, c.SweepInterval)

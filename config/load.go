@@ -42,6 +42,8 @@ var usage = map[string]string{
 	"rescue_stuck_jobs_after":        "how long a job may stay running before River's rescuer retries it (a killed worker)",
 	"discarded_job_retention":        "how long River keeps discarded jobs (relay captures them into dead_lettered_items first)",
 	"sweep_interval":                 "how often a worker captures discarded batches into dead_lettered_items",
+	"worker_heartbeat_interval":      "how often a worker renews its heartbeat and looks for workers that are gone",
+	"worker_heartbeat_timeout":       "how old a heartbeat may be before other workers return that worker's running jobs to the queue",
 	"shutdown_timeout":               "on SIGINT/SIGTERM, how long in-flight batches may finish before they are cancelled (and retried later)",
 	"fetch_cooldown":                 "least time between two job fetches by one worker (River's default is 100ms)",
 	"gc_percent":                     "Go garbage collector target (GOGC) of processes that work batches; the GOGC environment variable wins; -1 is off",

@@ -13,8 +13,9 @@ import (
 type DownEffect struct {
 	// DropsTables are the tables the rollback drops, rows and all.
 	DropsTables []string `json:"drops_tables,omitempty"`
-	// DropsDerivedTables are dropped tables whose rows the migration's up
-	// recomputes from other tables (counters): dropping them loses nothing.
+	// DropsDerivedTables are dropped tables whose rows are derived or
+	// transient (counters the migration's up recomputes, heartbeats live
+	// processes rewrite): dropping them loses nothing.
 	DropsDerivedTables []string `json:"drops_derived_tables,omitempty"`
 	// DropsColumns are the columns it drops, as "table.column".
 	DropsColumns []string `json:"drops_columns,omitempty"`
@@ -115,6 +116,10 @@ var DownEffects = map[int64]DownEffect{
 	13: {
 		DropsDerivedTables: []string{"dead_lettered_items_counts"},
 		Note:               "counts dead_lettered_items per job with the row trigger again (recounted); no data lost",
+	},
+	14: {
+		DropsDerivedTables: []string{"relay_workers"},
+		Note:               "drops the live workers' heartbeats (rewritten every second; killed workers' jobs wait for River's rescuer again); no data lost",
 	},
 }
 

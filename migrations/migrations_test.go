@@ -59,7 +59,7 @@ func TestMigrator_OneRowPerReferenceKeepsEveryEdge(t *testing.T) {
 	_, err = m.DownTo(ctx, 7)
 	require.NoError(t, err)
 
-	role := "relay_test_reader_" + db.Schema[len("relay_test_"):]
+	role := "relay_reader_" + db.Name[len("relay_test_db_"):]
 	_, err = db.Pool.Exec(ctx, `CREATE ROLE `+role+` NOLOGIN`)
 	require.NoError(t, err)
 	t.Cleanup(func() {

@@ -2,6 +2,7 @@ package worker
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"slices"
@@ -243,6 +244,13 @@ func Run(ctx context.Context, client *river.Client[pgx.Tx], logger *slog.Logger)
 		return fmt.Errorf("error starting River client: %w", err)
 	}
 	<-ctx.Done()
+	if errors.Is(context.Cause(ctx), ErrLeaseLost) {
+		logger.Error("stopping at once: cancelling in-flight batches", slog.String("error", context.Cause(ctx).Error()))
+		if err := client.StopAndCancel(context.WithoutCancel(ctx)); err != nil {
+			return fmt.Errorf("error stopping River client: %w", err)
+		}
+		return nil
+	}
 	logger.Info("stopping: finishing in-flight batches")
 	if err := client.Stop(context.WithoutCancel(ctx)); err != nil {
 		return fmt.Errorf("error stopping River client: %w", err)

@@ -19,6 +19,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/riverqueue/river"
 	"github.com/riverqueue/river/riverdriver/riverpgxv5"
+	"github.com/riverqueue/river/rivertype"
 
 	"github.com/relay-dev/relay/deadletter/failed"
 	"github.com/relay-dev/relay/internal/indexplan"
@@ -372,9 +373,29 @@ func (w *ResolveFileWorker) begin(ctx context.Context) (pgx.Tx, error) {
 // every POI's JSON (a third of the worker's JSON decoding in relay-bench's
 // profile) that the worker has no use for; completing a copy of the job
 // typed with completedArgs, whose decoding is a no-op, skips it.
+//
+// The batch commits only if this attempt still owns the job: when another
+// worker returned it to the queue meanwhile (this worker's heartbeat was
+// declared gone, see Liveness), River leaves the job as it is, or completes
+// the next attempt's; either way completeTx fails and the batch's
+// transaction rolls back, so a job's batch never commits twice.
 func completeTx(ctx context.Context, tx pgx.Tx, job *river.Job[outbox.ResolveFileArgs]) error {
-	_, err := river.JobCompleteTx[*riverpgxv5.Driver](ctx, tx, &river.Job[completedArgs]{JobRow: job.JobRow})
-	return err
+	done, err := river.JobCompleteTx[*riverpgxv5.Driver](ctx, tx, &river.Job[completedArgs]{JobRow: job.JobRow})
+	if err != nil {
+		return err
+	}
+	return checkCompleted(done.JobRow, job.JobRow)
+}
+
+// checkCompleted reports whether JobCompleteTx completed this attempt of
+// the job: it returns the row unchanged, without an error, when the job was
+// no longer running.
+func checkCompleted(done, attempt *rivertype.JobRow) error {
+	if done.State != rivertype.JobStateCompleted || done.Attempt != attempt.Attempt {
+		return fmt.Errorf("job %d attempt %d no longer belongs to this worker (state %s, attempt %d): "+
+			"another worker returned it to the queue", attempt.ID, attempt.Attempt, done.State, done.Attempt)
+	}
+	return nil
 }
 
 // completedArgs stands for ResolveFileArgs where the args are not needed.

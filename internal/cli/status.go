@@ -10,6 +10,8 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/relay-dev/relay/internal/ops"
+	"github.com/relay-dev/relay/internal/termout"
+	"github.com/relay-dev/relay/worker"
 )
 
 func newStatusCmd(a *app) *cobra.Command {
@@ -39,13 +41,19 @@ func newStatusCmd(a *app) *cobra.Command {
 			if err != nil {
 				return err
 			}
+			workers, err := worker.LiveWorkers(ctx, pool, a.cfg.WorkerHeartbeatTimeout)
+			if err != nil {
+				return err
+			}
 			if asJSON {
 				return a.printJSON(struct {
-					State    *ops.State    `json:"state"`
-					Activity *ops.Activity `json:"activity"`
-				}{st, act})
+					State    *ops.State          `json:"state"`
+					Activity *ops.Activity       `json:"activity"`
+					Workers  []worker.LiveWorker `json:"workers"`
+				}{st, act, workers})
 			}
 			printStatus(a.out(), st, act)
+			printWorkers(a.out(), workers)
 			return nil
 		},
 	}
@@ -117,4 +125,18 @@ func truncateRunes(s string, n int) string {
 		return s
 	}
 	return string(r[:n-1]) + "…"
+}
+
+func printWorkers(w io.Writer, workers []worker.LiveWorker) {
+	fmt.Fprintln(w, "\nWORKERS (live: heartbeat within worker_heartbeat_timeout)")
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "  HOST\tPID\tSINCE\tBATCHES RUNNING\tCLIENT")
+	if len(workers) == 0 {
+		fmt.Fprintln(tw, "  (none)\t\t\t\t")
+	}
+	for _, wk := range workers {
+		fmt.Fprintf(tw, "  %s\t%d\t%s\t%d\t%s\n", termout.String(wk.Host), wk.PID, wk.Since.UTC().Format(time.RFC3339),
+			wk.BatchesRunning, termout.String(wk.ClientID))
+	}
+	_ = tw.Flush()
 }

@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"time"
@@ -23,7 +24,11 @@ func newWorkerCmd(a *app) *cobra.Command {
 
 On SIGINT or SIGTERM it stops fetching, lets in-flight batches finish for up
 to --shutdown-timeout, cancels (and so rolls back) any still running, and
-exits 0; cancelled batches are retried by the next worker. With --until-idle
+exits 0; cancelled batches are retried by the next worker. While it runs it
+renews a heartbeat in relay_workers every --worker-heartbeat-interval and
+returns the running batches of workers whose heartbeat is older than
+--worker-heartbeat-timeout (killed) to the queue; if it cannot renew its own
+in time it stops at once and exits 1. With --until-idle
 it exits 0 once no batch is available or running and none is due for a retry
 within ` + worker.IdleGrace.String() + ` (batch mode for scripts and tests).
 
@@ -100,9 +105,36 @@ that is not host:port with a valid port is a usage error (exit 2).`,
 				}()
 				fmt.Fprintf(a.env.Stderr, "relay worker: serving /healthz /readyz /metrics on http://%s\n", addr)
 			}
+			// The worker announces itself while its client runs (its soft
+			// stop included); when it cannot renew its heartbeat in time it
+			// stops at once, since other workers may have taken its jobs.
+			live := &worker.Liveness{Pool: pool, ClientID: client.ID(), Interval: a.cfg.WorkerHeartbeatInterval,
+				Timeout: a.cfg.WorkerHeartbeatTimeout, Logger: a.logger}
+			workCtx, stopWork := context.WithCancelCause(ctx)
+			defer stopWork(nil)
+			liveCtx, stopLive := context.WithCancel(context.WithoutCancel(ctx))
+			liveDone := make(chan struct{})
+			go func() {
+				defer close(liveDone)
+				if err := live.Run(liveCtx); err != nil {
+					a.logger.ErrorContext(ctx, "worker stopping", slog.String("error", err.Error()))
+					stopWork(err)
+				}
+			}()
+			defer func() { stopLive(); <-liveDone }()
+			leaseLost := func() error {
+				if err := context.Cause(workCtx); errors.Is(err, worker.ErrLeaseLost) {
+					return err
+				}
+				return nil
+			}
+
 			start := time.Now()
 			if untilIdle {
-				err := worker.RunUntilIdle(ctx, client, pool, a.logger, nil)
+				err := worker.RunUntilIdle(workCtx, client, pool, a.logger, nil)
+				if lost := leaseLost(); lost != nil {
+					return lost
+				}
 				if err != nil && ctx.Err() == nil {
 					return err
 				}
@@ -115,7 +147,10 @@ that is not host:port with a valid port is a usage error (exit 2).`,
 			}
 			a.logger.InfoContext(ctx, "worker started", slog.Int("concurrency", a.cfg.WorkerConcurrency),
 				slog.Duration("rescue_stuck_jobs_after", a.cfg.RescueStuckJobsAfter))
-			return worker.Run(ctx, client, a.logger)
+			if err := worker.Run(workCtx, client, a.logger); err != nil {
+				return err
+			}
+			return leaseLost()
 		},
 	}
 	cmd.Flags().BoolVar(&untilIdle, "until-idle", false, "exit once no batch is available or running")

@@ -12,6 +12,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/riverqueue/river"
 	"github.com/riverqueue/river/riverdriver/riverpgxv5"
+	"github.com/riverqueue/river/rivertype"
 
 	"github.com/relay-dev/relay/deadletter"
 	"github.com/relay-dev/relay/deadletter/items"
@@ -183,7 +184,13 @@ func (w *ItemWorker) succeed(ctx context.Context, job *river.Job[ItemArgs], atte
 		if wasDeadLettered, err = w.dlq.ResolveTx(ctx, tx, job.Args.JobID, job.Args.ItemID, w.cfg.Actor); err != nil {
 			return err
 		}
-		_, err = river.JobCompleteTx[*riverpgxv5.Driver](ctx, tx, job)
+		done, err := river.JobCompleteTx[*riverpgxv5.Driver](ctx, tx, job)
+		if err == nil && (done.State != rivertype.JobStateCompleted || done.Attempt != job.Attempt) {
+			// Another worker returned the job to the queue (this worker's
+			// heartbeat was declared gone): the attempt is no longer ours.
+			err = fmt.Errorf("job %d attempt %d no longer belongs to this worker (state %s, attempt %d)",
+				job.ID, job.Attempt, done.State, done.Attempt)
+		}
 		return err
 	})
 	if err != nil {

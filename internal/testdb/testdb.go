@@ -43,8 +43,8 @@ type DB struct {
 	Schema string
 	// URL is the test's own database; pass Schema alongside it.
 	URL string
-
-	name string // the database's name
+	// Name is the test's database's name, unique to the test.
+	Name string
 }
 
 var (
@@ -173,7 +173,7 @@ func create(ctx context.Context, url string) (*DB, func() error, error) {
 		_ = drop()
 		return nil, nil, fmt.Errorf("error opening pool: %w", err)
 	}
-	return &DB{Pool: pool, Schema: Schema, URL: dbURL, name: name}, func() error {
+	return &DB{Pool: pool, Schema: Schema, URL: dbURL, Name: name}, func() error {
 		pool.Close()
 		if err := drop(); err != nil {
 			return fmt.Errorf("error dropping test database %s: %w", name, err)
@@ -418,7 +418,7 @@ func (w mainM) Run() int {
 	for url, db := range shared {
 		db.Pool.Close()
 		_ = admin(context.Background(), url, func(conn *pgx.Conn) error {
-			_, err := conn.Exec(context.Background(), "DROP DATABASE IF EXISTS "+pgx.Identifier{db.name}.Sanitize()+" WITH (FORCE)")
+			_, err := conn.Exec(context.Background(), "DROP DATABASE IF EXISTS "+pgx.Identifier{db.Name}.Sanitize()+" WITH (FORCE)")
 			return err
 		})
 		delete(shared, url)

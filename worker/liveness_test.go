@@ -1,0 +1,97 @@
+package worker_test
+
+import (
+	"context"
+	"encoding/json"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/relay-dev/relay/internal/testdb"
+	"github.com/relay-dev/relay/worker"
+)
+
+// A worker whose heartbeat is older than the timeout is gone: its running
+// jobs go back to the queue with an error entry naming it (or are
+// discarded when out of attempts), exactly once however often and by
+// however many workers it is looked for; a live worker's jobs stay.
+func TestLiveness_ReturnsGoneWorkersJobsExactlyOnce(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	db := testdb.New(t)
+	_, err := db.Pool.Exec(ctx, `
+		INSERT INTO relay_workers (client_id, host, pid, heartbeat_at) VALUES
+			('dead', 'node-a', 11, now() - interval '1 minute'),
+			('alive', 'node-b', 22, now());
+		INSERT INTO river_job (id, kind, args, queue, state, attempt, max_attempts, attempted_at, attempted_by, finalized_at) VALUES
+			(1, 'resolve_file', '{}', 'resolve', 'running', 1, 10, now(), '{dead}', NULL),
+			(2, 'resolve_file', '{}', 'resolve', 'running', 10, 10, now(), '{dead}', NULL),
+			(3, 'resolve_file', '{}', 'resolve', 'running', 2, 10, now(), '{dead,alive}', NULL),
+			(4, 'resolve_file', '{}', 'resolve', 'completed', 1, 10, now(), '{dead}', now())`)
+	require.NoError(t, err)
+
+	l := &worker.Liveness{Pool: db.Pool, ClientID: "rescuer", Interval: time.Second, Timeout: 8 * time.Second, Logger: testdb.Logger(t)}
+	type result struct {
+		r   worker.Rescued
+		err error
+	}
+	results := make(chan result, 4)
+	for range 4 { // four workers looking at once
+		go func() {
+			r, err := l.RescueGone(ctx)
+			results <- result{r, err}
+		}()
+	}
+	var total worker.Rescued
+	for range 4 {
+		res := <-results
+		require.NoError(t, res.err)
+		total.Workers += res.r.Workers
+		total.Jobs += res.r.Jobs
+	}
+	require.Equal(t, worker.Rescued{Workers: 1, Jobs: 2}, total, "one worker gone, two of its jobs running, once")
+
+	state := func(id int) string {
+		var s string
+		require.NoError(t, db.Pool.QueryRow(ctx, `SELECT state FROM river_job WHERE id = $1`, id).Scan(&s))
+		return s
+	}
+	require.Equal(t, "available", state(1))
+	require.Equal(t, "discarded", state(2), "out of attempts")
+	require.Equal(t, "running", state(3), "its last attempt is the live worker's")
+	require.Equal(t, "completed", state(4))
+	var errs []json.RawMessage
+	require.NoError(t, db.Pool.QueryRow(ctx, `SELECT errors FROM river_job WHERE id = 1`).Scan(&errs))
+	require.Len(t, errs, 1)
+	require.Contains(t, string(errs[0]), "worker dead (host node-a, pid 11) stopped renewing its heartbeat")
+
+	workers, err := worker.LiveWorkers(ctx, db.Pool, 8*time.Second)
+	require.NoError(t, err)
+	require.Len(t, workers, 1)
+	require.Equal(t, "alive", workers[0].ClientID)
+	require.Equal(t, 1, workers[0].BatchesRunning)
+}
+
+// Run announces the worker, keeps its heartbeat fresh, and says the lease
+// is lost (so the worker stops) when its row was taken away.
+func TestLiveness_RunRenewsAndLosesItsLease(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	db := testdb.New(t)
+	l := &worker.Liveness{Pool: db.Pool, ClientID: "me", Interval: 20 * time.Millisecond, Timeout: time.Second, Logger: testdb.Logger(t)}
+	done := make(chan error, 1)
+	go func() { done <- l.Run(ctx) }()
+	require.Eventually(t, func() bool {
+		return testdb.Count(t, db.Pool, `SELECT count(*) FROM relay_workers WHERE client_id = 'me' AND heartbeat_at > started_at`) == 1
+	}, 10*time.Second, 10*time.Millisecond, "the heartbeat is renewed")
+
+	_, err := db.Pool.Exec(ctx, `DELETE FROM relay_workers WHERE client_id = 'me'`) // declared gone by another worker
+	require.NoError(t, err)
+	select {
+	case err := <-done:
+		require.ErrorIs(t, err, worker.ErrLeaseLost)
+	case <-time.After(10 * time.Second):
+		t.Fatal("Run did not notice its row was gone")
+	}
+}
