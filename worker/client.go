@@ -14,6 +14,7 @@ import (
 	"github.com/riverqueue/river/riverdriver/riverpgxv5"
 
 	"github.com/relay-dev/relay/config"
+	"github.com/relay-dev/relay/internal/liveness"
 	"github.com/relay-dev/relay/internal/mapreduce"
 	"github.com/relay-dev/relay/outbox"
 )
@@ -244,7 +245,7 @@ func Run(ctx context.Context, client *river.Client[pgx.Tx], logger *slog.Logger)
 		return fmt.Errorf("error starting River client: %w", err)
 	}
 	<-ctx.Done()
-	if errors.Is(context.Cause(ctx), ErrLeaseLost) {
+	if errors.Is(context.Cause(ctx), liveness.ErrLeaseLost) {
 		logger.Error("stopping at once: cancelling in-flight batches", slog.String("error", context.Cause(ctx).Error()))
 		if err := client.StopAndCancel(context.WithoutCancel(ctx)); err != nil {
 			return fmt.Errorf("error stopping River client: %w", err)

@@ -26,6 +26,7 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/relay-dev/relay/config"
 	"github.com/relay-dev/relay/internal/database"
 )
 
@@ -46,13 +47,16 @@ var AllScenarios = []string{ScenarioKill, ScenarioScaleOut, ScenarioPGRestart, S
 
 // Defaults for Config.
 const (
-	FilesDefault           = 1000
-	POIsPerFileDefault     = 100
-	MalformedDefault       = 0.01
-	KillsDefault           = 20
-	SIGTERMsDefault        = 4
-	RescueAfterDefault     = 5 * time.Second
-	JobTimeoutDefault      = 4 * time.Second
+	FilesDefault       = 1000
+	POIsPerFileDefault = 100
+	MalformedDefault   = 0.01
+	KillsDefault       = 20
+	SIGTERMsDefault    = 4
+	// The workers run with relay's defaults: a killed worker's batches come
+	// back through the other workers' heartbeat check (worker.Liveness),
+	// not through a shortened River rescue window.
+	RescueAfterDefault     = config.RescueStuckJobsAfterDefault
+	JobTimeoutDefault      = config.JobTimeoutDefault
 	ShutdownTimeoutDefault = 5 * time.Second
 	KillDelayMinDefault    = 150 * time.Millisecond
 	KillDelayMaxDefault    = 1500 * time.Millisecond
@@ -191,12 +195,15 @@ type Result struct {
 	SIGTERMs   int `json:"sigterms"`
 	PGRestarts int `json:"pg_restarts"`
 	// Stranded counts batches left running by a killed worker, all of
-	// which River's rescuer must make available again.
+	// which must come back to the queue (the live workers' heartbeat check,
+	// or River's rescuer as the last resort).
 	Stranded int `json:"stranded_batches"`
-	// Rescue* are how long River's rescuer took, from the kill to the
-	// rescue, over the stranded batches.
+	// Rescue* are, per kill, how long until every batch it stranded was
+	// back in the queue (the last of them), over the kills: kill-to-retry
+	// latency.
 	RescueMin    time.Duration `json:"rescue_min_ns"`
 	RescueMedian time.Duration `json:"rescue_median_ns"`
+	RescueP99    time.Duration `json:"rescue_p99_ns"`
 	RescueMax    time.Duration `json:"rescue_max_ns"`
 	// Expedited counts retryable batches made due now with River's
 	// JobRetry instead of waiting for their backoff.

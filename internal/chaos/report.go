@@ -13,12 +13,12 @@ func (r *Report) WriteTable(w io.Writer) error {
 	fmt.Fprintf(w, "\nrelay-chaos: seed %d, %d files, %d POIs (%d malformed), %d expected relationships, %s\n\n",
 		r.Seed, r.Files, r.POIs, r.Malformed, r.Edges, r.TotalTime.Round(time.Second))
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "SCENARIO\tRESULT\tWORKERS\tCONCURRENT\tKILLS\tSIGTERMS\tPG RESTARTS\tSTRANDED\tRESCUE MIN/MED/MAX\tEXPEDITED\tPOIS\tFAILED_POIS\tRELATIONSHIPS\tLOST\tDUPLICATED\tPUBLISH\tWORK")
+	fmt.Fprintln(tw, "SCENARIO\tRESULT\tWORKERS\tCONCURRENT\tKILLS\tSIGTERMS\tPG RESTARTS\tSTRANDED\tKILL TO RETRY MIN/MED/P99/MAX\tEXPEDITED\tPOIS\tFAILED_POIS\tRELATIONSHIPS\tLOST\tDUPLICATED\tPUBLISH\tWORK")
 	for _, res := range r.Results {
 		rescue := "-"
 		if res.RescueMax > 0 {
-			rescue = fmt.Sprintf("%s/%s/%s", res.RescueMin.Round(100*time.Millisecond), res.RescueMedian.Round(100*time.Millisecond),
-				res.RescueMax.Round(100*time.Millisecond))
+			rescue = fmt.Sprintf("%s/%s/%s/%s", res.RescueMin.Round(100*time.Millisecond), res.RescueMedian.Round(100*time.Millisecond),
+				res.RescueP99.Round(100*time.Millisecond), res.RescueMax.Round(100*time.Millisecond))
 		}
 		c := res.Check
 		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%d\t%d\t%d\t%d\t%s\t%d\t%d\t%d\t%d\t%d\t%d\t%s\t%s\n",

@@ -15,6 +15,9 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/riverqueue/river"
 	"github.com/riverqueue/river/riverdriver/riverpgxv5"
+
+	"github.com/relay-dev/relay/config"
+	"github.com/relay-dev/relay/internal/liveness"
 )
 
 // runScenario runs one scenario against a fresh database and checks the
@@ -212,8 +215,9 @@ func (h *harness) scenarioKill(ctx context.Context, db *scenarioDB, res *Result)
 	return h.rescueLatency(ctx, db, kills, res)
 }
 
-// rescueLatency measures, for every batch a kill stranded, how long after
-// the kill River's rescuer made it retryable again.
+// rescueLatency measures, for every kill, how long until every batch it
+// stranded was back in the queue: the error entry that returned it (a live
+// worker's heartbeat check, or River's rescuer).
 func (h *harness) rescueLatency(ctx context.Context, db *scenarioDB, kills []kill, res *Result) error {
 	var ids []int64
 	for _, k := range kills {
@@ -224,7 +228,7 @@ func (h *harness) rescueLatency(ctx context.Context, db *scenarioDB, kills []kil
 	}
 	rows, err := db.pool.Query(ctx, `
 		SELECT j.id, (e->>'at')::timestamptz FROM river_job j, unnest(j.errors) AS e
-		WHERE j.id = ANY($1) AND e->>'error' = 'Stuck job rescued by JobRescuer'`, ids)
+		WHERE j.id = ANY($1) AND (e->>'error' = 'Stuck job rescued by JobRescuer' OR starts_with(e->>'error', $2))`, ids, liveness.ReturnedMessage)
 	if err != nil {
 		return fmt.Errorf("error reading rescues: %w", err)
 	}
@@ -241,9 +245,10 @@ func (h *harness) rescueLatency(ctx context.Context, db *scenarioDB, kills []kil
 	if err := rows.Err(); err != nil {
 		return fmt.Errorf("error reading rescues: %w", err)
 	}
-	var lat []time.Duration
+	var lat []time.Duration // per kill: its last stranded batch's return
 	missing := 0
 	for _, k := range kills {
+		last := time.Duration(-1)
 		for _, id := range k.stranded {
 			var best time.Duration = -1
 			for _, at := range rescues[id] {
@@ -255,18 +260,22 @@ func (h *harness) rescueLatency(ctx context.Context, db *scenarioDB, kills []kil
 				missing++
 				continue
 			}
-			lat = append(lat, best)
+			last = max(last, best)
+		}
+		if last >= 0 {
+			lat = append(lat, last)
 		}
 	}
 	if missing > 0 {
-		res.Notes = append(res.Notes, fmt.Sprintf("%d stranded batches have no rescue recorded after their kill (a later kill's worker finished them first?)", missing))
+		res.Notes = append(res.Notes, fmt.Sprintf("%d stranded batches have no return recorded after their kill: the killed worker's transaction committed them (its COMMIT was already sent), or a later worker finished them first", missing))
 	}
 	if len(lat) > 0 {
 		slices.Sort(lat)
-		res.RescueMin, res.RescueMedian, res.RescueMax = lat[0], lat[len(lat)/2], lat[len(lat)-1]
-		h.progress("  rescue after kill: min %s, median %s, max %s over %d stranded batches (rescue_stuck_jobs_after %s)",
-			res.RescueMin.Round(time.Millisecond), res.RescueMedian.Round(time.Millisecond), res.RescueMax.Round(time.Millisecond),
-			len(lat), h.cfg.RescueAfter)
+		p99 := lat[min(len(lat)-1, (len(lat)*99+99)/100-1)] // nearest rank
+		res.RescueMin, res.RescueMedian, res.RescueP99, res.RescueMax = lat[0], lat[len(lat)/2], p99, lat[len(lat)-1]
+		h.progress("  kill to retry: min %s, median %s, p99 %s, max %s over %d kills (worker_heartbeat_timeout %s, rescue_stuck_jobs_after %s)",
+			res.RescueMin.Round(time.Millisecond), res.RescueMedian.Round(time.Millisecond), res.RescueP99.Round(time.Millisecond),
+			res.RescueMax.Round(time.Millisecond), len(lat), config.WorkerHeartbeatTimeoutDefault, h.cfg.RescueAfter)
 	}
 	return nil
 }

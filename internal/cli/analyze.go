@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"time"
@@ -89,7 +90,9 @@ then resolves every batch, as 'relay worker --until-idle' would.`,
 					return err
 				}
 				start := time.Now()
-				if err := worker.RunUntilIdle(ctx, client, pool, a.logger, nil); err != nil {
+				if err := a.announced(ctx, pool, client, func(ctx context.Context) error {
+					return worker.RunUntilIdle(ctx, client, pool, a.logger, nil)
+				}); err != nil {
 					return err
 				}
 				out.Worked, out.WorkSeconds = true, time.Since(start).Seconds()

@@ -66,7 +66,9 @@ what was dead-lettered to failed_pois. It can be run repeatedly.`,
 			if err != nil {
 				return err
 			}
-			if err := worker.RunUntilIdle(ctx, client, pool, a.logger, nil); err != nil {
+			if err := a.announced(ctx, pool, client, func(ctx context.Context) error {
+				return worker.RunUntilIdle(ctx, client, pool, a.logger, nil)
+			}); err != nil {
 				return err
 			}
 			return printDemoSummary(ctx, a, pool, sum)

@@ -370,15 +370,21 @@ func workInProcess(ctx context.Context, a *app, pool *pgxpool.Pool, jobID string
 
 	start := time.Now()
 	last := time.Time{}
-	return mapreduce.RunUntilDone(ctx, client, pool, logger, jobID, func(c *mapreduce.Counts) {
-		if time.Since(last) < 500*time.Millisecond && c.Live() > 0 {
-			return
-		}
-		last = time.Now()
-		fmt.Fprintf(stderr, "relay mapreduce: %s: %d/%d done (%d succeeded, %d dead-lettered); %d running, %d retrying, %d pending [%s]\n",
-			jobID, c.Done(), c.Total, c.Succeeded, c.DeadLettered, c.Running, c.Retrying, c.Pending,
-			time.Since(start).Round(100*time.Millisecond))
+	var counts *mapreduce.Counts
+	err = a.announced(ctx, pool, client, func(ctx context.Context) error {
+		var err error
+		counts, err = mapreduce.RunUntilDone(ctx, client, pool, logger, jobID, func(c *mapreduce.Counts) {
+			if time.Since(last) < 500*time.Millisecond && c.Live() > 0 {
+				return
+			}
+			last = time.Now()
+			fmt.Fprintf(stderr, "relay mapreduce: %s: %d/%d done (%d succeeded, %d dead-lettered); %d running, %d retrying, %d pending [%s]\n",
+				jobID, c.Done(), c.Total, c.Succeeded, c.DeadLettered, c.Running, c.Retrying, c.Pending,
+				time.Since(start).Round(100*time.Millisecond))
+		})
+		return err
 	})
+	return counts, err
 }
 
 // watchInterrupts tells the user, at the first interrupt, what the run is

@@ -9,9 +9,9 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/relay-dev/relay/internal/liveness"
 	"github.com/relay-dev/relay/internal/ops"
 	"github.com/relay-dev/relay/internal/termout"
-	"github.com/relay-dev/relay/worker"
 )
 
 func newStatusCmd(a *app) *cobra.Command {
@@ -41,15 +41,15 @@ func newStatusCmd(a *app) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			workers, err := worker.LiveWorkers(ctx, pool, a.cfg.WorkerHeartbeatTimeout)
+			workers, err := liveness.LiveWorkers(ctx, pool, a.cfg.WorkerHeartbeatTimeout)
 			if err != nil {
 				return err
 			}
 			if asJSON {
 				return a.printJSON(struct {
-					State    *ops.State          `json:"state"`
-					Activity *ops.Activity       `json:"activity"`
-					Workers  []worker.LiveWorker `json:"workers"`
+					State    *ops.State            `json:"state"`
+					Activity *ops.Activity         `json:"activity"`
+					Workers  []liveness.LiveWorker `json:"workers"`
 				}{st, act, workers})
 			}
 			printStatus(a.out(), st, act)
@@ -127,7 +127,7 @@ func truncateRunes(s string, n int) string {
 	return string(r[:n-1]) + "…"
 }
 
-func printWorkers(w io.Writer, workers []worker.LiveWorker) {
+func printWorkers(w io.Writer, workers []liveness.LiveWorker) {
 	fmt.Fprintln(w, "\nWORKERS (live: heartbeat within worker_heartbeat_timeout)")
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "  HOST\tPID\tSINCE\tBATCHES RUNNING\tCLIENT")

@@ -7,9 +7,13 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/riverqueue/river"
 	"github.com/spf13/cobra"
 
 	"github.com/relay-dev/relay/internal/database"
+	"github.com/relay-dev/relay/internal/liveness"
 	"github.com/relay-dev/relay/internal/ops"
 	"github.com/relay-dev/relay/migrations"
 	"github.com/relay-dev/relay/worker"
@@ -105,37 +109,12 @@ that is not host:port with a valid port is a usage error (exit 2).`,
 				}()
 				fmt.Fprintf(a.env.Stderr, "relay worker: serving /healthz /readyz /metrics on http://%s\n", addr)
 			}
-			// The worker announces itself while its client runs (its soft
-			// stop included); when it cannot renew its heartbeat in time it
-			// stops at once, since other workers may have taken its jobs.
-			live := &worker.Liveness{Pool: pool, ClientID: client.ID(), Interval: a.cfg.WorkerHeartbeatInterval,
-				Timeout: a.cfg.WorkerHeartbeatTimeout, Logger: a.logger}
-			workCtx, stopWork := context.WithCancelCause(ctx)
-			defer stopWork(nil)
-			liveCtx, stopLive := context.WithCancel(context.WithoutCancel(ctx))
-			liveDone := make(chan struct{})
-			go func() {
-				defer close(liveDone)
-				if err := live.Run(liveCtx); err != nil {
-					a.logger.ErrorContext(ctx, "worker stopping", slog.String("error", err.Error()))
-					stopWork(err)
-				}
-			}()
-			defer func() { stopLive(); <-liveDone }()
-			leaseLost := func() error {
-				if err := context.Cause(workCtx); errors.Is(err, worker.ErrLeaseLost) {
-					return err
-				}
-				return nil
-			}
-
 			start := time.Now()
 			if untilIdle {
-				err := worker.RunUntilIdle(workCtx, client, pool, a.logger, nil)
-				if lost := leaseLost(); lost != nil {
-					return lost
-				}
-				if err != nil && ctx.Err() == nil {
+				err := a.announced(ctx, pool, client, func(ctx context.Context) error {
+					return worker.RunUntilIdle(ctx, client, pool, a.logger, nil)
+				})
+				if errors.Is(err, liveness.ErrLeaseLost) || (err != nil && ctx.Err() == nil) {
 					return err
 				}
 				p, perr := worker.QueueProgress(context.WithoutCancel(ctx), pool)
@@ -147,12 +126,43 @@ that is not host:port with a valid port is a usage error (exit 2).`,
 			}
 			a.logger.InfoContext(ctx, "worker started", slog.Int("concurrency", a.cfg.WorkerConcurrency),
 				slog.Duration("rescue_stuck_jobs_after", a.cfg.RescueStuckJobsAfter))
-			if err := worker.Run(workCtx, client, a.logger); err != nil {
-				return err
-			}
-			return leaseLost()
+			return a.announced(ctx, pool, client, func(ctx context.Context) error {
+				return worker.Run(ctx, client, a.logger)
+			})
 		},
 	}
 	cmd.Flags().BoolVar(&untilIdle, "until-idle", false, "exit once no batch is available or running")
 	return cmd
+}
+
+// announced runs run (which starts and stops client) with the process
+// announced in relay_workers (liveness.Liveness) for as long as run lasts, its
+// client's soft stop included. When the heartbeat cannot be renewed in time,
+// run's context ends with liveness.ErrLeaseLost as its cause (worker.Run then
+// stops at once) and announced returns that error: other workers may have
+// returned this client's running jobs to the queue.
+func (a *app) announced(ctx context.Context, pool *pgxpool.Pool, client *river.Client[pgx.Tx], run func(context.Context) error) error {
+	live := &liveness.Liveness{Pool: pool, ClientID: client.ID(), Interval: a.cfg.WorkerHeartbeatInterval,
+		Timeout: a.cfg.WorkerHeartbeatTimeout, Logger: a.logger}
+	if err := live.Announce(ctx); err != nil {
+		return err
+	}
+	workCtx, stopWork := context.WithCancelCause(ctx)
+	defer stopWork(nil)
+	liveCtx, stopLive := context.WithCancel(context.WithoutCancel(ctx))
+	liveDone := make(chan struct{})
+	go func() {
+		defer close(liveDone)
+		if err := live.Run(liveCtx); err != nil {
+			a.logger.ErrorContext(ctx, "stopping work", slog.String("error", err.Error()))
+			stopWork(err)
+		}
+	}()
+	err := run(workCtx)
+	stopLive()
+	<-liveDone
+	if cause := context.Cause(workCtx); errors.Is(cause, liveness.ErrLeaseLost) {
+		return cause
+	}
+	return err
 }

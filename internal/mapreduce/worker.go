@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -17,6 +18,7 @@ import (
 	"github.com/relay-dev/relay/deadletter"
 	"github.com/relay-dev/relay/deadletter/items"
 	"github.com/relay-dev/relay/internal/agent"
+	"github.com/relay-dev/relay/internal/liveness"
 )
 
 // WorkerConfig tunes ItemWorker.
@@ -266,14 +268,15 @@ const riverRescuedError = "Stuck job rescued by JobRescuer"
 func (w *ItemWorker) recordLostAttempts(ctx context.Context, job *river.Job[ItemArgs], item *WorkItem, log *slog.Logger) int {
 	added := 0
 	for _, e := range job.Errors {
-		if e.Error != riverRescuedError || e.Attempt >= job.Attempt {
+		lost := e.Error == riverRescuedError || strings.HasPrefix(e.Error, liveness.ReturnedMessage)
+		if !lost || e.Attempt >= job.Attempt {
 			continue
 		}
 		d := agent.FailureDetail{
 			AttemptNumber: item.Attempts + added + 1,
 			Timestamp:     e.At,
 			ErrorType:     agent.ErrorTypeUnknown,
-			ErrorMessage:  "attempt lost: the worker running it stopped before recording an outcome (River rescued the job)",
+			ErrorMessage:  "attempt lost: the worker running it stopped before recording an outcome (" + e.Error + ")",
 			AgentID:       fmt.Sprintf("%s/river-job-%d", w.host, job.ID),
 			StepFailed:    agent.StepRunAgent,
 			RiverJobID:    job.ID,

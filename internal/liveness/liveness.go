@@ -1,4 +1,7 @@
-package worker
+// Package liveness announces relay's worker processes (one River client
+// each) in relay_workers and returns the running jobs of those that are gone
+// to the queue within seconds, instead of after River's rescuer window.
+package liveness
 
 import (
 	"context"
@@ -10,6 +13,10 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 )
+
+// ReturnedMessage begins the error entry of an attempt whose worker was gone
+// and whose job Liveness returned to the queue.
+const ReturnedMessage = "returned to the queue: its worker stopped renewing its heartbeat"
 
 // Liveness announces one worker process (one River client) in
 // relay_workers and returns the running jobs of workers that are gone to the
@@ -27,8 +34,8 @@ import (
 //     Interval (by its own clock) may already be declared gone: Run
 //     returns ErrLeaseLost, and the caller stops working at once. A batch
 //     whose job was returned meanwhile cannot commit: its completion, in
-//     its own transaction, finds the job no longer its attempt
-//     (completeTx).
+//     its own transaction, finds the job no longer its attempt (the
+//     workers check what River's JobCompleteTx returns).
 //   - River's time-based rescuer stays as the last resort for clients that
 //     do not announce themselves.
 type Liveness struct {
@@ -43,16 +50,22 @@ type Liveness struct {
 // its heartbeat in time: other workers may have returned its jobs.
 var ErrLeaseLost = errors.New("worker heartbeat not renewed in time: other workers may have returned its running jobs to the queue")
 
-// Run announces the worker, then renews its heartbeat and returns gone
-// workers' jobs every Interval until ctx ends (it then removes its row and
-// returns nil) or the lease is lost (ErrLeaseLost).
-func (l *Liveness) Run(ctx context.Context) error {
+// Announce inserts the worker's row. Call it before the River client
+// starts, so that no job of the client runs unannounced.
+func (l *Liveness) Announce(ctx context.Context) error {
 	host, _ := os.Hostname()
 	if _, err := l.Pool.Exec(ctx, `
 		INSERT INTO relay_workers (client_id, host, pid) VALUES ($1, $2, $3)
 		ON CONFLICT (client_id) DO UPDATE SET heartbeat_at = now()`, l.ClientID, host, os.Getpid()); err != nil {
 		return fmt.Errorf("error announcing worker %s: %w", l.ClientID, err)
 	}
+	return nil
+}
+
+// Run renews the announced worker's heartbeat and returns gone workers'
+// jobs every Interval until ctx ends (it then removes the worker's row and
+// returns nil) or the lease is lost (ErrLeaseLost).
+func (l *Liveness) Run(ctx context.Context) error {
 	defer func() {
 		ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 		defer cancel()
@@ -120,12 +133,11 @@ func (l *Liveness) RescueGone(ctx context.Context) (Rescued, error) {
 				scheduled_at = now(),
 				errors = array_append(j.errors, jsonb_build_object(
 					'at', now(), 'attempt', j.attempt, 'trace', '',
-					'error', format('worker %s (host %s, pid %s) stopped renewing its heartbeat; relay returned the job to the queue',
-					                g.client_id, g.host, g.pid)))
+					'error', format('%s (worker %s, host %s, pid %s)', $2::text, g.client_id, g.host, g.pid)))
 			FROM gone g
 			WHERE j.state = 'running' AND j.attempted_by[cardinality(j.attempted_by)] = g.client_id
 			RETURNING j.id)
-		SELECT (SELECT count(*) FROM gone), (SELECT count(*) FROM returned)`, l.Timeout.Seconds()).Scan(&r.Workers, &r.Jobs)
+		SELECT (SELECT count(*) FROM gone), (SELECT count(*) FROM returned)`, l.Timeout.Seconds(), ReturnedMessage).Scan(&r.Workers, &r.Jobs)
 	if err != nil {
 		return r, fmt.Errorf("error returning gone workers' jobs: %w", err)
 	}

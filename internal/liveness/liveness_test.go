@@ -1,4 +1,4 @@
-package worker_test
+package liveness_test
 
 import (
 	"context"
@@ -8,8 +8,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/relay-dev/relay/internal/liveness"
 	"github.com/relay-dev/relay/internal/testdb"
-	"github.com/relay-dev/relay/worker"
 )
 
 // A worker whose heartbeat is older than the timeout is gone: its running
@@ -31,9 +31,9 @@ func TestLiveness_ReturnsGoneWorkersJobsExactlyOnce(t *testing.T) {
 			(4, 'resolve_file', '{}', 'resolve', 'completed', 1, 10, now(), '{dead}', now())`)
 	require.NoError(t, err)
 
-	l := &worker.Liveness{Pool: db.Pool, ClientID: "rescuer", Interval: time.Second, Timeout: 8 * time.Second, Logger: testdb.Logger(t)}
+	l := &liveness.Liveness{Pool: db.Pool, ClientID: "rescuer", Interval: time.Second, Timeout: 8 * time.Second, Logger: testdb.Logger(t)}
 	type result struct {
-		r   worker.Rescued
+		r   liveness.Rescued
 		err error
 	}
 	results := make(chan result, 4)
@@ -43,14 +43,14 @@ func TestLiveness_ReturnsGoneWorkersJobsExactlyOnce(t *testing.T) {
 			results <- result{r, err}
 		}()
 	}
-	var total worker.Rescued
+	var total liveness.Rescued
 	for range 4 {
 		res := <-results
 		require.NoError(t, res.err)
 		total.Workers += res.r.Workers
 		total.Jobs += res.r.Jobs
 	}
-	require.Equal(t, worker.Rescued{Workers: 1, Jobs: 2}, total, "one worker gone, two of its jobs running, once")
+	require.Equal(t, liveness.Rescued{Workers: 1, Jobs: 2}, total, "one worker gone, two of its jobs running, once")
 
 	state := func(id int) string {
 		var s string
@@ -64,9 +64,9 @@ func TestLiveness_ReturnsGoneWorkersJobsExactlyOnce(t *testing.T) {
 	var errs []json.RawMessage
 	require.NoError(t, db.Pool.QueryRow(ctx, `SELECT errors FROM river_job WHERE id = 1`).Scan(&errs))
 	require.Len(t, errs, 1)
-	require.Contains(t, string(errs[0]), "worker dead (host node-a, pid 11) stopped renewing its heartbeat")
+	require.Contains(t, string(errs[0]), liveness.ReturnedMessage+" (worker dead, host node-a, pid 11)")
 
-	workers, err := worker.LiveWorkers(ctx, db.Pool, 8*time.Second)
+	workers, err := liveness.LiveWorkers(ctx, db.Pool, 8*time.Second)
 	require.NoError(t, err)
 	require.Len(t, workers, 1)
 	require.Equal(t, "alive", workers[0].ClientID)
@@ -79,7 +79,8 @@ func TestLiveness_RunRenewsAndLosesItsLease(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	db := testdb.New(t)
-	l := &worker.Liveness{Pool: db.Pool, ClientID: "me", Interval: 20 * time.Millisecond, Timeout: time.Second, Logger: testdb.Logger(t)}
+	l := &liveness.Liveness{Pool: db.Pool, ClientID: "me", Interval: 20 * time.Millisecond, Timeout: time.Second, Logger: testdb.Logger(t)}
+	require.NoError(t, l.Announce(ctx))
 	done := make(chan error, 1)
 	go func() { done <- l.Run(ctx) }()
 	require.Eventually(t, func() bool {
@@ -90,7 +91,7 @@ func TestLiveness_RunRenewsAndLosesItsLease(t *testing.T) {
 	require.NoError(t, err)
 	select {
 	case err := <-done:
-		require.ErrorIs(t, err, worker.ErrLeaseLost)
+		require.ErrorIs(t, err, liveness.ErrLeaseLost)
 	case <-time.After(10 * time.Second):
 		t.Fatal("Run did not notice its row was gone")
 	}
