@@ -112,6 +112,11 @@ var DownEffects = map[int64]DownEffect{
 		Note: "drops the POIs' analyzer-supplied symbols; references by symbol no longer resolve " +
 			"until their targets are published again",
 	},
+	13: {
+		DropsColumns: []string{"pois.receiver"},
+		Note: "drops the Go methods' receiver types; member calls on values of a known type no longer resolve " +
+			"until their targets are published again",
+	},
 }
 
 // DownEffectOf returns what rolling back version destroys. A version
