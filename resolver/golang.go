@@ -3,6 +3,8 @@ package resolver
 import (
 	"context"
 	"strings"
+	"unicode"
+	"unicode/utf8"
 )
 
 // Go CALLS references carry what the call's form says about its target, in
@@ -326,4 +328,33 @@ func Receiver(p POI) string {
 		}
 	}
 	return ""
+}
+
+// isRootTestFile reports whether filePath is a Go test file in the corpus's
+// root directory, whose external test package (package x_test) reaches the
+// root package only through a qualifier: the root directory has no name
+// for the qualifier to match.
+func isRootTestFile(filePath string) bool {
+	return languageOf(filePath) == langGo && !strings.Contains(filePath, "/") && strings.HasSuffix(filePath, "_test.go")
+}
+
+// addRootForms adds, for each qualified reference q.N of refs with N
+// exported, its root form ^.N: N of the root package, whatever q is.
+func addRootForms(refs *refSet) {
+	for _, r := range refs.refs {
+		if r.Type != Calls && r.Type != Extends {
+			continue
+		}
+		form, name := goRefForm(r.Name)
+		if form == "" || form[0] == '(' || form == "." || form == "^" || !isExported(name) {
+			continue
+		}
+		refs.add(r.Type, "^."+name)
+	}
+}
+
+// isExported reports whether a Go name starts with an upper-case letter.
+func isExported(name string) bool {
+	r, _ := utf8.DecodeRuneInString(name)
+	return unicode.IsUpper(r)
 }

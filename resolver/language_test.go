@@ -174,7 +174,8 @@ func TestLookup_Go(t *testing.T) {
 		{"KnownTypeOfAnExternalPackage", "store/a.go", "(sync.Mutex).Close", Calls, "", Unknown},
 		{"TypeOfAnExternalPackage", "store/a.go", "(sync).Close", Calls, "", Unknown},
 		{"UnknownReceiverAnyMethodNoFilePreference", "store/a.go", ".Close", Calls, "", Ambiguous},
-		{"RootPackageNotEvenFromItsExternalTests", "root_test.go", "relay.Close", Calls, "", Unknown},
+		{"RootPackageQualifiedNotFromItsExternalTests", "root_test.go", "relay.Close", Calls, "", Unknown},
+		{"RootFormFromARootTestFile", "root_test.go", "^.Close", Calls, "fn-root", Resolved},
 		{"RootPackageNotFromOtherPackages", "cmd/main.go", "relay.Close", Calls, "", Unknown},
 		{"NoSelfEdge", "store/a.go", "Close", Calls, "", Unknown},
 	}
@@ -216,7 +217,8 @@ func TestReferenceNames(t *testing.T) {
 
 	require.Equal(t, []string{"Close", ".Close", "().Close", "(.).Close", "store.Close", "(store).Close"},
 		ReferenceNames("pkg/store/a.go", "Close"))
-	require.Equal(t, []string{"Close", ".Close", "().Close", "(.).Close"}, ReferenceNames("main.go", "Close"))
+	require.Equal(t, []string{"Close", ".Close", "().Close", "(.).Close", "^.Close"}, ReferenceNames("main.go", "Close"))
+	require.Equal(t, []string{"close", ".close", "().close", "(.).close"}, ReferenceNames("main.go", "close"))
 	require.Equal(t, []string{"close"}, ReferenceNames("src/a.js", "close"))
 	require.Equal(t, []string{"(.Conn).Close", "(store.Conn).Close"}, ReferenceNames("pkg/store/a.go", ReceiverName("Conn", "Close")))
 	require.Equal(t, []string{"(.Conn).Close"}, ReferenceNames("main.go", "Conn.Close"))
@@ -240,4 +242,37 @@ func TestReceiver(t *testing.T) {
 	} {
 		require.Equal(t, tt.want, Receiver(POI{Type: tt.typ, FilePath: tt.file, RawCode: tt.code}), tt.code)
 	}
+}
+
+func TestExtract_GoRootTestFileAddsRootForms(t *testing.T) {
+	t.Parallel()
+
+	fn := POI{ID: "t", Type: TypeFunction, Name: "TestParse", FilePath: "url_test.go", LineNumber: 1,
+		RawCode: "func TestParse(t *testing.T) {\n\tu, _ := url.Parse(s)\n\turl.unexported()\n\tstrings.Split(s, \",\")\n}"}
+	got, err := Extract(context.Background(), fn)
+	require.NoError(t, err)
+	require.Equal(t, refs(Calls, "^.Parse", "^.Split", "strings.Split", "url.Parse", "url.unexported"), got)
+
+	typ := POI{ID: "w", Type: TypeClass, Name: "W", FilePath: "worker_test.go", LineNumber: 1,
+		RawCode: "type W struct {\n\triver.WorkerDefaults[A]\n}"}
+	got, err = Extract(context.Background(), typ)
+	require.NoError(t, err)
+	require.Equal(t, refs(Extends, "^.WorkerDefaults", "river.WorkerDefaults"), got)
+
+	fn.FilePath = "sub/url_test.go" // not the root: no root forms
+	got, err = Extract(context.Background(), fn)
+	require.NoError(t, err)
+	require.Equal(t, refs(Calls, "strings.Split", "url.Parse", "url.unexported"), got)
+
+	// The root form reaches the root's non-test files only.
+	cands := []Candidate{
+		{POIID: "p-test", FileID: "decode_test.go", Name: "Point", Type: TypeClass},
+		{POIID: "p-sub", FileID: "image/point.go", Name: "Point", Type: TypeClass},
+	}
+	_, outcome := Lookup("e", "decode_test.go", Reference{Name: "^.Point", Type: Extends}, cands)
+	require.Equal(t, Unknown, outcome)
+	cands = append(cands, Candidate{POIID: "p-root", FileID: "point.go", Name: "Point", Type: TypeClass})
+	got2, outcome := Lookup("e", "decode_test.go", Reference{Name: "^.Point", Type: Extends}, cands)
+	require.Equal(t, Resolved, outcome)
+	require.Equal(t, "p-root", got2)
 }

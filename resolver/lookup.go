@@ -166,6 +166,8 @@ func ReferenceNames(fileID, name string) []string {
 	names := []string{name, "." + name, "()." + name, "(.)." + name}
 	if hasPkg {
 		names = append(names, pkg+"."+name, "("+pkg+")."+name)
+	} else if pkg == "." && isExported(name) {
+		names = append(names, "^."+name)
 	}
 	return names
 }
@@ -198,7 +200,7 @@ func lookupGo(sourceID, sourceFile string, ref Reference, cands []Candidate) (st
 	dir := path.Dir(sourceFile)
 	var pkg, recv string
 	switch {
-	case form == "" || form == "()" || form == "(.)" || form == ".":
+	case form == "" || form == "()" || form == "(.)" || form == "." || form == "^":
 	case form[0] == '(':
 		// (q), (.T) or (q.T)
 		pkg = form[1 : len(form)-1]
@@ -231,6 +233,10 @@ func lookupGo(sourceID, sourceFile string, ref Reference, cands []Candidate) (st
 				continue
 			}
 		case form == ".": // any package
+		case form == "^": // the root package's non-test files, from its external tests
+			if cdir != "." || strings.HasSuffix(c.FileID, "_test.go") {
+				continue
+			}
 		default: // the source's package
 			if cdir != dir {
 				continue
