@@ -202,8 +202,8 @@
 //   - (q).m: methods of a directory named q (sync.Mutex's Lock links to
 //     nothing);
 //   - .m: methods anywhere, without file preference;
-//   - ^.N: functions (types for EXTENDS) of the root directory's non-test
-//     files.
+//   - ^.N: functions (types for EXTENDS) of the root directory, outside the
+//     source file (which declares its own package's names, unqualified).
 //
 // A member call never resolves to a function, a plain call never to a
 // method. ReferenceNames lists the reference names a POI can be the target

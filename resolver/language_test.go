@@ -264,9 +264,9 @@ func TestExtract_GoRootTestFileAddsRootForms(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, refs(Calls, "strings.Split", "url.Parse", "url.unexported"), got)
 
-	// The root form reaches the root's non-test files only.
+	// The root form reaches the root's files, except the source's own.
 	cands := []Candidate{
-		{POIID: "p-test", FileID: "decode_test.go", Name: "Point", Type: TypeClass},
+		{POIID: "p-own", FileID: "decode_test.go", Name: "Point", Type: TypeClass},
 		{POIID: "p-sub", FileID: "image/point.go", Name: "Point", Type: TypeClass},
 	}
 	_, outcome := Lookup("e", "decode_test.go", Reference{Name: "^.Point", Type: Extends}, cands)

@@ -233,8 +233,8 @@ func lookupGo(sourceID, sourceFile string, ref Reference, cands []Candidate) (st
 				continue
 			}
 		case form == ".": // any package
-		case form == "^": // the root package's non-test files, from its external tests
-			if cdir != "." || strings.HasSuffix(c.FileID, "_test.go") {
+		case form == "^": // the root package, from its external tests: not the source's file
+			if cdir != "." || c.FileID == sourceFile {
 				continue
 			}
 		default: // the source's package
