@@ -121,6 +121,11 @@ var DownEffects = map[int64]DownEffect{
 		DropsDerivedTables: []string{"relay_workers"},
 		Note:               "drops the live workers' heartbeats (rewritten every second; killed workers' jobs wait for River's rescuer again); no data lost",
 	},
+	15: {
+		DropsColumns: []string{"pois.receiver"},
+		Note: "drops the Go methods' receiver types; member calls on values of a known type no longer resolve " +
+			"until their targets are published again",
+	},
 }
 
 // DownEffectOf returns what rolling back version destroys. A version

@@ -16,7 +16,7 @@ import (
 // savepoint).
 type store struct{ tx pgx.Tx }
 
-type symbolKey struct{ id, name, typ, symbol string }
+type symbolKey struct{ id, name, typ, symbol, receiver string }
 
 // write stores a publish of files in one pipelined round trip, whatever
 // their number:
@@ -42,14 +42,14 @@ func (s store) write(ctx context.Context, files []fileBatch) (xid int64, rej *Re
 	// Empty, not nil, when there are no symbols: pgx sends a nil slice as
 	// NULL, and "NOT (poi_id = ANY(NULL))" would keep every old POI.
 	ids, owners, names, types := []string{}, []string{}, []string{}, []string{}
-	lines, symbols := []int32{}, []string{}
+	lines, symbols, receivers := []int32{}, []string{}, []string{}
 	for i, f := range files {
 		index[f.a.FileID] = i
 		fileIDs[i], counts[i] = f.a.FileID, int32(len(f.syms))
 		for _, p := range f.syms {
 			ids, owners = append(ids, p.ID), append(owners, f.a.FileID)
 			names, types, lines = append(names, p.Name), append(types, p.Type), append(lines, int32(p.LineNumber))
-			symbols = append(symbols, p.Symbol)
+			symbols, receivers = append(symbols, p.Symbol), append(receivers, resolver.Receiver(p))
 		}
 	}
 	// old are the files' symbols before the publish, with their line
@@ -108,13 +108,13 @@ func (s store) write(ctx context.Context, files []fileBatch) (xid int64, rej *Re
 			}
 			return rows.Err()
 		})
-	b.Queue(`SELECT file_id, poi_id, name, type, line_number, coalesce(symbol, '') FROM pois WHERE file_id = ANY($1)`, fileIDs).
+	b.Queue(`SELECT file_id, poi_id, name, type, line_number, coalesce(symbol, ''), receiver FROM pois WHERE file_id = ANY($1)`, fileIDs).
 		Query(func(rows pgx.Rows) error {
 			for rows.Next() {
 				var file string
 				var k symbolKey
 				var line int32
-				if err := rows.Scan(&file, &k.id, &k.name, &k.typ, &line, &k.symbol); err != nil {
+				if err := rows.Scan(&file, &k.id, &k.name, &k.typ, &line, &k.symbol, &k.receiver); err != nil {
 					return err
 				}
 				i := index[file]
@@ -139,7 +139,7 @@ func (s store) write(ctx context.Context, files []fileBatch) (xid int64, rej *Re
 			SELECT r.ctid FROM pois p
 			CROSS JOIN LATERAL (SELECT ctid FROM poi_references r WHERE r.source_poi_id = p.poi_id OFFSET 0) r
 			WHERE p.file_id = ANY($1)))`, fileIDs)
-	b.Queue(upsertSymbolsSQL, ids, owners, names, types, lines, symbols).
+	b.Queue(upsertSymbolsSQL, ids, owners, names, types, lines, symbols, receivers).
 		Exec(func(tag pgconn.CommandTag) error { upserted = tag.RowsAffected(); return nil })
 	indexplan.End(b)
 	if err := s.tx.SendBatch(ctx, b).Close(); err != nil {
@@ -156,7 +156,7 @@ func (s store) write(ctx context.Context, files []fileBatch) (xid int64, rej *Re
 	unchanged := 0
 	for i := range files {
 		for _, p := range files[i].syms {
-			if line, ok := old[i][symbolKey{p.ID, p.Name, p.Type, p.Symbol}]; ok && line == int32(p.LineNumber) {
+			if line, ok := old[i][symbolKey{p.ID, p.Name, p.Type, p.Symbol, resolver.Receiver(p)}]; ok && line == int32(p.LineNumber) {
 				unchanged++
 			}
 		}
@@ -183,7 +183,8 @@ func (s store) write(ctx context.Context, files []fileBatch) (xid int64, rej *Re
 // a file's old symbols and its new ones, imports left out: the POIs' names,
 // and the names supplied references reach them by: "id:<id>" when a POI of
 // that id came, went or changed type, "sym:<symbol>" when a POI of that
-// symbol did (resolver.SuppliedNames).
+// symbol did (resolver.SuppliedNames), and a Go method's "<receiver>.<name>"
+// when it came or went (resolver.ReceiverName).
 func changedNames(old map[symbolKey]int32, syms []resolver.POI) []string {
 	type idKey struct{ id, typ string }
 	type symKey struct{ id, typ, symbol string }
@@ -198,11 +199,14 @@ func changedNames(old map[symbolKey]int32, syms []resolver.POI) []string {
 	}
 	set := map[string]bool{}
 	for _, p := range syms {
-		k := symbolKey{p.ID, p.Name, p.Type, p.Symbol}
+		k := symbolKey{p.ID, p.Name, p.Type, p.Symbol, resolver.Receiver(p)}
 		if _, ok := old[k]; ok {
 			delete(old, k)
 		} else if p.Type != resolver.TypeImport {
 			set[p.Name] = true
+			if n := resolver.ReceiverName(k.receiver, p.Name); n != "" {
+				set[n] = true
+			}
 		}
 		if p.Type == resolver.TypeImport {
 			continue
@@ -224,6 +228,9 @@ func changedNames(old map[symbolKey]int32, syms []resolver.POI) []string {
 	for k := range old {
 		if k.typ != resolver.TypeImport {
 			set[k.name] = true
+			if n := resolver.ReceiverName(k.receiver, k.name); n != "" {
+				set[n] = true
+			}
 		}
 	}
 	for k := range oldIDs {

@@ -14,14 +14,16 @@ import (
 // another file is left alone (the caller checks), and an unchanged row is
 // not rewritten.
 const upsertSymbolsSQL = `
-	INSERT INTO pois (poi_id, file_id, name, type, line_number, symbol)
-	SELECT id, file, name, type, line, nullif(symbol, '')
-	FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::int[], $6::text[]) AS u(id, file, name, type, line, symbol)
+	INSERT INTO pois (poi_id, file_id, name, type, line_number, symbol, receiver)
+	SELECT id, file, name, type, line, nullif(symbol, ''), receiver
+	FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::int[], $6::text[], $7::text[])
+		AS u(id, file, name, type, line, symbol, receiver)
 	ON CONFLICT (poi_id) DO UPDATE
-		SET name = excluded.name, type = excluded.type, line_number = excluded.line_number, symbol = excluded.symbol
+		SET name = excluded.name, type = excluded.type, line_number = excluded.line_number, symbol = excluded.symbol,
+		    receiver = excluded.receiver
 		WHERE pois.file_id = excluded.file_id
-		  AND (pois.name, pois.type, pois.line_number, pois.symbol)
-		      IS DISTINCT FROM (excluded.name, excluded.type, excluded.line_number, excluded.symbol)`
+		  AND (pois.name, pois.type, pois.line_number, pois.symbol, pois.receiver)
+		      IS DISTINCT FROM (excluded.name, excluded.type, excluded.line_number, excluded.symbol, excluded.receiver)`
 
 // UpsertSymbolsTx puts syms into the symbol table as POIs of fileID,
 // creating the file's row if it has none, without touching the file's other
@@ -36,12 +38,12 @@ func UpsertSymbolsTx(ctx context.Context, tx pgx.Tx, fileID string, syms []resol
 	}
 	n := len(syms)
 	ids, files, names, types, lines := make([]string, n), make([]string, n), make([]string, n), make([]string, n), make([]int32, n)
-	symbols := make([]string, n)
+	symbols, receivers := make([]string, n), make([]string, n)
 	for i, p := range syms {
 		ids[i], files[i], names[i], types[i], lines[i] = p.ID, fileID, p.Name, p.Type, int32(p.LineNumber)
-		symbols[i] = p.Symbol
+		symbols[i], receivers[i] = p.Symbol, resolver.Receiver(p)
 	}
-	if _, err := tx.Exec(ctx, upsertSymbolsSQL, ids, files, names, types, lines, symbols); err != nil {
+	if _, err := tx.Exec(ctx, upsertSymbolsSQL, ids, files, names, types, lines, symbols, receivers); err != nil {
 		return fmt.Errorf("error recording symbols of file %q: %w", fileID, err)
 	}
 	return nil

@@ -1,6 +1,7 @@
 package resolver
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"math"
@@ -68,7 +69,8 @@ type Symbol struct {
 // DecodeSymbol is DecodePOI and Peek in one pass over raw, for the symbol
 // table: it validates exactly as DecodePOI (same errors) but leaves RawCode
 // and Context empty, checking only that they are strings (or null or
-// absent) rather than decoding them, the bulk of a POI.
+// absent) rather than decoding them, the bulk of a POI. A Go method's
+// RawCode is its code up to the receiver's ")", enough for Receiver.
 func DecodeSymbol(raw []byte) Symbol {
 	fields, err := objectFields(raw)
 	if err != nil {
@@ -138,6 +140,9 @@ func validate(fields map[string]json.RawMessage, code bool) (POI, error) {
 		}
 		if reason = optionalStringKind(fields, fieldContext); reason != "" {
 			return fail(fieldContext, reason)
+		}
+		if p.Type == TypeMethod && languageOf(p.FilePath) == langGo {
+			p.RawCode = methodHeader(fields[fieldRawCode])
 		}
 	} else {
 		if p.RawCode, reason = optionalString(fields, fieldRawCode); reason != "" {
@@ -468,3 +473,26 @@ func parseLineNumber(num string) (int, numProblem) {
 
 // isDigit reports whether c is an ASCII digit.
 func isDigit(c byte) bool { return c >= '0' && c <= '9' }
+
+// maxHeaderBytes bounds the JSON text methodHeader searches for the end of
+// a method's receiver.
+const maxHeaderBytes = 1 << 10
+
+// methodHeader decodes the start of the JSON string raw up to its first
+// ")" (a Go method's receiver list), or "" when there is none early on.
+func methodHeader(raw json.RawMessage) string {
+	if len(raw) == 0 || raw[0] != '"' {
+		return ""
+	}
+	end := bytes.IndexByte(raw[:min(len(raw), maxHeaderBytes)], ')')
+	if end < 0 {
+		return ""
+	}
+	prefix := make([]byte, 0, end+2)
+	prefix = append(append(prefix, raw[:end+1]...), '"')
+	var header string
+	if json.Unmarshal(prefix, &header) != nil {
+		return ""
+	}
+	return header
+}

@@ -173,3 +173,18 @@ func TestPeek(t *testing.T) {
 		})
 	}
 }
+
+func TestDecodeSymbol_GoMethodKeepsItsReceiverHeader(t *testing.T) {
+	t.Parallel()
+
+	raw := []byte(`{"id":"m","type":"method_definition","name":"Query","filePath":"a.go","lineNumber":1,` +
+		`"rawCode":"func (c *Conn) Query(sql string) {\n\tc.run(\"x)\")\n}"}`)
+	s := DecodeSymbol(raw)
+	require.NoError(t, s.Err)
+	require.Equal(t, "func (c *Conn)", s.POI.RawCode)
+	require.Equal(t, "Conn", Receiver(s.POI))
+
+	full, err := DecodePOI(raw)
+	require.NoError(t, err)
+	require.Equal(t, Receiver(full), Receiver(s.POI))
+}

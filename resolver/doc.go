@@ -98,12 +98,20 @@
 //
 //     f()          -> f        a function of the caller's package
 //     q.f()        -> q.f      q not declared in the POI: a function of package q
-//     r.m()        -> ().m     r the method's receiver: a method of the caller's package
-//     x.m()        -> (.).m    x declared with a type of the caller's package
-//     (`x *T`, `x := &T{…}`, `x := newT()`)
-//     x.m()        -> (q).m    x of a type of package q (`x *q.T`, `x := q.New()`),
-//     and q.V.m() with q not declared
+//     r.m()        -> (.T).m   r the method's receiver, of type T (`func (r *T)`)
+//     x.m()        -> (.T).m   x of type T of the caller's package (`x *T`,
+//     `var x T`, `x := &T{…}`, `x := T{…}`, `x := new(T)`)
+//     x.m()        -> (q.T).m  x of type q.T (`x *q.T`, `x := &q.T{…}`)
+//     x.m()        -> (.).m    x of a type of the caller's package the POI
+//     does not name (`x := newT()`)
+//     x.m()        -> (q).m    x of a type of package q it does not name
+//     (`x := q.New()`), and q.V.m() with q not declared
 //     x.y.m(), f().m(), local of unknown type -> .m   a method of any package
+//
+//     In a test file of the corpus's root directory (an external test
+//     package reaches its package under test through a qualifier the root
+//     directory's empty name cannot match), every qualified reference q.N
+//     (CALLS or EXTENDS) with N exported also gives ^.N.
 //
 //     Not references: builtins and conversions to predeclared types
 //     (len(x), close(ch), string(b)), calls of a declared name (a function
@@ -183,16 +191,24 @@
 //     the package is outside the corpus, so io.ReadAll, errors.New and
 //     strings.ToLower no longer link to a tree's ReadAll, New, ToLower. The
 //     corpus's root directory has no name: qualified references never
-//     reach it;
+//     reach it (its external tests reach it through ^.N);
 //   - ().m: methods of the source's directory, one of the source file first
 //     (the receiver's own type is usually declared there);
+//   - (.T).m: methods declared on type T (Candidate.Receiver, read from
+//     the method's header by Receiver) in the source's directory; a method
+//     T has only through an embedded type is not found;
+//   - (q.T).m: methods declared on type T in a directory named q;
 //   - (.).m: methods of the source's directory, without file preference;
 //   - (q).m: methods of a directory named q (sync.Mutex's Lock links to
 //     nothing);
-//   - .m: methods anywhere, without file preference.
+//   - .m: methods anywhere, without file preference;
+//   - ^.N: functions (types for EXTENDS) of the root directory, outside the
+//     source file (which declares its own package's names, unqualified).
 //
 // A member call never resolves to a function, a plain call never to a
 // method. ReferenceNames lists the reference names a POI can be the target
-// of (for re-resolution when it is published or removed), ByNameOnly says
-// which files' references use the name-only rule.
+// of (for re-resolution when it is published or removed): for a Go method,
+// those of its name and of its receiver-qualified name (ReceiverName, which
+// a publish reports besides the name). ByNameOnly says which files'
+// references use the name-only rule.
 package resolver

@@ -1,6 +1,11 @@
 package resolver
 
-import "strings"
+import (
+	"context"
+	"strings"
+	"unicode"
+	"unicode/utf8"
+)
 
 // Go CALLS references carry what the call's form says about its target, in
 // their Name (Lookup reads it; TargetName strips it):
@@ -35,6 +40,7 @@ const (
 type goType struct {
 	kind goTypeKind
 	pkg  string
+	name string // the named type, when the tokens show it (T of *T, q.T, T[K])
 }
 
 // goScope is what a Go POI declares: its receiver, parameters, results and
@@ -138,7 +144,7 @@ func (g *goScope) params() {
 	g.groups++
 	if g.recv && g.groups == 1 {
 		if e := g.elems[0]; len(e) >= 2 && e[0].kind == tokIdent {
-			g.declare(e[0].text, goType{kind: goTypeRecv})
+			g.declare(e[0].text, goType{kind: goTypeRecv, name: goTypeOf(e[1:]).name})
 		}
 		return
 	}
@@ -168,9 +174,11 @@ func (g *goScope) valueType(z *tokenizer, i int) goType {
 		i++
 		t = z.peekAt(i)
 	}
+	isNew := false
 	if t.isIdent("new") && z.peekAt(i+1).isPunct("(") {
 		i += 2
 		t = z.peekAt(i)
+		isNew = true
 	}
 	if t.kind != tokIdent || t.nlBefore {
 		return goType{}
@@ -183,13 +191,24 @@ func (g *goScope) valueType(z *tokenizer, i int) goType {
 	}
 	if d := z.peekAt(i + 1); d.isPunct(".") {
 		if n := z.peekAt(i + 2); n.kind == tokIdent {
-			return goType{kind: goTypePkg, pkg: t.text}
+			typ := goType{kind: goTypePkg, pkg: t.text}
+			if after := z.peekAt(i + 3); after.isPunct("{") || isNew && after.isPunct(")") {
+				typ.name = n.text // &q.T{…}, new(q.T)
+			}
+			return typ
 		}
 		return goType{}
 	}
 	switch z.peekAt(i + 1).text {
-	case "{", "(", ")":
+	case "{":
+		return goType{kind: goTypeSamePkg, name: t.text} // &T{…}, T{…}
+	case ")":
+		if isNew {
+			return goType{kind: goTypeSamePkg, name: t.text} // new(T)
+		}
 		return goType{kind: goTypeSamePkg}
+	case "(":
+		return goType{kind: goTypeSamePkg} // newT(…): its result type is not shown
 	}
 	return goType{}
 }
@@ -215,9 +234,9 @@ func goTypeOf(toks []token) goType {
 		return goType{kind: goTypeNoMethods}
 	}
 	if i+2 < len(toks) && toks[i+1].isPunct(".") && toks[i+2].kind == tokIdent {
-		return goType{kind: goTypePkg, pkg: t.text}
+		return goType{kind: goTypePkg, pkg: t.text, name: toks[i+2].text}
 	}
-	return goType{kind: goTypeSamePkg}
+	return goType{kind: goTypeSamePkg, name: t.text}
 }
 
 // plain returns the reference of a Go call `name(`, or "".
@@ -246,11 +265,18 @@ func (g *goScope) member(name string, hist *[5]token) string {
 		switch lt.kind {
 		case goTypeNoMethods:
 			return ""
-		case goTypeSamePkg:
+		case goTypeSamePkg, goTypeRecv:
+			if lt.name != "" {
+				return "(." + lt.name + ")." + name
+			}
+			if lt.kind == goTypeRecv {
+				return "()." + name
+			}
 			return "(.)." + name
-		case goTypeRecv:
-			return "()." + name
 		case goTypePkg:
+			if lt.name != "" {
+				return "(" + lt.pkg + "." + lt.name + ")." + name
+			}
 			return "(" + lt.pkg + ")." + name
 		}
 		return "." + name
@@ -275,4 +301,60 @@ func goRefForm(name string) (form, target string) {
 		return ".", name[1:]
 	}
 	return name[:i], name[i+1:]
+}
+
+// Receiver returns the name of the type a Go method POI is declared on, as
+// its header shows it: Conn for `func (c *Conn) Query(`, List for
+// `func (l *List[T]) Push(`. It is "" for any other POI, and for a header
+// it cannot read. It is the Receiver of the POI's Candidate.
+func Receiver(p POI) string {
+	if p.Type != TypeMethod || languageOf(p.FilePath) != langGo {
+		return ""
+	}
+	z := newTokenizer(context.Background(), p.RawCode)
+	if !z.next().isIdent("func") || !z.next().isPunct("(") {
+		return ""
+	}
+	var last string
+	for i := 0; i < maxParamTokens; i++ {
+		switch t := z.next(); {
+		case t.kind == tokIdent:
+			last = t.text
+		case t.isPunct("*"):
+		case t.isPunct(")") || t.isPunct("["):
+			return last
+		default:
+			return ""
+		}
+	}
+	return ""
+}
+
+// isRootTestFile reports whether filePath is a Go test file in the corpus's
+// root directory, whose external test package (package x_test) reaches the
+// root package only through a qualifier: the root directory has no name
+// for the qualifier to match.
+func isRootTestFile(filePath string) bool {
+	return languageOf(filePath) == langGo && !strings.Contains(filePath, "/") && strings.HasSuffix(filePath, "_test.go")
+}
+
+// addRootForms adds, for each qualified reference q.N of refs with N
+// exported, its root form ^.N: N of the root package, whatever q is.
+func addRootForms(refs *refSet) {
+	for _, r := range refs.refs {
+		if r.Type != Calls && r.Type != Extends {
+			continue
+		}
+		form, name := goRefForm(r.Name)
+		if form == "" || form[0] == '(' || form == "." || form == "^" || !isExported(name) {
+			continue
+		}
+		refs.add(r.Type, "^."+name)
+	}
+}
+
+// isExported reports whether a Go name starts with an upper-case letter.
+func isExported(name string) bool {
+	r, _ := utf8.DecodeRuneInString(name)
+	return unicode.IsUpper(r)
 }

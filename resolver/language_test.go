@@ -35,15 +35,15 @@ func TestExtract_GoCalls(t *testing.T) {
 		{
 			name: "OwnReceiver",
 			poi:  goPOI(TypeMethod, "Put", "func (s *Store) Put(k string) error {\n\ts.mu.Lock()\n\treturn s.check(k)\n}"),
-			want: refs(Calls, "().check", ".Lock"),
+			want: refs(Calls, "(.Store).check", ".Lock"),
 		},
 		{
 			name: "TypedParametersAndLocals",
 			poi: goPOI(TypeFunction, "f", "func f(ctx context.Context, c *Conn, a, b *pgx.Tx, n int, xs []T) {\n"+
 				"\tctx.Err()\n\tc.Query()\n\ta.Commit()\n\tb.Rollback()\n\tn.String()\n\txs.Len()\n"+
 				"\tt := &Tx{}\n\tt.Exec()\n\tr := strings.NewReader(s)\n\tr.Read(p)\n\tvar mu sync.Mutex\n\tmu.Lock()\n\tq := load()\n\tq.Run()\n\tz := <-ch\n\tz.Stop()\n}"),
-			want: refs(Calls, "(.).Exec", "(.).Query", "(.).Run", "(context).Err", "(pgx).Commit", "(pgx).Rollback",
-				"(strings).Read", "(sync).Lock", ".Stop", "load", "strings.NewReader"),
+			want: refs(Calls, "(.).Run", "(.Conn).Query", "(.Tx).Exec", "(context.Context).Err", "(pgx.Tx).Commit",
+				"(pgx.Tx).Rollback", "(strings).Read", "(sync.Mutex).Lock", ".Stop", "load", "strings.NewReader"),
 		},
 		{
 			name: "BuiltinsConversionsAndFuncValuesAreNotCalls",
@@ -64,7 +64,15 @@ func TestExtract_GoCalls(t *testing.T) {
 		{
 			name: "ClosureParameters",
 			poi:  goPOI(TypeFunction, "f", "func f() {\n\tdo(func(c *Conn) error { return c.Close() })\n}"),
-			want: refs(Calls, "(.).Close", "do"),
+			want: refs(Calls, "(.Conn).Close", "do"),
+		},
+		{
+			name: "ReceiverTypesFromHeaderParametersAndLiterals",
+			poi: goPOI(TypeMethod, "Run", "func (l *List[T]) Run(p pgconn.Config, n Node[int]) {\n\tl.push()\n\tp.Copy()\n\tn.Walk()\n"+
+				"\ta := Tree{}\n\ta.Grow()\n\tb := &q.Cell{}\n\tb.Set()\n\tc := new(Leaf)\n\tc.Cut()\n\tvar d q.Ring\n\td.Turn()\n"+
+				"\te := q.Make()\n\te.Go()\n\tf := T(x)\n\tf.Is()\n}"),
+			want: refs(Calls, "(.).Is", "(.Leaf).Cut", "(.List).push", "(.Node).Walk", "(.Tree).Grow", "(pgconn.Config).Copy",
+				"(q).Go", "(q.Cell).Set", "(q.Ring).Turn", "T", "q.Make"),
 		},
 		{
 			name: "StructEmbedsKeepTheirPackage",
@@ -132,11 +140,16 @@ func TestLookup_Go(t *testing.T) {
 	c := func(id, file, typ string) Candidate {
 		return Candidate{POIID: id, FileID: file, Name: "Close", Type: typ}
 	}
+	recv := func(cand Candidate, receiver string) Candidate {
+		cand.Receiver = receiver
+		return cand
+	}
 	cands := []Candidate{
 		c("fn-store", "store/a.go", TypeFunction),
-		c("m-store-a", "store/a.go", TypeMethod),
-		c("m-store-b", "store/b.go", TypeMethod),
-		c("m-conn", "pgconn/conn.go", TypeMethod),
+		recv(c("m-store-a", "store/a.go", TypeMethod), "File"),
+		recv(c("m-store-b", "store/b.go", TypeMethod), "Store"),
+		recv(c("m-conn", "pgconn/conn.go", TypeMethod), "Conn"),
+		recv(c("m-pipe", "pgconn/pipe.go", TypeMethod), "Pipe"),
 		c("fn-io", "internal/io/io.go", TypeFunction),
 		c("fn-root", "root.go", TypeFunction),
 	}
@@ -153,10 +166,16 @@ func TestLookup_Go(t *testing.T) {
 		{"OwnReceiverPrefersTheFile", "store/a.go", "().Close", Calls, "m-store-a", Resolved},
 		{"OwnReceiverInAnotherFileOfThePackage", "store/c.go", "().Close", Calls, "", Ambiguous},
 		{"SamePackageTypeHasNoFilePreference", "store/a.go", "(.).Close", Calls, "", Ambiguous},
-		{"TypeOfANamedPackage", "cmd/main.go", "(pgconn).Close", Calls, "m-conn", Resolved},
+		{"TypeOfANamedPackage", "cmd/main.go", "(pgconn).Close", Calls, "", Ambiguous},
+		{"KnownTypeOfThePackageResolvesAmongItsMethods", "store/a.go", "(.Store).Close", Calls, "m-store-b", Resolved},
+		{"KnownTypeWithoutTheMethod", "store/a.go", "(.Cache).Close", Calls, "", Unknown},
+		{"KnownTypeOfAnotherPackage", "store/a.go", "(.Conn).Close", Calls, "", Unknown},
+		{"KnownTypeOfANamedPackage", "cmd/main.go", "(pgconn.Pipe).Close", Calls, "m-pipe", Resolved},
+		{"KnownTypeOfAnExternalPackage", "store/a.go", "(sync.Mutex).Close", Calls, "", Unknown},
 		{"TypeOfAnExternalPackage", "store/a.go", "(sync).Close", Calls, "", Unknown},
 		{"UnknownReceiverAnyMethodNoFilePreference", "store/a.go", ".Close", Calls, "", Ambiguous},
-		{"RootPackageNotEvenFromItsExternalTests", "root_test.go", "relay.Close", Calls, "", Unknown},
+		{"RootPackageQualifiedNotFromItsExternalTests", "root_test.go", "relay.Close", Calls, "", Unknown},
+		{"RootFormFromARootTestFile", "root_test.go", "^.Close", Calls, "fn-root", Resolved},
 		{"RootPackageNotFromOtherPackages", "cmd/main.go", "relay.Close", Calls, "", Unknown},
 		{"NoSelfEdge", "store/a.go", "Close", Calls, "", Unknown},
 	}
@@ -198,8 +217,62 @@ func TestReferenceNames(t *testing.T) {
 
 	require.Equal(t, []string{"Close", ".Close", "().Close", "(.).Close", "store.Close", "(store).Close"},
 		ReferenceNames("pkg/store/a.go", "Close"))
-	require.Equal(t, []string{"Close", ".Close", "().Close", "(.).Close"}, ReferenceNames("main.go", "Close"))
+	require.Equal(t, []string{"Close", ".Close", "().Close", "(.).Close", "^.Close"}, ReferenceNames("main.go", "Close"))
+	require.Equal(t, []string{"close", ".close", "().close", "(.).close"}, ReferenceNames("main.go", "close"))
 	require.Equal(t, []string{"close"}, ReferenceNames("src/a.js", "close"))
+	require.Equal(t, []string{"(.Conn).Close", "(store.Conn).Close"}, ReferenceNames("pkg/store/a.go", ReceiverName("Conn", "Close")))
+	require.Equal(t, []string{"(.Conn).Close"}, ReferenceNames("main.go", "Conn.Close"))
+	require.Empty(t, ReceiverName("", "Close"))
 	require.True(t, ByNameOnly("a.py"))
 	require.False(t, ByNameOnly("a.go"))
+}
+
+func TestReceiver(t *testing.T) {
+	t.Parallel()
+
+	for _, tt := range []struct{ typ, file, code, want string }{
+		{TypeMethod, "a.go", "func (c *Conn) Query(sql string) {}", "Conn"},
+		{TypeMethod, "a.go", "func (Conn) Close() {}", "Conn"},
+		{TypeMethod, "a.go", "func (l *List[T]) Push(v T) {}", "List"},
+		{TypeMethod, "a.go", "func (m Map[K, V]) Get(k K) V {}", "Map"},
+		{TypeMethod, "a.go", "// Doc.\nfunc (s *S) M() {}", "S"},
+		{TypeFunction, "a.go", "func (c *Conn) Query() {}", ""},
+		{TypeMethod, "a.py", "def (c *Conn) Query(): pass", ""},
+		{TypeMethod, "a.go", "func Query() {}", ""},
+	} {
+		require.Equal(t, tt.want, Receiver(POI{Type: tt.typ, FilePath: tt.file, RawCode: tt.code}), tt.code)
+	}
+}
+
+func TestExtract_GoRootTestFileAddsRootForms(t *testing.T) {
+	t.Parallel()
+
+	fn := POI{ID: "t", Type: TypeFunction, Name: "TestParse", FilePath: "url_test.go", LineNumber: 1,
+		RawCode: "func TestParse(t *testing.T) {\n\tu, _ := url.Parse(s)\n\turl.unexported()\n\tstrings.Split(s, \",\")\n}"}
+	got, err := Extract(context.Background(), fn)
+	require.NoError(t, err)
+	require.Equal(t, refs(Calls, "^.Parse", "^.Split", "strings.Split", "url.Parse", "url.unexported"), got)
+
+	typ := POI{ID: "w", Type: TypeClass, Name: "W", FilePath: "worker_test.go", LineNumber: 1,
+		RawCode: "type W struct {\n\triver.WorkerDefaults[A]\n}"}
+	got, err = Extract(context.Background(), typ)
+	require.NoError(t, err)
+	require.Equal(t, refs(Extends, "^.WorkerDefaults", "river.WorkerDefaults"), got)
+
+	fn.FilePath = "sub/url_test.go" // not the root: no root forms
+	got, err = Extract(context.Background(), fn)
+	require.NoError(t, err)
+	require.Equal(t, refs(Calls, "strings.Split", "url.Parse", "url.unexported"), got)
+
+	// The root form reaches the root's files, except the source's own.
+	cands := []Candidate{
+		{POIID: "p-own", FileID: "decode_test.go", Name: "Point", Type: TypeClass},
+		{POIID: "p-sub", FileID: "image/point.go", Name: "Point", Type: TypeClass},
+	}
+	_, outcome := Lookup("e", "decode_test.go", Reference{Name: "^.Point", Type: Extends}, cands)
+	require.Equal(t, Unknown, outcome)
+	cands = append(cands, Candidate{POIID: "p-root", FileID: "point.go", Name: "Point", Type: TypeClass})
+	got2, outcome := Lookup("e", "decode_test.go", Reference{Name: "^.Point", Type: Extends}, cands)
+	require.Equal(t, Resolved, outcome)
+	require.Equal(t, "p-root", got2)
 }

@@ -3,6 +3,7 @@ package resolver
 import (
 	"path"
 	"strconv"
+	"strings"
 )
 
 // Accepts reports whether a POI of targetType can be the target of a
@@ -34,6 +35,9 @@ type Candidate struct {
 	FileID string
 	Name   string
 	Type   string
+	// Receiver is the type a Go method is declared on (Receiver of the
+	// POI), "" for any other POI.
+	Receiver string
 }
 
 // Outcome is the result of looking a reference up.
@@ -142,15 +146,41 @@ func TargetName(ref Reference) string {
 // name itself and its qualified forms (see the package documentation);
 // otherwise name alone, as for a supplied reference's name ("sym:…",
 // "id:…").
+//
+// A Go method's receiver-qualified name ("Conn.Query", ReceiverName) gives
+// the forms of member calls on a value of its receiver type: "(.Conn).Query"
+// and "(pkg.Conn).Query".
 func ReferenceNames(fileID, name string) []string {
 	if languageOf(fileID) != langGo || IsSupplied(name) {
 		return []string{name}
 	}
+	pkg := path.Base(path.Dir(fileID))
+	hasPkg := pkg != "." && pkg != "/"
+	if recv, method, ok := strings.Cut(name, "."); ok {
+		names := []string{"(." + recv + ")." + method}
+		if hasPkg {
+			names = append(names, "("+pkg+"."+recv+")."+method)
+		}
+		return names
+	}
 	names := []string{name, "." + name, "()." + name, "(.)." + name}
-	if pkg := path.Base(path.Dir(fileID)); pkg != "." && pkg != "/" {
+	if hasPkg {
 		names = append(names, pkg+"."+name, "("+pkg+")."+name)
+	} else if pkg == "." && isExported(name) {
+		names = append(names, "^."+name)
 	}
 	return names
+}
+
+// ReceiverName is the name under which a publish that adds or removes a Go
+// method named name, declared on type receiver (Receiver), reports it
+// besides its name, so that the member calls on values of that type
+// resolve again (ReferenceNames): "Conn.Query". It is "" when receiver is.
+func ReceiverName(receiver, name string) string {
+	if receiver == "" {
+		return ""
+	}
+	return receiver + "." + name
 }
 
 // ByNameOnly reports whether the references of file sourceFile resolve by
@@ -168,11 +198,15 @@ func ByNameOnly(sourceFile string) bool { return languageOf(sourceFile) != langG
 func lookupGo(sourceID, sourceFile string, ref Reference, cands []Candidate) (string, Outcome) {
 	form, name := goRefForm(ref.Name)
 	dir := path.Dir(sourceFile)
-	var pkg string
+	var pkg, recv string
 	switch {
-	case form == "" || form == "()" || form == "(.)" || form == ".":
+	case form == "" || form == "()" || form == "(.)" || form == "." || form == "^":
 	case form[0] == '(':
+		// (q), (.T) or (q.T)
 		pkg = form[1 : len(form)-1]
+		if i := strings.IndexByte(pkg, '.'); i >= 0 {
+			pkg, recv = pkg[:i], pkg[i+1:]
+		}
 	default:
 		pkg = form
 	}
@@ -183,6 +217,9 @@ func lookupGo(sourceID, sourceFile string, ref Reference, cands []Candidate) (st
 			continue
 		}
 		if ref.Type == Calls && (c.Type == TypeMethod) != wantMethod {
+			continue
+		}
+		if recv != "" && c.Receiver != recv {
 			continue
 		}
 		cdir := path.Dir(c.FileID)
@@ -196,11 +233,15 @@ func lookupGo(sourceID, sourceFile string, ref Reference, cands []Candidate) (st
 				continue
 			}
 		case form == ".": // any package
+		case form == "^": // the root package, from its external tests: not the source's file
+			if cdir != "." || c.FileID == sourceFile {
+				continue
+			}
 		default: // the source's package
 			if cdir != dir {
 				continue
 			}
-			if c.FileID == sourceFile && form != "(.)" {
+			if c.FileID == sourceFile && (form == "" || form == "()") {
 				local.add(c.POIID)
 			}
 		}

@@ -77,6 +77,9 @@ func Extract(ctx context.Context, p POI) ([]Reference, error) {
 	default:
 		return nil, nil
 	}
+	if isRootTestFile(p.FilePath) {
+		addRootForms(&refs)
+	}
 	return refs.sorted(), nil
 }
 

@@ -84,7 +84,7 @@ func TestExtract_SuppliedReferencesReplaceRawCode(t *testing.T) {
 		refs []SuppliedReference
 		want []Reference
 	}{
-		{name: "AbsentReadsRawCode", refs: nil, want: []Reference{{Name: "().other", Type: Calls}, {Name: "helper", Type: Calls}}},
+		{name: "AbsentReadsRawCode", refs: nil, want: []Reference{{Name: "(.T).other", Type: Calls}, {Name: "helper", Type: Calls}}},
 		{name: "EmptyMeansNone", refs: []SuppliedReference{}, want: nil},
 		{name: "SortedAndDeduplicated", refs: []SuppliedReference{
 			{Type: Extends, TargetID: "b7"}, {Type: Calls, Symbol: "m/pkg.helper"}, {Type: Calls, Symbol: "m/pkg.helper"}, {Type: Calls, TargetID: "c1"},

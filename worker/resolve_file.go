@@ -423,7 +423,8 @@ func validationMessage(e *resolver.ValidationError, fileID string, index int) st
 
 // withSuppliedNames returns changed (a reprocess job's names: its POIs'
 // names) with the names supplied references reach the resolved POIs by
-// ("id:<id>", "sym:<symbol>"): a POI that resolves now may enter the symbol
+// ("id:<id>", "sym:<symbol>") and, for a Go method, its receiver-qualified
+// name (resolver.ReceiverName): a POI that resolves now may enter the symbol
 // table for the first time, and references to its id or symbol resolve
 // again as references to its name do.
 func withSuppliedNames(changed []string, ok []poiResult) []string {
@@ -436,6 +437,9 @@ func withSuppliedNames(changed []string, ok []poiResult) []string {
 			continue
 		}
 		for _, n := range resolver.SuppliedNames(r.poi.ID, r.poi.Symbol) {
+			set[n] = true
+		}
+		if n := resolver.ReceiverName(resolver.Receiver(r.poi), r.poi.Name); n != "" {
 			set[n] = true
 		}
 	}

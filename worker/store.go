@@ -440,7 +440,7 @@ func queueCandidates(b *pgx.Batch, names []string, out map[string][]resolver.Can
 	read := func(rows pgx.Rows) error {
 		for rows.Next() {
 			var c resolver.Candidate
-			if err := rows.Scan(&c.POIID, &c.FileID, &c.Name, &c.Type); err != nil {
+			if err := rows.Scan(&c.POIID, &c.FileID, &c.Name, &c.Type, &c.Receiver); err != nil {
 				return fmt.Errorf("error reading symbols: %w", err)
 			}
 			out[c.Name] = append(out[c.Name], c)
@@ -451,15 +451,15 @@ func queueCandidates(b *pgx.Batch, names []string, out map[string][]resolver.Can
 		return nil
 	}
 	if len(plain) > 0 {
-		b.Queue(`SELECT poi_id, file_id, name, type FROM pois WHERE name = ANY($1) AND type <> $2`,
+		b.Queue(`SELECT poi_id, file_id, name, type, receiver FROM pois WHERE name = ANY($1) AND type <> $2`,
 			plain, resolver.TypeImport).Query(read)
 	}
 	if len(symbols) > 0 {
-		b.Queue(`SELECT poi_id, file_id, $3 || symbol, type FROM pois WHERE symbol = ANY($1) AND type <> $2`,
+		b.Queue(`SELECT poi_id, file_id, $3 || symbol, type, receiver FROM pois WHERE symbol = ANY($1) AND type <> $2`,
 			symbols, resolver.TypeImport, resolver.SymbolPrefix).Query(read)
 	}
 	if len(ids) > 0 {
-		b.Queue(`SELECT poi_id, file_id, $3 || poi_id, type FROM pois WHERE poi_id = ANY($1) AND type <> $2`,
+		b.Queue(`SELECT poi_id, file_id, $3 || poi_id, type, receiver FROM pois WHERE poi_id = ANY($1) AND type <> $2`,
 			ids, resolver.TypeImport, resolver.IDPrefix).Query(read)
 	}
 }

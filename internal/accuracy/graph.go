@@ -94,7 +94,8 @@ func Resolve(ctx context.Context, pois []resolver.POI) (*Graph, error) {
 		if p.Type == resolver.TypeImport {
 			continue
 		}
-		byName[p.Name] = append(byName[p.Name], resolver.Candidate{POIID: p.ID, FileID: p.FilePath, Name: p.Name, Type: p.Type})
+		byName[p.Name] = append(byName[p.Name], resolver.Candidate{POIID: p.ID, FileID: p.FilePath, Name: p.Name, Type: p.Type,
+			Receiver: resolver.Receiver(p)})
 		for _, n := range resolver.SuppliedNames(p.ID, p.Symbol) {
 			byName[n] = append(byName[n], resolver.Candidate{POIID: p.ID, FileID: p.FilePath, Name: n, Type: p.Type})
 		}

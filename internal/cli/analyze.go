@@ -32,8 +32,10 @@ func newAnalyzeCmd(a *app) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "analyze DIR",
 		Short: "Extract POIs from the Go files under DIR and publish one analysis per file",
-		Long: `Analyze walks DIR for .go files (skipping testdata, vendor and directories
-starting with "." or "_"), parses each with go/parser, and publishes one
+		Long: `Analyze walks DIR for .go files (skipping testdata, vendor, directories
+starting with "." or "_", and files the default build excludes by their build
+constraints: a //go:build line or a _GOOS/_GOARCH suffix, as go/build's
+Context.MatchFile judges them for this machine), parses each with go/parser, and publishes one
 analysis per file through the outbox: its functions, methods, types,
 interfaces and imports become POIs whose rawCode is the declaration's source
 text, ids are "<path>:<line>:<name>" and fileId is the path relative to DIR.

@@ -103,6 +103,27 @@ func TestWalk_SkipsTestdataVendorAndReportsParseErrors(t *testing.T) {
 	require.Contains(t, skipped[0], "a/bad.go:3: ")
 }
 
+func TestWalk_SkipsFilesTheDefaultBuildExcludes(t *testing.T) {
+	t.Parallel()
+	root := t.TempDir()
+	write := func(rel, src string) {
+		require.NoError(t, os.WriteFile(filepath.Join(root, rel), []byte(src), 0o600))
+	}
+	write("a.go", "package a\n\nfunc Encode() {}\n")
+	write("v2_a.go", "//go:build goexperiment.jsonv2\n\npackage a\n\nfunc Encode() {}\n")
+	write("ignored.go", "//go:build ignore\n\npackage main\n\nfunc main() {}\n")
+	write("a_plan9.go", "package a\n\nfunc Encode() {}\n")
+	write("a_test.go", "package a\n\nfunc TestEncode() { Encode() }\n")
+
+	var files []string
+	err := goanalyze.Walk(context.Background(), root, func(f goanalyze.File) error {
+		files = append(files, f.Analysis.FileID)
+		return nil
+	})
+	require.NoError(t, err)
+	require.Equal(t, []string{"a.go", "a_test.go"}, files)
+}
+
 func BenchmarkExtract(b *testing.B) {
 	src, err := os.ReadFile(filepath.Join("testdata", "sample.go.txt"))
 	require.NoError(b, err)

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"go/build"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -24,7 +25,10 @@ type File struct {
 
 // Walk calls fn for every .go file under root, in lexical order, skipping
 // directories named testdata or vendor and those starting with "." or "_"
-// (which the go tool ignores too). A file that does not parse is passed with
+// (which the go tool ignores too), and files the default build excludes by
+// their build constraints (a //go:build line, a _GOOS or _GOARCH name
+// suffix: go/build's Context.MatchFile with build.Default), so that a name a
+// package declares once per build configuration is published once. A file that does not parse is passed with
 // Err set; fn decides whether to go on. Walk stops at fn's first error or when
 // ctx ends. Its POIs have lexical references (WalkWith with
 // ReferencesLexical).
@@ -65,6 +69,13 @@ func WalkWith(ctx context.Context, root string, opts Options, fn func(File) erro
 		}
 		if !d.Type().IsRegular() || !strings.HasSuffix(name, ".go") {
 			return nil
+		}
+		if match, err := build.Default.MatchFile(filepath.Dir(p), name); err != nil || !match {
+			// A file whose constraints cannot be read is left to the
+			// parser, which reports it.
+			if err == nil {
+				return nil
+			}
 		}
 		rel, err := filepath.Rel(root, p)
 		if err != nil {

@@ -211,11 +211,14 @@ func template(ctx context.Context, url string) (string, error) {
 			}
 		}
 		// Databases nobody uses that are left over: templates of other
-		// migrations, and test databases created over an hour ago (by a
-		// killed test binary, or Tx's shared one). Best effort: DROP
-		// DATABASE without FORCE fails on one still in use.
-		rows, err := conn.Query(ctx, `SELECT datname FROM pg_database
-			WHERE (starts_with(datname, $1) AND datname <> $2)
+		// migrations built over a day ago (another checkout may still use
+		// a newer one), and test databases created over an hour ago (by a
+		// killed test binary). Best effort: DROP DATABASE without FORCE
+		// fails on one still in use.
+		rows, err := conn.Query(ctx, `SELECT datname FROM pg_database d
+			WHERE (starts_with(datname, $1) AND datname <> $2 AND
+			       coalesce(substring(shobj_description(d.oid, 'pg_database') FROM '^built ([0-9]+)$')::bigint, 0)
+			         < extract(epoch FROM now())::bigint - 86400)
 			   OR (starts_with(datname, $3) AND
 			       split_part(substr(datname, length($3) + 1), '_', 1) ~ '^[0-9]+$' AND
 			       split_part(substr(datname, length($3) + 1), '_', 1)::bigint < extract(epoch FROM now())::bigint - 3600)`,
@@ -251,6 +254,10 @@ func buildTemplate(ctx context.Context, conn *pgx.Conn, url, name string) error 
 		return err
 	}
 	if err := migrate(ctx, url, building); err != nil {
+		return err
+	}
+	if _, err := conn.Exec(ctx, "COMMENT ON DATABASE "+pgx.Identifier{building}.Sanitize()+
+		fmt.Sprintf(" IS 'built %d'", time.Now().Unix())); err != nil {
 		return err
 	}
 	_, err := conn.Exec(ctx, "ALTER DATABASE "+pgx.Identifier{building}.Sanitize()+" RENAME TO "+pgx.Identifier{name}.Sanitize())
