@@ -28,14 +28,17 @@ const (
 	PhaseDeadLetter = "deadletter"
 	PhaseStdlib     = "stdlib"
 	PhaseMemory     = "memory"
+	PhaseRiver      = "river"
+	PhaseCLI        = "cli"
 )
 
 // AllPhases lists every phase; phase n of --phases is AllPhases[n-1].
-var AllPhases = []string{PhaseCeiling, PhaseRelay, PhaseBaseline, PhaseFailures, PhaseDeadLetter, PhaseStdlib, PhaseMemory}
+var AllPhases = []string{PhaseCeiling, PhaseRelay, PhaseBaseline, PhaseFailures, PhaseDeadLetter, PhaseStdlib, PhaseMemory,
+	PhaseRiver, PhaseCLI}
 
 // DefaultPhases are the phases a run without --phases does: all but the
-// 1M-POI memory run, which takes minutes on its own.
-var DefaultPhases = AllPhases[:6]
+// memory phase (it runs 1M POIs).
+var DefaultPhases = slices.DeleteFunc(slices.Clone(AllPhases), func(p string) bool { return p == PhaseMemory })
 
 // Defaults for Config.
 const (
@@ -101,6 +104,8 @@ type Config struct {
 	// RiverSynchronousCommit, when set, overrides relay's
 	// river_synchronous_commit.
 	RiverSynchronousCommit string
+	// CLIWorkers is how many `relay worker` processes the cli phase runs.
+	CLIWorkers int
 	// Keep leaves the database in place.
 	Keep bool
 	// Logger receives relay's logs (discarded by default).
@@ -122,6 +127,7 @@ func (c *Config) defaults() {
 	c.ReprocessRows = cmp.Or(c.ReprocessRows, min(ReprocessRowsDefault, c.FailedRows))
 	c.MemoryFiles = cmp.Or(c.MemoryFiles, MemoryFilesDefault)
 	c.RelayRuns = cmp.Or(c.RelayRuns, RelayRunsBoth)
+	c.CLIWorkers = cmp.Or(c.CLIWorkers, 1)
 	if len(c.Phases) == 0 {
 		c.Phases = DefaultPhases
 	}
@@ -204,6 +210,8 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		{PhaseDeadLetter, b.deadLetter},
 		{PhaseStdlib, b.stdlib},
 		{PhaseMemory, b.memory},
+		{PhaseRiver, b.riverNoOp},
+		{PhaseCLI, b.cli},
 	}
 	for _, s := range steps {
 		if !has(s.name) {

@@ -25,6 +25,13 @@ type Result struct {
 	DeadLetter      *DeadLetter `json:"deadletter,omitempty"`
 	Stdlib          *Stdlib     `json:"stdlib,omitempty"`
 	Memory          *Memory     `json:"memory,omitempty"`
+	// RiverNoOp is River's own rate on no-op jobs; CLI is relay run as
+	// processes (relay worker, relay publish).
+	RiverNoOp *RiverNoOp `json:"river_noop,omitempty"`
+	CLI       *CLIRun    `json:"cli,omitempty"`
+	// CLIVsRiverNoOp is the CLI run's e2e POIs/s over River's no-op
+	// jobs/s.
+	CLIVsRiverNoOp float64 `json:"cli_vs_river_noop,omitempty"`
 	// RelayVsBaseline is relay's end-to-end POIs/s over the baseline's.
 	RelayVsBaseline float64 `json:"relay_vs_baseline,omitempty"`
 	// RelayVsCeiling is relay's rows written per second over the ceiling's:
@@ -52,6 +59,7 @@ type ResultConfig struct {
 	FailedRows    int     `json:"failed_rows"`
 	MemoryFiles   int     `json:"memory_files"`
 	FetchCooldown string  `json:"fetch_cooldown,omitempty"`
+	CLIWorkers    int     `json:"cli_workers"`
 	// RiverSynchronousCommit is the worker's river_synchronous_commit.
 	RiverSynchronousCommit string   `json:"river_synchronous_commit"`
 	RelayRuns              string   `json:"relay_runs"`
@@ -62,7 +70,8 @@ type ResultConfig struct {
 func resultConfig(c *Config) ResultConfig {
 	rc := ResultConfig{Files: c.Files, POIsPerFile: c.POIsPerFile, Malformed: c.Malformed, Workers: c.Workers,
 		FilesPerTx: c.FilesPerTx, BaselineFiles: c.BaselineFiles, FailuresFiles: c.FailuresFiles, FailureRate: c.FailureRate,
-		FailedRows: c.FailedRows, MemoryFiles: c.MemoryFiles, Phases: c.Phases, GoSrc: c.GoSrc, RelayRuns: c.RelayRuns}
+		FailedRows: c.FailedRows, MemoryFiles: c.MemoryFiles, Phases: c.Phases, GoSrc: c.GoSrc, RelayRuns: c.RelayRuns,
+		CLIWorkers: c.CLIWorkers}
 	if c.FetchCooldown > 0 {
 		rc.FetchCooldown = c.FetchCooldown.String()
 	}
@@ -114,7 +123,7 @@ func (r *Result) evaluate() {
 			}
 		}
 		if r.Relay != nil || r.RelayConcurrent != nil {
-			add("relay rows/s vs COPY ceiling", r.RelayVsCeiling, ">= 0.50", r.RelayVsCeiling >= 0.5)
+			add("relay rows/s vs COPY ceiling", r.RelayVsCeiling, ">= 0.60", r.RelayVsCeiling >= 0.6)
 		}
 	}
 	if f := r.Failures; f != nil {
@@ -131,6 +140,10 @@ func (r *Result) evaluate() {
 	}
 	if m := r.Memory; m != nil {
 		add("RSS large / RSS small", m.RSSRatio, "<= 1.5", m.RSSRatio <= 1.5)
+	}
+	if r.CLI != nil && r.RiverNoOp != nil {
+		r.CLIVsRiverNoOp = ratio(r.CLI.E2EPOIsPerSec, r.RiverNoOp.JobsPerSec)
+		add("CLI e2e POIs/s vs River no-op jobs/s", r.CLIVsRiverNoOp, ">= 1.5x", r.CLIVsRiverNoOp >= 1.5)
 	}
 }
 
@@ -176,6 +189,13 @@ func (r *Result) WriteTable(w io.Writer) error {
 	}
 	if s := r.Stdlib; s != nil {
 		fmt.Fprintf(w, "\nstdlib: %s: %d files skipped (parse errors), %d rejected\n", s.Dir, s.SkippedFiles, s.RejectedFiles)
+	}
+	if n := r.RiverNoOp; n != nil {
+		fmt.Fprintf(w, "\nRiver no-op: %d jobs, %d workers, %.2f s: %.0f jobs/s\n", n.Jobs, n.Workers, n.Seconds, n.JobsPerSec)
+	}
+	if c := r.CLI; c != nil {
+		fmt.Fprintf(w, "CLI: %d relay worker processes + relay publish: %d POIs of %d files in %.2f s (publish %.2f s): %.0f e2e POIs/s; %d relationships, %d failed_pois\n",
+			c.WorkerProcesses, c.POIs, c.Files, c.TotalSeconds, c.PublishSeconds, c.E2EPOIsPerSec, c.Relationships, c.FailedPOIs)
 	}
 	fmt.Fprintln(w)
 	tw = tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
