@@ -73,7 +73,7 @@ func TestMain_SmokeRunOfPhasesOneToFour(t *testing.T) {
 func TestMain_RejectsBadFlags(t *testing.T) {
 	t.Parallel()
 	for _, args := range [][]string{
-		{"--phases", "9"},
+		{"--phases", "10"},
 		{"--phases", "nope"},
 		{"--files", "-1"},
 		{"--malformed", "1"},
