@@ -163,17 +163,17 @@ func publishStreamLimited(ctx context.Context, a *app, pool *pgxpool.Pool, r io.
 			}
 			reject(l.no, fileID, err.Error())
 		})
-		if err != nil {
-			// The database failed: stop, and say how far we got so the
-			// rest can be re-run (publishing is idempotent).
-			return fmt.Errorf("error publishing lines %d-%d (%d files published before them): %w",
-				batch[0].no, batch[len(batch)-1].no, sum.Files, err)
-		}
 		for _, res := range published {
 			sum.Files++
 			sum.POIs += res.POIs
 			sum.Jobs += len(res.JobIDs)
 			sum.JobIDs = append(sum.JobIDs, res.JobIDs...)
+		}
+		if err != nil {
+			// The database failed: stop, and say how far we got so the
+			// rest can be re-run (publishing is idempotent).
+			return fmt.Errorf("error publishing lines %d-%d (%d files published): %w",
+				batch[0].no, batch[len(batch)-1].no, sum.Files, err)
 		}
 		batch, batchBytes = batch[:0], 0
 		clear(inBatch)
@@ -227,45 +227,54 @@ func publishStreamLimited(ctx context.Context, a *app, pool *pgxpool.Pool, r io.
 }
 
 // publishBatch publishes the batch's analyses in one transaction and returns
-// their results in order. A line the publisher rejects is reported through
-// rejected and left out, and the rest is published again without it; a
-// deadlock or serialization failure is retried a few times. Any other error
-// means nothing of the batch was published.
+// the results of those published. The outcome is the same as publishing the
+// lines one by one, in order: when the publisher rejects a file, the lines
+// before it are published as a batch, the rejected line alone (so its
+// rejection, reported through rejected, is the one it would get on its
+// own), then the rest. A deadlock or serialization failure is retried a few
+// times; any other error means the lines not yet published were not.
 func publishBatch(ctx context.Context, pool *pgxpool.Pool, pub *outbox.Publisher, batch []pendingLine,
 	rejected func(pendingLine, error)) ([]*outbox.Result, error) {
-	batch = slices.Clone(batch)
-	for attempt := 1; len(batch) > 0; {
-		as := make([]outbox.Analysis, len(batch))
-		for i, l := range batch {
-			as[i] = l.a
-		}
-		var res []*outbox.Result
-		err := pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error {
+	if len(batch) == 0 {
+		return nil, nil
+	}
+	as := make([]outbox.Analysis, len(batch))
+	for i, l := range batch {
+		as[i] = l.a
+	}
+	var res []*outbox.Result
+	var err error
+	for attempt := 1; ; attempt++ {
+		err = pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error {
 			var err error
 			res, err = pub.PublishManyTx(ctx, tx, as)
 			return err
 		})
-		if err == nil {
-			return res, nil
-		}
-		var re *outbox.RejectError
-		if errors.As(err, &re) {
-			i := slices.IndexFunc(batch, func(l pendingLine) bool { return l.a.FileID == re.FileID })
-			if i < 0 {
-				i = 0 // not one file's fault: reject the first, keep the rest going
-			}
-			rejected(batch[i], err)
-			batch = slices.Delete(batch, i, i+1)
-			continue
-		}
 		var pgErr *pgconn.PgError
-		if attempt < 4 && errors.As(err, &pgErr) && (pgErr.Code == "40P01" || pgErr.Code == "40001") {
-			attempt++
-			continue
+		if err == nil || attempt == 4 || !errors.As(err, &pgErr) || (pgErr.Code != "40P01" && pgErr.Code != "40001") {
+			break
 		}
-		return nil, err
 	}
-	return nil, nil
+	var re *outbox.RejectError
+	switch {
+	case err == nil:
+		return res, nil
+	case !errors.As(err, &re):
+		return nil, err
+	case len(batch) == 1:
+		rejected(batch[0], err)
+		return nil, nil
+	}
+	i := max(0, slices.IndexFunc(batch, func(l pendingLine) bool { return l.a.FileID == re.FileID }))
+	var out []*outbox.Result
+	for _, part := range [][]pendingLine{batch[:i], batch[i : i+1], batch[i+1:]} {
+		r, err := publishBatch(ctx, pool, pub, part, rejected)
+		out = append(out, r...)
+		if err != nil {
+			return out, err
+		}
+	}
+	return out, nil
 }
 
 // lineReader reads newline-delimited lines of at most max bytes (newline

@@ -14,6 +14,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"log/slog"
 	neturl "net/url"
@@ -23,6 +24,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/testcontainers/testcontainers-go"
 	tcpostgres "github.com/testcontainers/testcontainers-go/modules/postgres"
@@ -139,20 +141,32 @@ var (
 // of replaying every migration), and returns it with the function that
 // drops it.
 func create(ctx context.Context, url string) (*DB, func() error, error) {
-	tmpl, err := template(ctx, url)
-	if err != nil {
-		return nil, nil, err
-	}
 	suffix, err := randomSuffix()
 	if err != nil {
 		return nil, nil, err
 	}
 	name := fmt.Sprintf("%s%d_%s", testPrefix, time.Now().Unix(), suffix)
-	if err := admin(ctx, url, func(conn *pgx.Conn) error {
-		_, err := conn.Exec(ctx, "CREATE DATABASE "+pgx.Identifier{name}.Sanitize()+" TEMPLATE "+pgx.Identifier{tmpl}.Sanitize())
-		return err
-	}); err != nil {
-		return nil, nil, fmt.Errorf("error creating test database %s from template %s: %w", name, tmpl, err)
+	for attempt := 1; ; attempt++ {
+		tmpl, err := template(ctx, url)
+		if err != nil {
+			return nil, nil, err
+		}
+		err = admin(ctx, url, func(conn *pgx.Conn) error {
+			_, err := conn.Exec(ctx, "CREATE DATABASE "+pgx.Identifier{name}.Sanitize()+" TEMPLATE "+pgx.Identifier{tmpl}.Sanitize())
+			return err
+		})
+		var pgErr *pgconn.PgError
+		if err != nil && attempt < 3 && errors.As(err, &pgErr) && pgErr.Code == "3D000" {
+			// Another run dropped the template meanwhile: build it again.
+			templateMu.Lock()
+			delete(templateReady, url)
+			templateMu.Unlock()
+			continue
+		}
+		if err != nil {
+			return nil, nil, fmt.Errorf("error creating test database %s from template %s: %w", name, tmpl, err)
+		}
+		break
 	}
 	dbURL, err := withDatabase(url, name)
 	if err != nil {
