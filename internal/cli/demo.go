@@ -32,7 +32,14 @@ what was dead-lettered to failed_pois. It can be run repeatedly.`,
 		Args: exactArgs(0),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx := cmd.Context()
-			if err := database.EnsureExists(ctx, a.cfg.DatabaseURL); err != nil {
+			if a.cfg.TransactionPooler() && a.cfg.DatabaseDirectURL == "" {
+				return usageError{fmt.Errorf("relay demo creates and migrates its database, which needs a session of its own: " +
+					"database_pooler is transaction, so set database_direct_url (RELAY_DATABASE_DIRECT_URL) to PostgreSQL itself")}
+			}
+			if err := database.EnsureExists(ctx, a.cfg.SessionURL()); err != nil {
+				return err
+			}
+			if err := demoMigrate(ctx, a); err != nil {
 				return err
 			}
 			worker.SetGCPercent(a.cfg, a.logger)
@@ -41,20 +48,6 @@ what was dead-lettered to failed_pois. It can be run repeatedly.`,
 				return err
 			}
 			defer pool.Close()
-			if a.cfg.DatabaseSchema != "" {
-				if _, err := pool.Exec(ctx, "CREATE SCHEMA IF NOT EXISTS "+pgx.Identifier{a.cfg.DatabaseSchema}.Sanitize()); err != nil {
-					return fmt.Errorf("error creating schema: %w", err)
-				}
-			}
-			m, err := migrations.New(pool, a.cfg.DatabaseSchema, a.logger)
-			if err != nil {
-				return err
-			}
-			_, err = m.Up(ctx)
-			_ = m.Close()
-			if err != nil {
-				return err
-			}
 			out := a.out()
 			fmt.Fprintln(out, "relay demo: database migrated; publishing the sample")
 			sum, err := publishStream(ctx, a, pool, bytes.NewReader(demoSample))
@@ -72,6 +65,28 @@ what was dead-lettered to failed_pois. It can be run repeatedly.`,
 			return printDemoSummary(ctx, a, pool, sum)
 		},
 	}
+}
+
+// demoMigrate creates the schema and applies the migrations on a session
+// of its own (openSession).
+func demoMigrate(ctx context.Context, a *app) error {
+	pool, err := a.openSession(ctx, "demo")
+	if err != nil {
+		return err
+	}
+	defer pool.Close()
+	if a.cfg.DatabaseSchema != "" {
+		if _, err := pool.Exec(ctx, "CREATE SCHEMA IF NOT EXISTS "+pgx.Identifier{a.cfg.DatabaseSchema}.Sanitize()); err != nil {
+			return fmt.Errorf("error creating schema: %w", err)
+		}
+	}
+	m, err := migrations.New(pool, a.cfg.DatabaseSchema, a.logger)
+	if err != nil {
+		return err
+	}
+	defer m.Close()
+	_, err = m.Up(ctx)
+	return err
 }
 
 func printDemoSummary(ctx context.Context, a *app, pool *pgxpool.Pool, sum *PublishSummary) error {
