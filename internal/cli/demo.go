@@ -28,7 +28,13 @@ func newDemoCmd(a *app) *cobra.Command {
 creates the database if it does not exist, applies migrations, publishes an
 embedded sample of four files (with three malformed POIs), works every batch
 to completion with an in-process worker, and prints what was resolved and
-what was dead-lettered to failed_pois. It can be run repeatedly.`,
+what was dead-lettered to failed_pois. It can be run repeatedly.
+
+With database_pooler: transaction it creates and migrates the database
+through database_direct_url, and makes relay's session settings
+(database_schema, statement_timeout, idle_in_transaction_timeout) the
+defaults of its role in that database (ALTER ROLE … IN DATABASE … SET), as
+docs/operations.md asks an operator to; the rest goes through the pooler.`,
 		Args: exactArgs(0),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx := cmd.Context()
@@ -85,8 +91,13 @@ func demoMigrate(ctx context.Context, a *app) error {
 		return err
 	}
 	defer m.Close()
-	_, err = m.Up(ctx)
-	return err
+	if _, err := m.Up(ctx); err != nil {
+		return err
+	}
+	if a.cfg.TransactionPooler() {
+		return database.SetSessionDefaults(ctx, a.cfg.SessionURL(), database.OptionsFromConfig(a.cfg, "demo"))
+	}
+	return nil
 }
 
 func printDemoSummary(ctx context.Context, a *app, pool *pgxpool.Pool, sum *PublishSummary) error {
