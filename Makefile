@@ -5,7 +5,7 @@ TEST_DATABASE_URL ?= postgres://root@127.0.0.1:5432/relay_test?sslmode=disable
 export TEST_DATABASE_URL
 GO ?= go
 
-.PHONY: all build test test-race test-short lint vet fmt bench bench-relay chaos chaos-short chaos-pg fuzz migrate demo testdb
+.PHONY: all build test test-race test-short lint vet fmt bench bench-relay chaos chaos-short chaos-short-pooler chaos-pg fuzz migrate demo testdb pgbouncer
 
 all: lint test
 
@@ -14,13 +14,20 @@ build:
 
 # The README's test command: every package, race detector on, against the
 # PostgreSQL in TEST_DATABASE_URL (its database is created if missing).
-test: testdb
+test: testdb pgbouncer
 	$(GO) test -race -count=1 -timeout 15m ./...
 
 test-race: test
 
 test-short: testdb
 	$(GO) test -short -count=1 ./...
+
+# Debian's PgBouncer, which the tests that run relay behind a transaction
+# pooler start on a free loopback port (internal/pgbouncer); needs root to
+# install it when it is missing.
+pgbouncer:
+	@command -v pgbouncer >/dev/null 2>&1 || [ -x /usr/sbin/pgbouncer ] || \
+		{ apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq pgbouncer >/dev/null; }
 
 # Creates the test database named in TEST_DATABASE_URL when it is missing.
 testdb:
@@ -50,6 +57,11 @@ chaos:
 
 chaos-short:
 	$(GO) run ./cmd/relay-chaos --short
+
+# chaos-short with every relay process behind a stock transaction-pooling
+# PgBouncer (docs/operations.md, "Behind a connection pooler").
+chaos-short-pooler: pgbouncer
+	$(GO) run ./cmd/relay-chaos --short --pgbouncer
 
 chaos-pg:
 	$(GO) run ./cmd/relay-chaos --allow-pg-restart --scenarios postgres-restart

@@ -21,6 +21,7 @@ import (
 // Defaults for every setting. They are the values a fresh install runs with.
 const (
 	DatabaseURLDefault              = "postgres://localhost:5432/relay?sslmode=disable"
+	DatabasePoolerDefault           = PoolerNone
 	LogLevelDefault                 = "info"
 	LogFormatDefault                = "text"
 	WorkerConcurrencyDefault        = 8
@@ -53,6 +54,22 @@ type Config struct {
 	// DatabaseURL is the PostgreSQL connection string. It may hold a password;
 	// print it only through RedactURL.
 	DatabaseURL string `mapstructure:"database_url"`
+	// DatabaseDirectURL reaches PostgreSQL itself, not a connection pooler:
+	// the commands that need a session of their own (relay migrate, demo's
+	// database creation) use it. Empty means DatabaseURL, which must then
+	// not go through a transaction pooler for those commands. It may hold a
+	// password; print it only through RedactURL.
+	DatabaseDirectURL string `mapstructure:"database_direct_url"`
+	// DatabasePooler says what DatabaseURL reaches: PoolerNone (PostgreSQL
+	// itself, or a session pooler) or PoolerTransaction (a transaction
+	// pooler such as PgBouncer with pool_mode = transaction). With
+	// PoolerTransaction relay uses no prepared statements (pgx's exec
+	// mode), River polls instead of LISTENing, and relay sends no session
+	// settings at connect: statement_timeout,
+	// idle_in_transaction_timeout and database_schema must be the
+	// defaults of relay's role and database on the server, which relay
+	// checks at startup (docs/operations.md, "Behind a connection pooler").
+	DatabasePooler string `mapstructure:"database_pooler"`
 	// DatabaseSchema, when set, is the schema relay's and River's tables live
 	// in (it becomes the connection's search_path). Empty means the default
 	// search_path.
@@ -170,10 +187,36 @@ type Config struct {
 	MetricsRefresh time.Duration `mapstructure:"metrics_refresh"`
 }
 
+// The values of database_pooler.
+const (
+	// PoolerNone: database_url reaches PostgreSQL, or a pooler that gives
+	// each client a session of its own (PgBouncer's pool_mode = session).
+	PoolerNone = "none"
+	// PoolerTransaction: database_url reaches a pooler that hands out a
+	// server connection per transaction (PgBouncer's pool_mode =
+	// transaction, RDS Proxy, Supavisor, pgcat).
+	PoolerTransaction = "transaction"
+)
+
+// TransactionPooler reports whether database_url goes through a
+// transaction pooler.
+func (c *Config) TransactionPooler() bool { return c.DatabasePooler == PoolerTransaction }
+
+// SessionURL is the URL of a connection that keeps its session (advisory
+// locks, several transactions on one backend): database_direct_url, or
+// database_url when that is unset.
+func (c *Config) SessionURL() string {
+	if c.DatabaseDirectURL != "" {
+		return c.DatabaseDirectURL
+	}
+	return c.DatabaseURL
+}
+
 // Default returns a Config holding every default.
 func Default() *Config {
 	return &Config{
 		DatabaseURL:                DatabaseURLDefault,
+		DatabasePooler:             DatabasePoolerDefault,
 		StatementTimeout:           StatementTimeoutDefault,
 		IdleInTransactionTimeout:   IdleInTransactionTimeoutDefault,
 		LogLevel:                   LogLevelDefault,
@@ -214,6 +257,9 @@ func (c *Config) Validate() error {
 	}
 	if strings.TrimSpace(c.DatabaseURL) == "" {
 		bad("database_url", "must not be empty")
+	}
+	if c.DatabasePooler != PoolerNone && c.DatabasePooler != PoolerTransaction {
+		bad("database_pooler", "%q must be %s or %s", c.DatabasePooler, PoolerNone, PoolerTransaction)
 	}
 	if c.DatabaseSchema != "" && !schemaNameRE.MatchString(c.DatabaseSchema) {
 		bad("database_schema", "%q must be a lower-case identifier (letters, digits, underscore)", c.DatabaseSchema)

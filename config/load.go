@@ -30,6 +30,8 @@ type Setting struct {
 // package tests.
 var usage = map[string]string{
 	"database_url":                   "PostgreSQL connection URL (its password is never printed)",
+	"database_direct_url":            "PostgreSQL itself, not a pooler, for commands that need a session: relay migrate, demo (empty: database_url)",
+	"database_pooler":                "what database_url reaches: none (PostgreSQL) or transaction (a transaction pooler such as PgBouncer: no prepared statements, no LISTEN, session settings checked, not sent)",
 	"database_schema":                "schema holding relay's and River's tables (empty: the server's search_path)",
 	"statement_timeout":              "longest any single SQL statement may run",
 	"idle_in_transaction_timeout":    "ends sessions idle inside a transaction for longer than this",
@@ -81,7 +83,7 @@ func Settings() []Setting {
 }
 
 func formatDefault(key string, v any) string {
-	if key == "database_url" {
+	if isURLKey(key) {
 		return Redact(v.(string))
 	}
 	switch v := v.(type) {
@@ -107,7 +109,7 @@ func RegisterFlags(fs *pflag.FlagSet) {
 		help := fmt.Sprintf("%s (env %s_%s)", usage[key], EnvPrefix, strings.ToUpper(key))
 		switch v := def.Field(i).Interface().(type) {
 		case string:
-			if key == "database_url" {
+			if isURLKey(key) {
 				// Never show a password in --help, even one put into the
 				// default by a future change.
 				v = Redact(v)
@@ -166,7 +168,7 @@ func load(fs *pflag.FlagSet, lookupEnv func(string) (string, bool), red *Redacto
 			// Whatever happens next, errors must not show this password,
 			// nor one under a misspelt key.
 			for _, k := range v.AllKeys() {
-				if k == "database_url" || !slices.Contains(Keys(), k) {
+				if isURLKey(k) || !slices.Contains(Keys(), k) {
 					red.Add(v.GetString(k))
 				}
 			}
@@ -182,7 +184,7 @@ func load(fs *pflag.FlagSet, lookupEnv func(string) (string, bool), red *Redacto
 	for i := range t.NumField() {
 		key := t.Field(i).Tag.Get("mapstructure")
 		if val, ok := lookupEnv(EnvPrefix + "_" + strings.ToUpper(key)); ok {
-			if key == "database_url" {
+			if isURLKey(key) {
 				red.Add(val)
 			}
 			v.Set(key, val)
@@ -192,7 +194,7 @@ func load(fs *pflag.FlagSet, lookupEnv func(string) (string, bool), red *Redacto
 		for i := range t.NumField() {
 			key := t.Field(i).Tag.Get("mapstructure")
 			if f := fs.Lookup(strings.ReplaceAll(key, "_", "-")); f != nil && f.Changed {
-				if key == "database_url" {
+				if isURLKey(key) {
 					red.Add(f.Value.String())
 				}
 				v.Set(key, f.Value.String())
@@ -208,6 +210,10 @@ func load(fs *pflag.FlagSet, lookupEnv func(string) (string, bool), red *Redacto
 	}
 	return cfg, nil
 }
+
+// isURLKey reports whether key holds a connection string, which may hold a
+// password.
+func isURLKey(key string) bool { return key == "database_url" || key == "database_direct_url" }
 
 // Keys lists every configuration key (config file keys) in struct order.
 func Keys() []string {

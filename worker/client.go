@@ -102,6 +102,9 @@ func NewClient(pool *pgxpool.Pool, cfg *config.Config, logger *slog.Logger, opts
 		FetchCooldown:               cfg.FetchCooldown,
 		PeriodicJobs:                periodic,
 		ReindexerIndexNames:         ReindexerIndexNames(),
+		// LISTEN needs a session of its own, which a transaction pooler
+		// does not give: River then fetches every FetchPollInterval.
+		PollOnly: cfg.TransactionPooler(),
 	})
 	if err != nil {
 		return nil, fmt.Errorf("error creating River client: %w", err)
@@ -124,7 +127,8 @@ func ReindexerIndexNames() []string {
 // NewInsertClient builds an insert-only River client (no queues worked), as
 // the publisher and the CLI's write commands need.
 func NewInsertClient(pool *pgxpool.Pool, cfg *config.Config, logger *slog.Logger) (*river.Client[pgx.Tx], error) {
-	client, err := river.NewClient(riverpgxv5.New(pool), &river.Config{Logger: logger, Schema: cfg.DatabaseSchema})
+	client, err := river.NewClient(riverpgxv5.New(pool), &river.Config{Logger: logger, Schema: cfg.DatabaseSchema,
+		PollOnly: cfg.TransactionPooler()})
 	if err != nil {
 		return nil, fmt.Errorf("error creating River client: %w", err)
 	}

@@ -19,7 +19,7 @@ var layers = map[string]int{
 	"deadletter/failed": 2, "internal/mapreduce": 2, "internal/goanalyze": 2,
 	"config": 3,
 	"worker": 4, "internal/database": 4,
-	"internal/ops": 5, "internal/bench": 5, "internal/chaos": 5, "internal/accuracy": 5, "internal/testdb": 5,
+	"internal/ops": 5, "internal/bench": 5, "internal/chaos": 5, "internal/accuracy": 5, "internal/testdb": 5, "internal/pgbouncer": 4,
 	"internal/testdb/cmd/createdb": 6, "internal/cli": 6,
 	"cmd/relay": 7, "cmd/relay-bench": 7, "cmd/relay-chaos": 7, "cmd/relay-eval": 7,
 }

@@ -107,7 +107,7 @@ func captureDiscardedPage(ctx context.Context, pool *pgxpool.Pool, kind string, 
 			                                 failure_history, error_signature, error_type, reprocess_eligible)
 			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, true)
 			ON CONFLICT ON CONSTRAINT dead_lettered_items_job_item_key DO NOTHING`,
-			kind, fmt.Sprint(c.id), c.args, c.first, c.last, c.count, c.history, c.sig, c.errType)
+			kind, fmt.Sprint(c.id), string(c.args), c.first, c.last, c.count, c.history, c.sig, c.errType)
 	}
 	b.Queue(`INSERT INTO dead_letter_events (actor, action, target, item_count, details)
 		VALUES ('relay-worker', 'item_added', 'dead_lettered_items', $1, jsonb_build_object('source', 'river discarded', 'kind', $2::text))`,

@@ -89,11 +89,15 @@ func (s *Store) AddTx(ctx context.Context, tx pgx.Tx, it *Item, maxItems int, ac
 	if err != nil {
 		return nil, fmt.Errorf("error encoding failure history of item %q: %w", it.ItemID, err)
 	}
-	var artifacts []byte
+	// JSON goes as text (string), not []byte: pgx's exec mode, used behind
+	// a transaction pooler, sends a []byte as bytea, which is no JSON.
+	var artifacts *string
 	if it.WorktreeArtifacts != nil {
-		if artifacts, err = json.Marshal(it.WorktreeArtifacts); err != nil {
+		b, err := json.Marshal(it.WorktreeArtifacts)
+		if err != nil {
 			return nil, fmt.Errorf("error encoding worktree artifacts of item %q: %w", it.ItemID, err)
 		}
+		artifacts = new(string(b))
 	}
 	data := it.ItemData
 	if len(data) == 0 {
@@ -129,7 +133,7 @@ func (s *Store) AddTx(ctx context.Context, tx pgx.Tx, it *Item, maxItems int, ac
 		    dead_lettered_at = now(),
 		    updated_at = now()
 		RETURNING (xmax = 0), dead_letter_count`,
-		it.JobID, it.ItemID, []byte(data), it.FirstAttempt, it.LastAttempt, history, it.ErrorSignature,
+		it.JobID, it.ItemID, string(data), it.FirstAttempt, it.LastAttempt, string(history), it.ErrorSignature,
 		string(it.ErrorType), it.ExitCode, artifacts, it.ReprocessEligible, it.ManualReviewRequired,
 	).Scan(&res.Inserted, &res.DeadLetterCount)
 	if err != nil {
@@ -223,7 +227,7 @@ func (s *Store) eventTx(ctx context.Context, q itemExecer, actor, action string,
 		return fmt.Errorf("error encoding %s event: %w", action, err)
 	}
 	if _, err := q.Exec(ctx, `INSERT INTO dead_letter_events (actor, action, target, item_count, details)
-		VALUES ($1, $2, 'dead_lettered_items', $3, $4)`, actor, action, count, d); err != nil {
+		VALUES ($1, $2, 'dead_lettered_items', $3, $4)`, actor, action, count, string(d)); err != nil {
 		return fmt.Errorf("error recording %s event: %w", action, err)
 	}
 	attrs := []any{slog.String("action", action), slog.String("actor", actor), slog.Int("count", count)}

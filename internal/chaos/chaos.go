@@ -28,6 +28,7 @@ import (
 
 	"github.com/relay-dev/relay/config"
 	"github.com/relay-dev/relay/internal/database"
+	"github.com/relay-dev/relay/internal/pgbouncer"
 )
 
 // The scenarios, in the order they run.
@@ -81,6 +82,15 @@ type Config struct {
 	AllowPGRestart bool
 	// PGRestart is the command that restarts the server.
 	PGRestart string
+	// PoolerURL, when set, is a transaction pooler (PgBouncer with
+	// pool_mode = transaction) in front of DatabaseURL's server that
+	// reaches each database under its own name: the relay processes
+	// connect through it with database_pooler: transaction, and migrate
+	// with database_direct_url. The harness's own checks connect directly.
+	PoolerURL string
+	// PgBouncer, when set, starts a stock PgBouncer (internal/pgbouncer)
+	// in front of DatabaseURL's server for the run and sets PoolerURL to it.
+	PgBouncer bool
 	// RelayBinary, when set, is used instead of building ./cmd/relay.
 	RelayBinary string
 	// WorkDir holds the binary and every subprocess's log (a temp dir when
@@ -262,6 +272,20 @@ func Run(ctx context.Context, cfg *Config) (*Report, error) {
 		}
 	}
 	h.dbPrefix = "relay_chaos_" + randomHex(4)
+	if c.PgBouncer {
+		b, err := pgbouncer.Start(ctx, c.DatabaseURL)
+		if err != nil {
+			return nil, err
+		}
+		defer b.Close()
+		h.cfg.PoolerURL = b.URL(c.DatabaseURL)
+		h.progress("relay-chaos: relay connects through PgBouncer (pool_mode = transaction) on %s", b.Addr())
+	}
+	if h.cfg.PoolerURL != "" {
+		if u, err := url.Parse(h.cfg.PoolerURL); err != nil || u.Host == "" {
+			return nil, errors.New("the pooler URL must be a postgres:// URL with a host")
+		}
+	}
 
 	h.binary = c.RelayBinary
 	if h.binary == "" {
@@ -339,6 +363,15 @@ func (h *harness) newDatabase(ctx context.Context, label string) (*scenarioDB, t
 	if err := database.EnsureExists(ctx, db.url); err != nil {
 		return nil, 0, err
 	}
+	if h.cfg.PoolerURL != "" {
+		// What an operator does once per database behind a transaction
+		// pooler: relay's session settings become the role's defaults.
+		def := config.Default()
+		def.DatabaseURL = db.url
+		if err := database.SetSessionDefaults(ctx, db.url, database.OptionsFromConfig(def, "chaos")); err != nil {
+			return nil, 0, err
+		}
+	}
 	env := h.env(db, nil)
 	fail := func(err error) (*scenarioDB, time.Duration, error) {
 		h.drop(db)
@@ -386,6 +419,13 @@ func (h *harness) env(db *scenarioDB, extra map[string]string) []string {
 		"RELAY_MAPREDUCE_TIMEOUT": h.cfg.JobTimeout.String(),
 		"RELAY_SHUTDOWN_TIMEOUT":  h.cfg.ShutdownTimeout.String(),
 		"RELAY_LOG_LEVEL":         "info",
+	}
+	if h.cfg.PoolerURL != "" {
+		u, _ := url.Parse(h.cfg.PoolerURL) // validated by Run
+		u.Path = "/" + db.name
+		settings["RELAY_DATABASE_URL"] = u.String()
+		settings["RELAY_DATABASE_DIRECT_URL"] = db.url
+		settings["RELAY_DATABASE_POOLER"] = config.PoolerTransaction
 	}
 	for k, v := range extra {
 		settings[k] = v

@@ -10,6 +10,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/relay-dev/relay/internal/pgbouncer"
 	"github.com/relay-dev/relay/internal/testdb"
 )
 
@@ -92,4 +93,43 @@ func TestRun_KillAndSIGTERMScenariosLoseNothing(t *testing.T) {
 	require.NoError(t, rep.WriteTable(&table))
 	require.Contains(t, table.String(), "kill      PASS")
 	require.True(t, strings.Contains(progress.String(), "kill  3 after"), progress.String())
+}
+
+// TestRun_ShortScenariosBehindPgBouncer is `relay-chaos --short` with every
+// relay process behind a stock transaction-pooling PgBouncer
+// (database_pooler: transaction, migrations through database_direct_url):
+// SIGKILLed workers, three workers at once, SIGTERM, an unwritable
+// failed_pois, a killed reprocess and killed MapReduce workers. Each
+// scenario ends with the corpus's relationships and failed_pois exactly, as
+// over a direct connection (the scenarios' checks compare with the corpus's
+// truth and the direct reference run).
+func TestRun_ShortScenariosBehindPgBouncer(t *testing.T) {
+	t.Parallel()
+	if testing.Short() {
+		t.Skip("builds relay and runs six chaos scenarios (~1 min); runs without -short")
+	}
+	if _, err := pgbouncer.Binary(); err != nil {
+		t.Fatal(err)
+	}
+	var progress bytes.Buffer
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	defer cancel()
+	scenarios := []string{ScenarioKill, ScenarioScaleOut, ScenarioSIGTERM, ScenarioSafetyNet, ScenarioReprocess, ScenarioMapReduce}
+	rep, err := Run(ctx, &Config{
+		Files: 100, POIsPerFile: 100, Kills: 5, Seed: 11, Scenarios: scenarios,
+		DatabaseURL:  testdb.ServerURL(t),
+		PgBouncer:    true,
+		KillDelayMin: 50 * time.Millisecond, KillDelayMax: 300 * time.Millisecond,
+		ScenarioTimeout: 4 * time.Minute,
+		Progress:        &progress,
+	})
+	require.NoError(t, err, progress.String())
+	require.Contains(t, progress.String(), "relay connects through PgBouncer (pool_mode = transaction)")
+	require.True(t, rep.Passed(), progress.String())
+	require.Len(t, rep.Results, len(scenarios))
+	for _, res := range rep.Results {
+		require.Zero(t, res.Lost+res.Duplicated, res.Scenario)
+		require.Equal(t, rep.Edges, res.Check.Relationships, res.Scenario)
+		require.Equal(t, rep.Malformed, res.Check.FailedPOIRows, res.Scenario)
+	}
 }

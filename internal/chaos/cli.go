@@ -33,6 +33,8 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs.StringVar(&scenarios, "scenarios", "", "comma-separated scenarios (default: all; "+strings.Join(AllScenarios, ",")+")")
 	fs.Int64Var(&seed, "seed", 0, "random seed for the corpus and the kill delays (0: from the clock; printed)")
 	fs.StringVar(&cfg.DatabaseURL, "database-url", DatabaseURLDefault, "server to create throwaway databases on")
+	fs.StringVar(&cfg.PoolerURL, "pooler-url", "", "a transaction pooler in front of --database-url's server: relay connects through it (database_pooler: transaction)")
+	fs.BoolVar(&cfg.PgBouncer, "pgbouncer", false, "start a stock PgBouncer (pool_mode = transaction) in front of the server and run relay through it")
 	fs.BoolVar(&cfg.AllowPGRestart, "allow-pg-restart", false, "allow the postgres-restart scenario (restarts the whole server)")
 	fs.StringVar(&cfg.PGRestart, "pg-restart-command", PGRestartDefault, "command that restarts PostgreSQL")
 	fs.BoolVar(&cfg.Keep, "keep", false, "keep the databases and the work dir (logs)")

@@ -192,6 +192,7 @@ func (a *app) load(cmd *cobra.Command) error {
 	}
 	a.cfg, a.logger = cfg, slog.New(h)
 	a.redactor.Add(cfg.DatabaseURL)
+	a.redactor.Add(cfg.DatabaseDirectURL)
 	return nil
 }
 

@@ -28,11 +28,24 @@ func newDemoCmd(a *app) *cobra.Command {
 creates the database if it does not exist, applies migrations, publishes an
 embedded sample of four files (with three malformed POIs), works every batch
 to completion with an in-process worker, and prints what was resolved and
-what was dead-lettered to failed_pois. It can be run repeatedly.`,
+what was dead-lettered to failed_pois. It can be run repeatedly.
+
+With database_pooler: transaction it creates and migrates the database
+through database_direct_url, and makes relay's session settings
+(database_schema, statement_timeout, idle_in_transaction_timeout) the
+defaults of its role in that database (ALTER ROLE … IN DATABASE … SET), as
+docs/operations.md asks an operator to; the rest goes through the pooler.`,
 		Args: exactArgs(0),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx := cmd.Context()
-			if err := database.EnsureExists(ctx, a.cfg.DatabaseURL); err != nil {
+			if a.cfg.TransactionPooler() && a.cfg.DatabaseDirectURL == "" {
+				return usageError{fmt.Errorf("relay demo creates and migrates its database, which needs a session of its own: " +
+					"database_pooler is transaction, so set database_direct_url (RELAY_DATABASE_DIRECT_URL) to PostgreSQL itself")}
+			}
+			if err := database.EnsureExists(ctx, a.cfg.SessionURL()); err != nil {
+				return err
+			}
+			if err := demoMigrate(ctx, a); err != nil {
 				return err
 			}
 			worker.SetGCPercent(a.cfg, a.logger)
@@ -41,20 +54,6 @@ what was dead-lettered to failed_pois. It can be run repeatedly.`,
 				return err
 			}
 			defer pool.Close()
-			if a.cfg.DatabaseSchema != "" {
-				if _, err := pool.Exec(ctx, "CREATE SCHEMA IF NOT EXISTS "+pgx.Identifier{a.cfg.DatabaseSchema}.Sanitize()); err != nil {
-					return fmt.Errorf("error creating schema: %w", err)
-				}
-			}
-			m, err := migrations.New(pool, a.cfg.DatabaseSchema, a.logger)
-			if err != nil {
-				return err
-			}
-			_, err = m.Up(ctx)
-			_ = m.Close()
-			if err != nil {
-				return err
-			}
 			out := a.out()
 			fmt.Fprintln(out, "relay demo: database migrated; publishing the sample")
 			sum, err := publishStream(ctx, a, pool, bytes.NewReader(demoSample))
@@ -74,6 +73,33 @@ what was dead-lettered to failed_pois. It can be run repeatedly.`,
 			return printDemoSummary(ctx, a, pool, sum)
 		},
 	}
+}
+
+// demoMigrate creates the schema and applies the migrations on a session
+// of its own (openSession).
+func demoMigrate(ctx context.Context, a *app) error {
+	pool, err := a.openSession(ctx, "demo")
+	if err != nil {
+		return err
+	}
+	defer pool.Close()
+	if a.cfg.DatabaseSchema != "" {
+		if _, err := pool.Exec(ctx, "CREATE SCHEMA IF NOT EXISTS "+pgx.Identifier{a.cfg.DatabaseSchema}.Sanitize()); err != nil {
+			return fmt.Errorf("error creating schema: %w", err)
+		}
+	}
+	m, err := migrations.New(pool, a.cfg.DatabaseSchema, a.logger)
+	if err != nil {
+		return err
+	}
+	defer m.Close()
+	if _, err := m.Up(ctx); err != nil {
+		return err
+	}
+	if a.cfg.TransactionPooler() {
+		return database.SetSessionDefaults(ctx, a.cfg.SessionURL(), database.OptionsFromConfig(a.cfg, "demo"))
+	}
+	return nil
 }
 
 func printDemoSummary(ctx context.Context, a *app, pool *pgxpool.Pool, sum *PublishSummary) error {

@@ -25,7 +25,7 @@ func newMigrateCmd(a *app) *cobra.Command {
 		return &cobra.Command{
 			Use: name, Short: short, Args: exactArgs(0),
 			RunE: func(cmd *cobra.Command, _ []string) error {
-				pool, err := a.open(cmd.Context(), "migrate")
+				pool, err := a.openSession(cmd.Context(), "migrate")
 				if err != nil {
 					return err
 				}

@@ -54,6 +54,11 @@ that is not host:port with a valid port is a usage error (exit 2).`,
 				return err
 			}
 			defer riverPool.Close()
+			if !database.RiverSynchronousCommitApplied(a.cfg) {
+				a.logger.WarnContext(ctx, "river_synchronous_commit is not applied behind a transaction pooler: "+
+					"River's statements commit with the server's synchronous_commit",
+					slog.String("river_synchronous_commit", a.cfg.RiverSynchronousCommit))
+			}
 			opts := &worker.Options{RiverPool: riverPool}
 			var metrics *ops.Metrics
 			if a.cfg.HTTPAddr != "" {

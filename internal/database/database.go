@@ -32,8 +32,16 @@ type Options struct {
 	// MaxConns caps the pool; zero keeps pgx's default (max(4, NumCPU)).
 	MaxConns int32
 	// SynchronousCommit, when set, becomes the session's
-	// synchronous_commit.
+	// synchronous_commit. It cannot be combined with TransactionPooler.
 	SynchronousCommit string
+	// TransactionPooler says the URL reaches a transaction pooler
+	// (config.PoolerTransaction): statements run in pgx's exec mode (no
+	// prepared statements, one round trip each), no session setting is
+	// sent at connect (the pooler would refuse or drop it), and Open
+	// checks instead that Schema, StatementTimeout and
+	// IdleInTransactionTimeout are the server's defaults for the role and
+	// database (CheckSessionSettings).
+	TransactionPooler bool
 }
 
 // riverConns is the connections a River client needs besides its running
@@ -52,6 +60,7 @@ func OptionsFromConfig(cfg *config.Config, role string) Options {
 		Schema:                   cfg.DatabaseSchema,
 		StatementTimeout:         cfg.StatementTimeout,
 		IdleInTransactionTimeout: cfg.IdleInTransactionTimeout,
+		TransactionPooler:        cfg.TransactionPooler(),
 	}
 }
 
@@ -61,9 +70,21 @@ func OptionsFromConfig(cfg *config.Config, role string) Options {
 func RiverOptionsFromConfig(cfg *config.Config, role string) Options {
 	o := OptionsFromConfig(cfg, role+"-river")
 	o.MaxConns = 2 * riverConns
-	o.SynchronousCommit = cfg.RiverSynchronousCommit
+	if !o.TransactionPooler {
+		// Through a transaction pooler a session setting would outlive
+		// River's statements on a server connection relay's batches use
+		// next; River's statements then commit with the server's setting
+		// (RiverSynchronousCommitApplied).
+		o.SynchronousCommit = cfg.RiverSynchronousCommit
+	}
 	return o
 }
+
+// RiverSynchronousCommitApplied reports whether cfg's
+// river_synchronous_commit is applied to River's connections: not through
+// a transaction pooler, where River's statements commit with the server's
+// synchronous_commit (the worker says so when it starts).
+func RiverSynchronousCommitApplied(cfg *config.Config) bool { return !cfg.TransactionPooler() }
 
 // Open parses url, applies opts and opens a pool, checking that the server
 // answers. Errors never contain the password: the URL is shown through
@@ -76,6 +97,13 @@ func Open(ctx context.Context, url string, opts Options) (*pgxpool.Pool, error) 
 	if err != nil {
 		return nil, parseError(url, red, err)
 	}
+	if opts.TransactionPooler {
+		if opts.SynchronousCommit != "" {
+			return nil, fmt.Errorf("error opening database pool for %s: synchronous_commit cannot be set through a transaction pooler",
+				config.RedactURL(url))
+		}
+		usePooler(poolCfg)
+	}
 	params := poolCfg.ConnConfig.RuntimeParams
 	name := ApplicationName
 	if opts.Role != "" {
@@ -84,17 +112,19 @@ func Open(ctx context.Context, url string, opts Options) (*pgxpool.Pool, error) 
 	if params["application_name"] == "" {
 		params["application_name"] = name
 	}
-	if opts.StatementTimeout > 0 {
-		params["statement_timeout"] = strconv.FormatInt(opts.StatementTimeout.Milliseconds(), 10)
-	}
-	if opts.IdleInTransactionTimeout > 0 {
-		params["idle_in_transaction_session_timeout"] = strconv.FormatInt(opts.IdleInTransactionTimeout.Milliseconds(), 10)
-	}
-	if opts.Schema != "" {
-		params["search_path"] = opts.Schema
-	}
-	if opts.SynchronousCommit != "" {
-		params["synchronous_commit"] = opts.SynchronousCommit
+	if !opts.TransactionPooler {
+		if opts.StatementTimeout > 0 {
+			params["statement_timeout"] = strconv.FormatInt(opts.StatementTimeout.Milliseconds(), 10)
+		}
+		if opts.IdleInTransactionTimeout > 0 {
+			params["idle_in_transaction_session_timeout"] = strconv.FormatInt(opts.IdleInTransactionTimeout.Milliseconds(), 10)
+		}
+		if opts.Schema != "" {
+			params["search_path"] = opts.Schema
+		}
+		if opts.SynchronousCommit != "" {
+			params["synchronous_commit"] = opts.SynchronousCommit
+		}
 	}
 	if opts.MaxConns > 0 {
 		poolCfg.MaxConns = opts.MaxConns
@@ -106,6 +136,12 @@ func Open(ctx context.Context, url string, opts Options) (*pgxpool.Pool, error) 
 	if err := pool.Ping(ctx); err != nil {
 		pool.Close()
 		return nil, fmt.Errorf("error connecting to database %s: %w", config.RedactURL(url), redactErr(red, err))
+	}
+	if opts.TransactionPooler {
+		if err := CheckSessionSettings(ctx, pool, opts); err != nil {
+			pool.Close()
+			return nil, fmt.Errorf("error checking the session settings of %s: %w", config.RedactURL(url), redactErr(red, err))
+		}
 	}
 	return pool, nil
 }

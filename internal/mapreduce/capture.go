@@ -142,12 +142,14 @@ func captureOne(ctx context.Context, pool *pgxpool.Pool, dlq *items.Store, actor
 	return captured, nil
 }
 
-func historyJSON(v []agent.FailureDetail) []byte {
+// historyJSON is v as JSON text: a string, which pgx's exec mode (behind a
+// transaction pooler) sends as text, where a []byte would go as bytea.
+func historyJSON(v []agent.FailureDetail) string {
 	b, err := json.Marshal(v)
 	if err != nil {
-		return []byte("[]")
+		return "[]"
 	}
-	return b
+	return string(b)
 }
 
 // Sweep captures into dead_lettered_items the MapReduce items whose

@@ -279,7 +279,7 @@ func (s *Store) RecordFailure(ctx context.Context, q Querier, jobID, itemID stri
 		    status = CASE WHEN $5 THEN 'dead_lettered' ELSE status END,
 		    finished_at = CASE WHEN $5 THEN now() ELSE finished_at END, updated_at = now()
 		WHERE job_id = $1 AND item_id = $2
-		RETURNING item_data, failure_history`, jobID, itemID, entry, d.AttemptNumber, deadLettered).Scan(&data, &history)
+		RETURNING item_data, failure_history`, jobID, itemID, string(entry), d.AttemptNumber, deadLettered).Scan(&data, &history)
 	if err != nil {
 		return nil, nil, fmt.Errorf("error recording failure of item %q of job %q: %w", itemID, jobID, err)
 	}
@@ -305,7 +305,7 @@ func (s *Store) RecordLostAttempt(ctx context.Context, jobID, itemID string, d a
 	tag, err := s.pool.Exec(ctx, `
 		UPDATE mapreduce_items SET failure_history = failure_history || $3::jsonb, attempts = attempts + 1, updated_at = now()
 		WHERE job_id = $1 AND item_id = $2 AND status = 'pending' AND NOT failure_history @> $4::jsonb`,
-		jobID, itemID, entry, key)
+		jobID, itemID, string(entry), string(key))
 	if err != nil {
 		return false, fmt.Errorf("error recording lost attempt of item %q of job %q: %w", itemID, jobID, err)
 	}
