@@ -89,28 +89,13 @@ func (e *e2e) start(t *testing.T) {
 	})
 }
 
-// waitDrained waits, on River's events and the queue's state, until no
-// resolve_file job is pending; it fails the test after a deadline.
-func waitDrained(t *testing.T, client *river.Client[pgx.Tx], pool *pgxpool.Pool) {
+// waitDrained waits until no resolve_file job is pending (worker.WaitIdle),
+// failing the test after a deadline.
+func waitDrained(t *testing.T, _ *river.Client[pgx.Tx], pool *pgxpool.Pool) {
 	t.Helper()
-	events, cancel := client.Subscribe(river.EventKindJobCompleted, river.EventKindJobFailed)
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
-	deadline := time.After(90 * time.Second)
-	tick := time.NewTicker(50 * time.Millisecond)
-	defer tick.Stop()
-	for {
-		p, err := worker.QueueProgress(context.Background(), pool)
-		require.NoError(t, err)
-		if p.Pending == 0 {
-			return
-		}
-		select {
-		case <-events:
-		case <-tick.C:
-		case <-deadline:
-			t.Fatalf("queue not drained after 90s: %+v", p)
-		}
-	}
+	require.NoError(t, worker.WaitIdle(ctx, pool, nil), "queue not drained")
 }
 
 func relationships(t *testing.T, pool *pgxpool.Pool) []string {

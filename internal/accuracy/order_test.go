@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
-	"github.com/riverqueue/river"
 	"github.com/stretchr/testify/require"
 
 	"github.com/relay-dev/relay/internal/goanalyze"
@@ -96,7 +95,7 @@ func testOrderIndependent(t *testing.T, opts goanalyze.Options) {
 			publish(outbox.Analysis{FileID: first.FileID, POIs: first.POIs[:1]})
 			publish(first)
 
-			waitDrained(t, client, db)
+			waitDrained(t, db)
 			rows, err := db.Pool.Query(ctx, `SELECT source_poi_id || ' ' || type || ' ' || target_poi_id FROM relationships`)
 			require.NoError(t, err)
 			got, err := pgx.CollectRows(rows, pgx.RowTo[string])
@@ -107,26 +106,11 @@ func testOrderIndependent(t *testing.T, opts goanalyze.Options) {
 	}
 }
 
-// waitDrained waits on River's events until no resolve_file job is pending,
+// waitDrained waits until no resolve_file job is pending (worker.WaitIdle),
 // failing the test after a deadline.
-func waitDrained(t *testing.T, client *river.Client[pgx.Tx], db *testdb.DB) {
+func waitDrained(t *testing.T, db *testdb.DB) {
 	t.Helper()
-	events, cancel := client.Subscribe(river.EventKindJobCompleted, river.EventKindJobFailed)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	deadline := time.After(3 * time.Minute)
-	tick := time.NewTicker(50 * time.Millisecond)
-	defer tick.Stop()
-	for {
-		p, err := worker.QueueProgress(context.Background(), db.Pool)
-		require.NoError(t, err)
-		if p.Pending == 0 {
-			return
-		}
-		select {
-		case <-events:
-		case <-tick.C:
-		case <-deadline:
-			t.Fatalf("queue not drained after 3 minutes: %+v", p)
-		}
-	}
+	require.NoError(t, worker.WaitIdle(ctx, db.Pool, nil), "queue not drained")
 }
