@@ -60,8 +60,7 @@ func TestResolveFileWorker_BatchTransactionRunsOnIndexPlans(t *testing.T) {
 }
 
 // A batch whose references a reprocess stored since the publish is written
-// again, in a new transaction, as an upsert: on a pool, whose batch
-// transactions end with the write (pipelined COMMIT), as in the unit test
+// again, in a new transaction, as an upsert, on a pool as in the unit test
 // of a test transaction's savepoint.
 func TestResolveFileWorker_ReferenceConflictRedoesTheTransactionOnAPool(t *testing.T) {
 	t.Parallel()

@@ -16,7 +16,6 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/riverqueue/river"
 	"github.com/riverqueue/river/riverdriver/riverpgxv5"
 
@@ -308,9 +307,6 @@ func (w *ResolveFileWorker) commit(ctx context.Context, job *river.Job[outbox.Re
 		failures = rowless
 	}
 	in.failures = failures
-	if pt, ok := tx.(*pipeTx); ok {
-		in.commit = pt.queueCommit
-	}
 	if err := completeTx(ctx, tx, job); err != nil {
 		return nil, fmt.Errorf("error completing job: %w", err)
 	}
@@ -349,13 +345,8 @@ func (w *ResolveFileWorker) commit(ctx context.Context, job *river.Job[outbox.Re
 // every statement the worker runs looks rows up by key, River's completion
 // of the job (a join of river_job to the job's id) included, and a plan a
 // connection cached while a table was small must not scan it once it has
-// grown. The settings are local to the transaction and end with it. With a
-// pool, the transaction is a pipeTx: BEGIN and the settings ride with its
-// first statement, and COMMIT with its last batch.
+// grown. The settings are local to the transaction and end with it.
 func (w *ResolveFileWorker) begin(ctx context.Context) (pgx.Tx, error) {
-	if pool, ok := w.db.(*pgxpool.Pool); ok {
-		return beginPipelined(ctx, pool, []string{"BEGIN", indexplan.TxSetSQL})
-	}
 	tx, err := w.db.Begin(ctx)
 	if err != nil {
 		return nil, err

@@ -68,11 +68,6 @@ type linkInput struct {
 	// mayConflict: some of ok's references may be stored already (a
 	// reprocess job, or a batch whose plain insert met stored ones).
 	mayConflict bool
-	// commit, when not nil, queues the transaction's COMMIT at the end of
-	// link's last batch of writes, saving its round trip. The caller still
-	// calls Commit (a no-op when the queued COMMIT ran), since link sends
-	// no writes for a batch with nothing to write.
-	commit func(*pgx.Batch)
 }
 
 // linkResult counts what link did.
@@ -294,7 +289,7 @@ func (s store) link(ctx context.Context, in linkInput) (linkResult, error) {
 		}
 	}
 
-	// Last round trip: every write (and, with in.commit, the COMMIT).
+	// Last round trip: every write.
 	b = &pgx.Batch{}
 	if err := deadletter.QueueFailedPOIs(b, failures); err != nil {
 		return res, err
@@ -305,9 +300,6 @@ func (s store) link(ctx context.Context, in linkInput) (linkResult, error) {
 	queueStoreReferences(b, jobID, fileID, resolvedXmin, own, mayConflict)
 	if b.Len() == 0 {
 		return res, nil
-	}
-	if in.commit != nil {
-		in.commit(b)
 	}
 	if err := s.tx.SendBatch(ctx, b).Close(); err != nil {
 		return res, fmt.Errorf("error writing the batch's %d failed POIs, %d references and %d re-resolutions: %w",
