@@ -360,8 +360,7 @@ func (w *ResolveFileWorker) begin(ctx context.Context) (pgx.Tx, error) {
 
 // completeTx completes job in tx with river.JobCompleteTx. JobCompleteTx
 // returns the updated job with its args decoded again, which for a batch is
-// every POI's JSON (a third of the worker's JSON decoding in relay-bench's
-// profile) that the worker has no use for; completing a copy of the job
+// every POI's JSON, which the worker has no use for; completing a copy of the job
 // typed with completedArgs, whose decoding is a no-op, skips it.
 func completeTx(ctx context.Context, tx pgx.Tx, job *river.Job[outbox.ResolveFileArgs]) error {
 	_, err := river.JobCompleteTx[*riverpgxv5.Driver](ctx, tx, &river.Job[completedArgs]{JobRow: job.JobRow})
