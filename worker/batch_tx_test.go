@@ -15,11 +15,10 @@ import (
 )
 
 // A batch keeps no state in its connection's session, so that it works
-// through a transaction-pooling connection pooler: its application_name is
-// the pool's, and while it writes its references it
-// holds its stamp lock, a transaction-scoped advisory lock whose key
-// carries the stamp of its references. A trigger records what its writes
-// ran under.
+// through a transaction-pooling connection pooler: its application_name and
+// planner settings are the pool's, and while it writes its references it
+// holds its stamp lock, a transaction-scoped advisory lock whose key carries
+// the stamp of its references. A trigger records what its writes ran under.
 func TestResolveFileWorker_BatchKeepsNoSessionState(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
@@ -51,7 +50,7 @@ func TestResolveFileWorker_BatchKeepsNoSessionState(t *testing.T) {
 	require.NoError(t, db.Pool.QueryRow(ctx, `SELECT plan_cache_mode, application_name, stamp_locks FROM seen`).
 		Scan(&planCacheMode, &appName, &locks))
 	require.NoError(t, db.Pool.QueryRow(ctx, `SELECT current_setting('application_name')`).Scan(&poolAppName))
-	_ = planCacheMode
+	require.Equal(t, "auto", planCacheMode, "planner settings changed")
 	require.Equal(t, poolAppName, appName, "application_name changed")
 
 	var stamp int64

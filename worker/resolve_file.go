@@ -20,7 +20,6 @@ import (
 	"github.com/riverqueue/river/riverdriver/riverpgxv5"
 
 	"github.com/relay-dev/relay/deadletter"
-	"github.com/relay-dev/relay/internal/indexplan"
 	"github.com/relay-dev/relay/outbox"
 	"github.com/relay-dev/relay/resolver"
 )
@@ -238,7 +237,7 @@ func (w *ResolveFileWorker) resolvePOI(ctx context.Context, jobID int64, fileID 
 func (w *ResolveFileWorker) commit(ctx context.Context, job *river.Job[outbox.ResolveFileArgs], results []poiResult, upsert bool) (*BatchSummary, error) {
 	args := job.Args
 	sum := &BatchSummary{JobID: job.ID, FileID: args.FileID, POIs: len(results), FailedByClass: map[deadletter.ErrorClass]int{}}
-	tx, err := w.begin(ctx)
+	tx, err := w.db.Begin(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("error beginning batch transaction: %w", err)
 	}
@@ -341,26 +340,9 @@ func (w *ResolveFileWorker) commit(ctx context.Context, job *river.Job[outbox.Re
 	return sum, nil
 }
 
-// begin starts the batch's transaction on index plans (internal/indexplan):
-// every statement the worker runs looks rows up by key, River's completion
-// of the job (a join of river_job to the job's id) included, and a plan a
-// connection cached while a table was small must not scan it once it has
-// grown. The settings are local to the transaction and end with it.
-func (w *ResolveFileWorker) begin(ctx context.Context) (pgx.Tx, error) {
-	tx, err := w.db.Begin(ctx)
-	if err != nil {
-		return nil, err
-	}
-	if _, err := tx.Exec(ctx, indexplan.TxSQL); err != nil {
-		_ = tx.Rollback(ctx)
-		return nil, fmt.Errorf("error switching to index plans: %w", err)
-	}
-	return tx, nil
-}
-
 // completeTx completes job in tx with river.JobCompleteTx. JobCompleteTx
-// returns the updated job with its args decoded again, which for a batch is
-// every POI's JSON, which the worker has no use for; completing a copy of the job
+// returns the updated job with its args decoded again, every POI's JSON for
+// a batch, which the worker has no use for; completing a copy of the job
 // typed with completedArgs, whose decoding is a no-op, skips it.
 func completeTx(ctx context.Context, tx pgx.Tx, job *river.Job[outbox.ResolveFileArgs]) error {
 	_, err := river.JobCompleteTx[*riverpgxv5.Driver](ctx, tx, &river.Job[completedArgs]{JobRow: job.JobRow})
