@@ -65,10 +65,10 @@ func TestResolveFileWorker_BatchKeepsNoSessionState(t *testing.T) {
 	require.GreaterOrEqual(t, stampLocks[0], stamp, "the stamp lock's stamp is taken no earlier than the references'")
 }
 
-// A batch whose references a reprocess stored since the publish is written
-// again, in a new transaction, as an upsert, on a pool as in the unit test
-// of a test transaction's savepoint.
-func TestResolveFileWorker_ReferenceConflictRedoesTheTransactionOnAPool(t *testing.T) {
+// A batch whose references a reprocess stored since the publish takes them
+// over in its first attempt, on a pool as in the unit test of a test
+// transaction's savepoint.
+func TestResolveFileWorker_ReferencesStoredByAReprocessAreTakenOverOnAPool(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	db := testdb.New(t)

@@ -125,13 +125,7 @@ func (w *ResolveFileWorker) Work(ctx context.Context, job *river.Job[outbox.Reso
 		}
 	}
 
-	sum, err := w.commit(ctx, job, results, false)
-	if isReferenceConflict(err) {
-		// A reprocess job stored some of the file's references since the
-		// publish: the batch's transaction is redone with an upsert.
-		log.InfoContext(ctx, "references already stored by a reprocess; writing the batch again as an upsert")
-		sum, err = w.commit(ctx, job, results, true)
-	}
+	sum, err := w.commit(ctx, job, results)
 	if err != nil {
 		w.metrics.BatchFailed(time.Since(start))
 		if ctx.Err() != nil {
@@ -232,9 +226,8 @@ func (w *ResolveFileWorker) resolvePOI(ctx context.Context, jobID int64, fileID 
 }
 
 // commit writes the batch's effects and completes the job in one
-// transaction. upsert makes the references' insert an upsert (see
-// store.link).
-func (w *ResolveFileWorker) commit(ctx context.Context, job *river.Job[outbox.ResolveFileArgs], results []poiResult, upsert bool) (*BatchSummary, error) {
+// transaction.
+func (w *ResolveFileWorker) commit(ctx context.Context, job *river.Job[outbox.ResolveFileArgs], results []poiResult) (*BatchSummary, error) {
 	args := job.Args
 	sum := &BatchSummary{JobID: job.ID, FileID: args.FileID, POIs: len(results), FailedByClass: map[deadletter.ErrorClass]int{}}
 	tx, err := w.db.Begin(ctx)
@@ -256,8 +249,7 @@ func (w *ResolveFileWorker) commit(ctx context.Context, job *river.Job[outbox.Re
 	}
 	sum.Resolved, sum.Failed = len(ok2), len(failures)
 
-	in := linkInput{jobID: job.ID, fileID: args.FileID, ok: ok2, changed: args.ChangedNames, publishXID: args.PublishXID,
-		mayConflict: upsert}
+	in := linkInput{jobID: job.ID, fileID: args.FileID, ok: ok2, changed: args.ChangedNames, publishXID: args.PublishXID}
 	if len(args.FailedPOIIDs) == 0 {
 		// The usual batch: link checks the file's version first.
 		in.version = &args.FileVersion
@@ -267,7 +259,6 @@ func (w *ResolveFileWorker) commit(ctx context.Context, job *river.Job[outbox.Re
 		if _, _, err := st.fileVersion(ctx, args.FileID); err != nil {
 			return nil, err
 		}
-		in.mayConflict = true
 		in.changed = withSuppliedNames(args.ChangedNames, ok2)
 	}
 	if len(args.FailedPOIIDs) > 0 {
@@ -313,7 +304,7 @@ func (w *ResolveFileWorker) commit(ctx context.Context, job *river.Job[outbox.Re
 	// commit, so everything that needs no lock is done before.
 	link, err := st.link(ctx, in)
 	if err != nil {
-		if len(failures) > 0 && !isReferenceConflict(err) {
+		if len(failures) > 0 {
 			// The safety net itself failed: say which POIs, and let River
 			// retry the whole batch rather than drop them.
 			ids := make([]string, len(failures))

@@ -316,9 +316,8 @@ func TestResolveFileWorker_RelationshipKinds(t *testing.T) {
 	_ = strings.TrimSpace
 }
 
-// A batch writes its references with a plain insert; a reprocess job that
-// wrote some of them since the publish must not make the batch fail: the
-// insert falls back to an upsert and the batch's resolution wins.
+// A reprocess job that wrote some of a file's references since the publish
+// must not make the batch fail: the batch's resolution replaces them.
 func TestResolveFileWorker_ReferencesAlreadyStoredByAReprocessAreTakenOver(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()

@@ -11,7 +11,6 @@ import (
 	"strings"
 
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/relay-dev/relay/deadletter"
 	"github.com/relay-dev/relay/outbox"
@@ -65,9 +64,6 @@ type linkInput struct {
 	// changed are the names the publish changed, publishXID its xid.
 	changed    []string
 	publishXID int64
-	// mayConflict: some of ok's references may be stored already (a
-	// reprocess job, or a batch whose plain insert met stored ones).
-	mayConflict bool
 }
 
 // linkResult counts what link did.
@@ -124,14 +120,12 @@ const (
 // the protocol keeps no state in the session, so it works through a
 // transaction-pooling connection pooler.
 //
-// The batch's own references go in with a plain INSERT unless
-// in.mayConflict: only a reprocess job writes references of a file outside
-// its publish's job. A batch whose insert meets stored rows fails with an
-// error isReferenceConflict recognizes, and the caller redoes it with
-// mayConflict.
+// The batch's own references are upserted: a reprocess job may have stored
+// some of them since the publish, and the batch's resolution replaces
+// them.
 func (s store) link(ctx context.Context, in linkInput) (linkResult, error) {
 	var res linkResult
-	jobID, fileID, changed, publishXID, mayConflict := in.jobID, in.fileID, in.changed, in.publishXID, in.mayConflict
+	jobID, fileID, changed, publishXID := in.jobID, in.fileID, in.changed, in.publishXID
 	// referred are the names the batch's references look up: their
 	// candidates are read in the first round trip. The candidates of a
 	// changed name no reference of the batch refers to are needed only to
@@ -281,7 +275,7 @@ func (s store) link(ctx context.Context, in linkInput) (linkResult, error) {
 	if len(changed) > 0 {
 		res.reresolved = queueReresolve(b, jobID, fileID, changed, cands, refs, &res.written)
 	}
-	queueStoreReferences(b, jobID, fileID, resolvedXmin, own, mayConflict)
+	queueStoreReferences(b, jobID, fileID, resolvedXmin, own)
 	if b.Len() == 0 {
 		return res, nil
 	}
@@ -290,13 +284,6 @@ func (s store) link(ctx context.Context, in linkInput) (linkResult, error) {
 			len(failures), len(own.src), res.reresolved, err)
 	}
 	return res, nil
-}
-
-// isReferenceConflict reports whether err is the plain insert of a batch's
-// references meeting rows already stored (see link).
-func isReferenceConflict(err error) bool {
-	var pgErr *pgconn.PgError
-	return errors.As(err, &pgErr) && pgErr.Code == "23505" /* unique_violation */ && pgErr.ConstraintName == "poi_references_pkey"
 }
 
 // stampLockSQL takes a batch's stamp lock, shared: the key is $3
@@ -576,9 +563,8 @@ func (e *references) add(src string, ref resolver.Reference, tgt *string, tgtFil
 
 // queueStoreReferences queues the write of a batch's own references (all
 // from fileID), each with its target, stamped with resolvedXmin (an xid8 as text: see link):
-// a plain insert, or with upsert a reference already stored takes the new
-// resolution.
-func queueStoreReferences(b *pgx.Batch, jobID int64, fileID, resolvedXmin string, e references, upsert bool) {
+// a reference already stored takes the new resolution and stamp.
+func queueStoreReferences(b *pgx.Batch, jobID int64, fileID, resolvedXmin string, e references) {
 	if len(e.src) == 0 {
 		return
 	}
@@ -587,13 +573,10 @@ func queueStoreReferences(b *pgx.Batch, jobID int64, fileID, resolvedXmin string
 		                                 target_poi_id, target_file_id, job_id, resolved_at)
 		SELECT u.src, $2, u.name, u.type, $7::xid8, u.tgt, nullif(u.tgt_file, ''), $8,
 		       CASE WHEN u.tgt IS NULL THEN NULL ELSE now() END
-		FROM unnest($1::text[], $3::text[], $4::text[], $5::text[], $6::text[]) AS u(src, name, type, tgt, tgt_file)`
-	if upsert {
-		sql += `
+		FROM unnest($1::text[], $3::text[], $4::text[], $5::text[], $6::text[]) AS u(src, name, type, tgt, tgt_file)
 		ON CONFLICT (source_poi_id, type, name) DO UPDATE
 			SET resolved_xmin = excluded.resolved_xmin, target_poi_id = excluded.target_poi_id,
 			    target_file_id = excluded.target_file_id, job_id = excluded.job_id, resolved_at = excluded.resolved_at`
-	}
 	b.Queue(sql, e.src, fileID, e.name, e.typ, e.tgt, e.tgtFile, resolvedXmin, jobID)
 }
 
