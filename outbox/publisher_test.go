@@ -432,3 +432,41 @@ func TestPublishTx_RejectsAnIDAnotherFileTookConcurrently(t *testing.T) {
 	require.Equal(t, 0, b.count(t, `SELECT count(*) FROM pois WHERE file_id = 'src/b.js'`))
 	require.Equal(t, 1, b.count(t, `SELECT count(*) FROM pois WHERE poi_id = 'shared-id' AND file_id = 'src/a.js'`))
 }
+
+// PublishTx runs in the caller's transaction under the caller's planner
+// settings: it changes none of them, not even for its own statements. A
+// trigger records the settings the publish's writes ran under.
+func TestPublishTx_LeavesTheCallersPlannerSettingsAlone(t *testing.T) {
+	t.Parallel()
+	b := setup(t, nil)
+	ctx := context.Background()
+	_, err := b.q.Exec(ctx, `
+		CREATE TABLE seen (settings text);
+		CREATE FUNCTION record_settings() RETURNS trigger LANGUAGE plpgsql AS $$
+		BEGIN
+			INSERT INTO seen SELECT string_agg(name || '=' || setting, ' ' ORDER BY name) FROM pg_settings
+				WHERE name IN ('enable_seqscan', 'enable_hashjoin', 'enable_mergejoin', 'jit', 'plan_cache_mode');
+			RETURN NULL;
+		END $$;
+		CREATE TRIGGER record_settings AFTER INSERT OR UPDATE ON files FOR EACH STATEMENT EXECUTE FUNCTION record_settings();
+		CREATE TRIGGER record_settings AFTER INSERT OR UPDATE OR DELETE ON pois FOR EACH STATEMENT EXECUTE FUNCTION record_settings();`)
+	require.NoError(t, err)
+
+	const callers = "enable_hashjoin=on enable_mergejoin=on enable_seqscan=on jit=off plan_cache_mode=force_custom_plan"
+	require.NoError(t, pgx.BeginFunc(ctx, b.q, func(tx pgx.Tx) error {
+		if _, err := tx.Exec(ctx, `SET LOCAL jit = off; SET LOCAL plan_cache_mode = force_custom_plan`); err != nil {
+			return err
+		}
+		for range 2 { // a first publish, then a re-publish
+			if _, err := b.pub.PublishTx(ctx, tx, analysis("src/p.js", 3)); err != nil {
+				return err
+			}
+		}
+		return nil
+	}))
+	rows, err := b.q.Query(ctx, `SELECT DISTINCT settings FROM seen`)
+	require.NoError(t, err)
+	seen, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	require.NoError(t, err)
+	require.Equal(t, []string{callers}, seen)
+}

@@ -8,7 +8,6 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 
-	"github.com/relay-dev/relay/internal/indexplan"
 	"github.com/relay-dev/relay/resolver"
 )
 
@@ -58,9 +57,6 @@ func (s store) write(ctx context.Context, files []fileBatch) (xid int64, rej *Re
 	var upserted int64
 
 	b := &pgx.Batch{}
-	// Lookups by file and POI id: index plans whatever the tables' sizes
-	// when this connection first planned them.
-	indexplan.Begin(b)
 	b.Queue(`SELECT file_id, poi_count FROM files WHERE file_id = ANY($1) ORDER BY file_id FOR UPDATE`, fileIDs).
 		Query(func(rows pgx.Rows) error {
 			for rows.Next() {
@@ -141,7 +137,6 @@ func (s store) write(ctx context.Context, files []fileBatch) (xid int64, rej *Re
 			WHERE p.file_id = ANY($1)))`, fileIDs)
 	b.Queue(upsertSymbolsSQL, ids, owners, names, types, lines, symbols, receivers).
 		Exec(func(tag pgconn.CommandTag) error { upserted = tag.RowsAffected(); return nil })
-	indexplan.End(b)
 	if err := s.tx.SendBatch(ctx, b).Close(); err != nil {
 		return 0, nil, fmt.Errorf("error storing symbols: %w", err)
 	}

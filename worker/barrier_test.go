@@ -13,24 +13,23 @@ import (
 )
 
 // A changer must see the references of a batch that read the symbol table
-// before its publish committed: it waits for every batch that shows (in its
-// connection's application_name) a stamp at or below the publish's
-// transaction id, and holds its batch lock. The test plays such a batch by
-// hand (stamp 1: it read before anything), publishes the name it refers
-// to, lets the changer's job run into the barrier, and commits the
-// reference only then: the changer must resolve it. Without the barrier
-// the job finishes first and the edge is never written. A batch showing a
-// stamp above the publish read a symbol table that held it: the changer
-// does not wait for it.
+// before its publish committed: it waits for every batch holding a stamp
+// lock whose stamp is at or below the publish's transaction id. The test
+// plays such a batch by hand (stamp 1: it read before anything), publishes
+// the name it refers to, lets the changer's job run into the barrier, and
+// commits the reference only then: the changer must resolve it. Without the
+// barrier the job finishes first, and the test fails. A batch whose stamp
+// is above the publish read a symbol table that held it: the changer does
+// not wait for it.
 func TestResolveFileWorker_ChangerWaitsForBatchesThatReadBeforeThePublish(t *testing.T) {
 	t.Parallel()
 	for _, tc := range []struct {
 		name  string
-		stamp string
+		stamp int64
 		wait  bool
 	}{
-		{"read before the publish", "1", true},
-		{"read after the publish", "18446744073709551614", false},
+		{"read before the publish", 1, true},
+		{"read after the publish", 1<<62 - 2, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
@@ -46,26 +45,24 @@ func TestResolveFileWorker_ChangerWaitsForBatchesThatReadBeforeThePublish(t *tes
 			referrer, err := db.Pool.Begin(ctx)
 			require.NoError(t, err)
 			defer func() { _ = referrer.Rollback(ctx) }()
-			var pid int64
-			require.NoError(t, referrer.QueryRow(ctx, `
-				SELECT pg_backend_pid(), set_config('application_name', $1 || $2 || ' ', true),
-				       pg_advisory_xact_lock_shared($3, pg_backend_pid())`,
-				worker.BatchMarker, tc.stamp, worker.BatchLockSpace).Scan(&pid, nil, nil))
+			key := worker.StampLockBase + tc.stamp
+			_, err = referrer.Exec(ctx, `SELECT pg_advisory_xact_lock_shared($1)`, key)
+			require.NoError(t, err)
 			_, err = referrer.Exec(ctx, `INSERT INTO poi_references (source_poi_id, source_file_id, name, type) VALUES ('r.r', 'src/r.js', 'late', 'CALLS')`)
 			require.NoError(t, err)
 
 			e.publish(t, outbox.Analysis{FileID: "src/d.js", POIs: pois(fn("d.l", "late", "src/d.js", "function late() {}"))})
 			// Wait (with a deadline) until the changer's job waits for the
-			// referrer's batch lock, or has finished.
+			// referrer's stamp lock, or has finished.
 			var waited bool
 			deadline := time.Now().Add(30 * time.Second)
 			for {
 				var done bool
 				require.NoError(t, db.Pool.QueryRow(ctx, `SELECT
 					EXISTS (SELECT 1 FROM pg_locks WHERE locktype = 'advisory' AND NOT granted
-						AND classid::bigint = $1 AND objid::bigint = $2 AND objsubid = 2),
+						AND (classid::bigint << 32 | objid::bigint) = $1 AND objsubid = 1),
 					EXISTS (SELECT 1 FROM river_job WHERE args->>'fileId' = 'src/d.js' AND state = 'completed')`,
-					int64(worker.BatchLockSpace), pid).Scan(&waited, &done))
+					key).Scan(&waited, &done))
 				if waited || done {
 					break
 				}

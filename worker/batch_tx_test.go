@@ -3,7 +3,6 @@ package worker_test
 import (
 	"context"
 	"encoding/json"
-	"strings"
 	"testing"
 
 	"github.com/jackc/pgx/v5"
@@ -15,19 +14,22 @@ import (
 	"github.com/relay-dev/relay/worker"
 )
 
-// A batch's transaction runs on index plans (generic, no sequential scans),
-// set with its BEGIN and gone after it: a trigger records the settings its
-// writes ran under.
-func TestResolveFileWorker_BatchTransactionRunsOnIndexPlans(t *testing.T) {
+// A batch keeps no state in its connection's session, so that it works
+// through a transaction-pooling connection pooler: its application_name and
+// planner settings are the pool's, and while it writes its references it
+// holds its stamp lock, a transaction-scoped advisory lock whose key carries
+// the stamp of its references. A trigger records what its writes ran under.
+func TestResolveFileWorker_BatchKeepsNoSessionState(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	db := testdb.New(t)
 	_, err := db.Pool.Exec(ctx, `
-		CREATE TABLE seen (plan_cache_mode text, enable_seqscan text, jit text, application_name text);
+		CREATE TABLE seen (plan_cache_mode text, application_name text, stamp_locks bigint[]);
 		CREATE FUNCTION record_settings() RETURNS trigger LANGUAGE plpgsql AS $$
 		BEGIN
-			INSERT INTO seen VALUES (current_setting('plan_cache_mode'), current_setting('enable_seqscan'), current_setting('jit'),
-				current_setting('application_name'));
+			INSERT INTO seen VALUES (current_setting('plan_cache_mode'), current_setting('application_name'),
+				ARRAY(SELECT classid::bigint << 32 | objid::bigint FROM pg_locks
+				      WHERE pid = pg_backend_pid() AND locktype = 'advisory' AND objsubid = 1 AND granted AND mode = 'ShareLock'));
 			RETURN NULL;
 		END $$;
 		CREATE TRIGGER record_settings AFTER INSERT ON poi_references FOR EACH STATEMENT EXECUTE FUNCTION record_settings();`)
@@ -43,27 +45,30 @@ func TestResolveFileWorker_BatchTransactionRunsOnIndexPlans(t *testing.T) {
 	}))
 	require.NoError(t, worker.RunUntilIdle(ctx, client, db.Pool, testdb.Logger(t), nil))
 
-	var got [3]string
-	require.NoError(t, db.Pool.QueryRow(ctx, `SELECT plan_cache_mode, enable_seqscan, jit FROM seen`).Scan(&got[0], &got[1], &got[2]))
-	require.Equal(t, [3]string{"force_generic_plan", "off", "off"}, got)
+	var planCacheMode, appName, poolAppName string
+	var locks []int64
+	require.NoError(t, db.Pool.QueryRow(ctx, `SELECT plan_cache_mode, application_name, stamp_locks FROM seen`).
+		Scan(&planCacheMode, &appName, &locks))
+	require.NoError(t, db.Pool.QueryRow(ctx, `SELECT current_setting('application_name')`).Scan(&poolAppName))
+	require.Equal(t, "auto", planCacheMode, "planner settings changed")
+	require.Equal(t, poolAppName, appName, "application_name changed")
 
-	var after string
-	require.NoError(t, db.Pool.QueryRow(ctx, `SELECT current_setting('plan_cache_mode')`).Scan(&after))
-	require.Equal(t, "auto", after, "the settings end with the batch's transaction")
-
-	// While it linked, the batch showed its stamp: the references'
-	// resolved_xmin.
-	var shown, stamp string
-	require.NoError(t, db.Pool.QueryRow(ctx, `SELECT application_name FROM seen`).Scan(&shown))
-	require.NoError(t, db.Pool.QueryRow(ctx, `SELECT DISTINCT resolved_xmin::text FROM poi_references`).Scan(&stamp))
-	require.True(t, strings.HasPrefix(shown, worker.BatchMarker+stamp+" "), "application_name %q, stamp %s", shown, stamp)
+	var stamp int64
+	require.NoError(t, db.Pool.QueryRow(ctx, `SELECT DISTINCT resolved_xmin::text::bigint FROM poi_references`).Scan(&stamp))
+	var stampLocks []int64
+	for _, k := range locks {
+		if k >= worker.StampLockBase {
+			stampLocks = append(stampLocks, k-worker.StampLockBase)
+		}
+	}
+	require.Len(t, stampLocks, 1, "one stamp lock while it writes, in the stamp lock space")
+	require.GreaterOrEqual(t, stampLocks[0], stamp, "the stamp lock's stamp is taken no earlier than the references'")
 }
 
-// A batch whose references a reprocess stored since the publish is written
-// again, in a new transaction, as an upsert: on a pool, whose batch
-// transactions end with the write (pipelined COMMIT), as in the unit test
-// of a test transaction's savepoint.
-func TestResolveFileWorker_ReferenceConflictRedoesTheTransactionOnAPool(t *testing.T) {
+// A batch whose references a reprocess stored since the publish takes them
+// over in its first attempt, on a pool as in the unit test of a test
+// transaction's savepoint.
+func TestResolveFileWorker_ReferencesStoredByAReprocessAreTakenOverOnAPool(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	db := testdb.New(t)

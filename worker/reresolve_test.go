@@ -175,11 +175,12 @@ func TestResolveFileWorker_ReresolutionWaitsForARepublishOfTheReferringFile(t *t
 	require.NoError(t, repub.QueryRow(ctx, `SELECT pg_current_xact_id()::text::bigint`).Scan(&repubXID))
 
 	e.publish(t, outbox.Analysis{FileID: "src/y.js", POIs: pois(fn("y.l", "late", "src/y.js", "function late() {}"))})
-	// Wait until late's job either finished (the race lost) or waits for
-	// the open re-publish, then let the re-publish commit.
+	// Wait until late's job either finished or waits for the open
+	// re-publish, then let the re-publish commit. Finishing first is the
+	// race the test is about, lost: the test fails.
 	deadline := time.Now().Add(60 * time.Second)
+	var waiting, done bool
 	for {
-		var waiting, done bool
 		require.NoError(t, e.db.Pool.QueryRow(ctx, `
 			SELECT EXISTS (SELECT 1 FROM pg_locks WHERE locktype = 'transactionid' AND NOT granted
 			                 AND transactionid::text = ($1::bigint & 4294967295)::text),
@@ -193,6 +194,7 @@ func TestResolveFileWorker_ReresolutionWaitsForARepublishOfTheReferringFile(t *t
 		}
 		time.Sleep(10 * time.Millisecond) // polling PostgreSQL's lock table
 	}
+	require.True(t, waiting, "late's job finished without waiting for the re-publish of the referring file")
 	require.NoError(t, repub.Commit(ctx))
 	waitDrained(t, e.client, e.db.Pool)
 	require.NotContains(t, relationships(t, e.db.Pool), "f.a CALLS y.l", "an edge from a reference the re-publish removed survived")

@@ -16,13 +16,11 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/riverqueue/river"
 	"github.com/riverqueue/river/riverdriver/riverpgxv5"
 	"github.com/riverqueue/river/rivertype"
 
 	"github.com/relay-dev/relay/deadletter/failed"
-	"github.com/relay-dev/relay/internal/indexplan"
 	"github.com/relay-dev/relay/outbox"
 	"github.com/relay-dev/relay/resolver"
 )
@@ -128,13 +126,7 @@ func (w *ResolveFileWorker) Work(ctx context.Context, job *river.Job[outbox.Reso
 		}
 	}
 
-	sum, err := w.commit(ctx, job, results, false)
-	if isReferenceConflict(err) {
-		// A reprocess job stored some of the file's references since the
-		// publish: the batch's transaction is redone with an upsert.
-		log.InfoContext(ctx, "references already stored by a reprocess; writing the batch again as an upsert")
-		sum, err = w.commit(ctx, job, results, true)
-	}
+	sum, err := w.commit(ctx, job, results)
 	if err != nil {
 		w.metrics.BatchFailed(time.Since(start))
 		if ctx.Err() != nil {
@@ -235,12 +227,11 @@ func (w *ResolveFileWorker) resolvePOI(ctx context.Context, jobID int64, fileID 
 }
 
 // commit writes the batch's effects and completes the job in one
-// transaction. upsert makes the references' insert an upsert (see
-// store.link).
-func (w *ResolveFileWorker) commit(ctx context.Context, job *river.Job[outbox.ResolveFileArgs], results []poiResult, upsert bool) (*BatchSummary, error) {
+// transaction.
+func (w *ResolveFileWorker) commit(ctx context.Context, job *river.Job[outbox.ResolveFileArgs], results []poiResult) (*BatchSummary, error) {
 	args := job.Args
 	sum := &BatchSummary{JobID: job.ID, FileID: args.FileID, POIs: len(results), FailedByClass: map[failed.ErrorClass]int{}}
-	tx, err := w.begin(ctx)
+	tx, err := w.db.Begin(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("error beginning batch transaction: %w", err)
 	}
@@ -259,8 +250,7 @@ func (w *ResolveFileWorker) commit(ctx context.Context, job *river.Job[outbox.Re
 	}
 	sum.Resolved, sum.Failed = len(ok2), len(failures)
 
-	in := linkInput{jobID: job.ID, fileID: args.FileID, ok: ok2, changed: args.ChangedNames, publishXID: args.PublishXID,
-		mayConflict: upsert}
+	in := linkInput{jobID: job.ID, fileID: args.FileID, ok: ok2, changed: args.ChangedNames, publishXID: args.PublishXID}
 	if len(args.FailedPOIIDs) == 0 {
 		// The usual batch: link checks the file's version first.
 		in.version = &args.FileVersion
@@ -270,7 +260,6 @@ func (w *ResolveFileWorker) commit(ctx context.Context, job *river.Job[outbox.Re
 		if _, _, err := st.fileVersion(ctx, args.FileID); err != nil {
 			return nil, err
 		}
-		in.mayConflict = true
 		in.changed = withSuppliedNames(args.ChangedNames, ok2)
 	}
 	if len(args.FailedPOIIDs) > 0 {
@@ -309,9 +298,6 @@ func (w *ResolveFileWorker) commit(ctx context.Context, job *river.Job[outbox.Re
 		failures = rowless
 	}
 	in.failures = failures
-	if pt, ok := tx.(*pipeTx); ok {
-		in.commit = pt.queueCommit
-	}
 	if err := completeTx(ctx, tx, job); err != nil {
 		return nil, fmt.Errorf("error completing job: %w", err)
 	}
@@ -319,7 +305,7 @@ func (w *ResolveFileWorker) commit(ctx context.Context, job *river.Job[outbox.Re
 	// commit, so everything that needs no lock is done before.
 	link, err := st.link(ctx, in)
 	if err != nil {
-		if len(failures) > 0 && !isReferenceConflict(err) {
+		if len(failures) > 0 {
 			// The safety net itself failed: say which POIs, and let River
 			// retry the whole batch rather than drop them.
 			ids := make([]string, len(failures))
@@ -346,32 +332,9 @@ func (w *ResolveFileWorker) commit(ctx context.Context, job *river.Job[outbox.Re
 	return sum, nil
 }
 
-// begin starts the batch's transaction on index plans (internal/indexplan):
-// every statement the worker runs looks rows up by key, River's completion
-// of the job (a join of river_job to the job's id) included, and a plan a
-// connection cached while a table was small must not scan it once it has
-// grown. The settings are local to the transaction and end with it. With a
-// pool, the transaction is a pipeTx: BEGIN and the settings ride with its
-// first statement, and COMMIT with its last batch.
-func (w *ResolveFileWorker) begin(ctx context.Context) (pgx.Tx, error) {
-	if pool, ok := w.db.(*pgxpool.Pool); ok {
-		return beginPipelined(ctx, pool, []string{"BEGIN", indexplan.TxSetSQL})
-	}
-	tx, err := w.db.Begin(ctx)
-	if err != nil {
-		return nil, err
-	}
-	if _, err := tx.Exec(ctx, indexplan.TxSQL); err != nil {
-		_ = tx.Rollback(ctx)
-		return nil, fmt.Errorf("error switching to index plans: %w", err)
-	}
-	return tx, nil
-}
-
 // completeTx completes job in tx with river.JobCompleteTx. JobCompleteTx
-// returns the updated job with its args decoded again, which for a batch is
-// every POI's JSON (a third of the worker's JSON decoding in relay-bench's
-// profile) that the worker has no use for; completing a copy of the job
+// returns the updated job with its args decoded again, every POI's JSON for
+// a batch, which the worker has no use for; completing a copy of the job
 // typed with completedArgs, whose decoding is a no-op, skips it.
 //
 // The batch commits only if this attempt still owns the job: when another

@@ -316,9 +316,8 @@ func TestResolveFileWorker_RelationshipKinds(t *testing.T) {
 	_ = strings.TrimSpace
 }
 
-// A batch writes its references with a plain insert; a reprocess job that
-// wrote some of them since the publish must not make the batch fail: the
-// insert falls back to an upsert and the batch's resolution wins.
+// A reprocess job that wrote some of a file's references since the publish
+// must not make the batch fail: the batch's resolution replaces them.
 func TestResolveFileWorker_ReferencesAlreadyStoredByAReprocessAreTakenOver(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
@@ -373,7 +372,7 @@ func TestResolveFileWorker_WorksJobsWithReadableArgs(t *testing.T) {
 // A batch that changed more names than the lock table should hold per batch
 // takes the global link lock exclusively instead of one lock per name, and
 // resolves the same; a smaller one shares the global lock, locks each name
-// it changed, and holds its batch lock (it also refers to names). (The test
+// it changed, and holds its stamp lock (it also refers to names). (The test
 // transaction holds the batch's locks until it ends.)
 func TestResolveFileWorker_LargeBatchTakesTheGlobalLinkLockInstead(t *testing.T) {
 	t.Parallel()
@@ -381,7 +380,7 @@ func TestResolveFileWorker_LargeBatchTakesTheGlobalLinkLockInstead(t *testing.T)
 		pois       int
 		globalMode string
 		nameLocks  int
-		batchLocks int
+		stampLocks int
 	}{{10, "ShareLock", 20, 1}, {300, "ExclusiveLock", 0, 0}} { // 20: each POI's name and "id:" name
 		t.Run(fmt.Sprint(tc.pois), func(t *testing.T) {
 			t.Parallel()
@@ -403,17 +402,21 @@ func TestResolveFileWorker_LargeBatchTakesTheGlobalLinkLockInstead(t *testing.T)
 				  AND (classid::bigint << 32 | objid::bigint) = $1`, worker.GlobalLinkLock).Scan(&mode))
 			require.Equal(t, tc.globalMode, mode)
 			require.Equal(t, 1, b.count(t, `
-				SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND pid = pg_backend_pid() AND objsubid = 1`),
+				SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND pid = pg_backend_pid() AND objsubid = 1
+				  AND (classid::bigint << 32 | objid::bigint) < $1`, worker.StampLockBase),
 				"no lock per name it refers to")
 			// The names it changed, exclusively, in the two-key space.
 			require.Equal(t, tc.nameLocks, b.count(t, `
 				SELECT count(*) FROM pg_locks
 				WHERE locktype = 'advisory' AND pid = pg_backend_pid() AND objsubid = 2 AND granted
-				  AND mode = 'ExclusiveLock' AND classid::bigint <> $1`, int64(worker.BatchLockSpace)))
-			require.Equal(t, tc.batchLocks, b.count(t, `
+				  AND mode = 'ExclusiveLock'`))
+			// Its stamp lock: a stamp no lower than its references' (a
+			// changer takes it after its barrier, under a later snapshot).
+			require.Equal(t, tc.stampLocks, b.count(t, `
 				SELECT count(*) FROM pg_locks
-				WHERE locktype = 'advisory' AND pid = pg_backend_pid() AND objsubid = 2 AND granted
-				  AND mode = 'ShareLock' AND classid::bigint = $1 AND objid::bigint = pg_backend_pid()`, int64(worker.BatchLockSpace)))
+				WHERE locktype = 'advisory' AND pid = pg_backend_pid() AND objsubid = 1 AND granted AND mode = 'ShareLock'
+				  AND (classid::bigint << 32 | objid::bigint) - $1 >= (SELECT max(resolved_xmin::text::bigint) FROM poi_references)`,
+				worker.StampLockBase))
 		})
 	}
 }

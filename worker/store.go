@@ -11,7 +11,6 @@ import (
 	"strings"
 
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/relay-dev/relay/deadletter/failed"
 	"github.com/relay-dev/relay/outbox"
@@ -65,14 +64,6 @@ type linkInput struct {
 	// changed are the names the publish changed, publishXID its xid.
 	changed    []string
 	publishXID int64
-	// mayConflict: some of ok's references may be stored already (a
-	// reprocess job, or a batch whose plain insert met stored ones).
-	mayConflict bool
-	// commit, when not nil, queues the transaction's COMMIT at the end of
-	// link's last batch of writes, saving its round trip. The caller still
-	// calls Commit (a no-op when the queued COMMIT ran), since link sends
-	// no writes for a batch with nothing to write.
-	commit func(*pgx.Batch)
 }
 
 // linkResult counts what link did.
@@ -93,61 +84,48 @@ type linkResult struct {
 // table is shared and finite: max_locks_per_transaction x max_connections).
 const maxNameLocks = 256
 
-// globalLinkLock is the advisory lock every batch holds while linking:
-// shared normally, exclusive for a batch that changed more than
-// maxNameLocks names.
-const globalLinkLock int64 = 0x72656c6179 // "relay"
+// The advisory lock keys link takes, in three spaces that cannot meet:
+// name locks use the two-int4 form (a name's 64-bit hash split in halves),
+// which PostgreSQL keeps apart from every one-bigint key; the global lock
+// is one bigint below stampLockBase; a stamp lock is stampLockBase plus the
+// stamp (an xid8, below 2^62 for any epoch PostgreSQL reaches).
+const (
+	// globalLinkLock is held by every batch while it links: shared
+	// normally, exclusive by a batch that changed more than maxNameLocks
+	// names.
+	globalLinkLock int64 = 0x72656c6179 // "relay"
+	// stampLockBase starts the key space of stamp locks (see queueLocks).
+	stampLockBase int64 = 1 << 62
+)
 
 // link resolves the batch's references and stores them, each with its
-// target (poi_references: one row per reference, the relationships view
-// shows the resolved ones), and re-resolves the references of other files
-// to the names this publish changed.
+// target (poi_references: one row per reference; the relationships view
+// shows the resolved ones), and re-resolves other files' references to the
+// names this publish changed. It runs last in the batch's transaction: the
+// locks it takes are held until commit.
 //
-// Correctness under concurrency: the resolution of a name depends on the
-// symbol table (written at publish) and on who refers to it (written here).
-// Before reading the symbol table, every batch shows the stamp of its
-// reading (below) and takes its batch lock until commit, and a batch that
-// changed names waits out the batches that may have read the symbol table
-// before its publish, and locks the names against other changers
-// (queueLocks). So a changer sees the committed references of every batch
-// that resolved a name it changed without seeing its publish, a batch that
-// shows its stamp or takes its lock after a changer has looked reads a
-// symbol table that holds the publish (committed before the changer's job
-// started), and two changers of a name run one after the other: the final
-// relationships do not depend on order or concurrency.
+// Contract: once every publish's job has committed, each stored reference
+// has the target resolver.Lookup gives it against the final symbol table,
+// whatever the order of the publishes and jobs and however many run at
+// once. Each reference is stamped with resolved_xmin, the xmin of a
+// snapshot taken before the batch reads the symbol table; queueLocks and
+// queueStaleRefs rely on that stamp. A batch whose file is no longer at
+// in.version (a newer publish replaced its POIs) writes neither its
+// references nor its failures, only the re-resolution of in.changed.
 //
-// Each reference is stamped with resolved_xmin, the xmin of a snapshot
-// taken before the symbol table is read. A reference stamped above
-// publishXID was resolved under a snapshot that already saw that publish
-// (every transaction below a snapshot's xmin had ended), so its target is
-// already right and the re-resolution leaves it alone. On a first publish
-// of a corpus, where referrers mostly run after the publishes they depend
-// on, that is nearly every reference: each edge is computed once, not
-// twice.
+// Locking order: the file's row (FOR SHARE), the global lock, the barrier
+// and name locks (queueLocks), then the rows of other files whose
+// references are rewritten (FOR SHARE, in file_id order); nothing a
+// publisher waits on is written before. Every lock is transaction-scoped:
+// the protocol keeps no state in the session, so it works through a
+// transaction-pooling connection pooler.
 //
-// A re-resolution must not race a re-publish of the referring file (whose
-// publish deletes the file's references, unseen by a snapshot taken
-// before it commits): before rewriting another file's references,
-// the batch share-locks that file's row, which every publish of it holds
-// exclusively until it commits, and reads the references again.
-//
-// The statements go in pipelined round trips (pgx.Batch): stamp, lock, look
-// up and load the references that may need re-resolving; only when there
-// are some, lock their files and load them again; then write everything.
-// Nothing that takes a row lock a publisher could wait on is written before
-// the file rows are locked, so a batch and a publisher cannot deadlock.
-//
-// The batch's own references go in with a plain INSERT: a publish deleted
-// the file's references, and only a reprocess job (mayConflict) writes
-// references of a file outside its publish's job. When one did and the
-// insert meets its rows, link fails with an error isReferenceConflict
-// recognizes, and the caller redoes the transaction with mayConflict, an
-// upsert. (ON CONFLICT on every batch cost 5% of the concurrent run's
-// POIs/s; a savepoint around the insert, for redoing only the insert, cost
-// two statements per batch.)
+// The batch's own references are upserted: a reprocess job may have stored
+// some of them since the publish, and the batch's resolution replaces
+// them.
 func (s store) link(ctx context.Context, in linkInput) (linkResult, error) {
 	var res linkResult
-	jobID, fileID, changed, publishXID, mayConflict := in.jobID, in.fileID, in.changed, in.publishXID, in.mayConflict
+	jobID, fileID, changed, publishXID := in.jobID, in.fileID, in.changed, in.publishXID
 	// referred are the names the batch's references look up: their
 	// candidates are read in the first round trip. The candidates of a
 	// changed name no reference of the batch refers to are needed only to
@@ -171,7 +149,6 @@ func (s store) link(ctx context.Context, in linkInput) (linkResult, error) {
 	// before the symbol table is read, lock the file's row and read its
 	// version, take the locks, read the candidates and the references to
 	// the changed names that may have been resolved without this publish.
-	// The transaction is on index plans since it began.
 	b := &pgx.Batch{}
 	var (
 		current      *int64
@@ -181,10 +158,10 @@ func (s store) link(ctx context.Context, in linkInput) (linkResult, error) {
 	)
 	switch {
 	case len(referred) > 0 || len(changed) > 0:
-		// One statement: its snapshot (the stamp) is taken before it locks
-		// the file's row, then the global link lock, then it shows the
-		// stamp (and, unless it must first wait as a changer, takes the
-		// batch's lock). See queueLocks.
+		// One statement: its snapshot gives the stamp, then it locks the
+		// file's row and the global lock and, for a referrer that changed
+		// nothing, its stamp lock (a changer takes its own after its
+		// barrier: see queueLocks).
 		exclusive := len(changed) > maxNameLocks
 		sql := `SELECT (` + fileVersionSQL + `), pg_snapshot_xmin(pg_current_snapshot())::text, `
 		args := []any{fileID, globalLinkLock}
@@ -194,17 +171,13 @@ func (s store) link(ctx context.Context, in linkInput) (linkResult, error) {
 			sql += `pg_advisory_xact_lock_shared($2)`
 		}
 		referrer := len(referred) > 0 && !exclusive
-		if referrer {
-			sql += `, set_config('application_name', $3 || pg_snapshot_xmin(pg_current_snapshot())::text || ' ' || current_setting('application_name'), true)`
-			args = append(args, batchMarker)
-			if len(changed) == 0 {
-				sql += `, pg_advisory_xact_lock_shared($4, pg_backend_pid())`
-				args = append(args, batchLockSpace)
-			}
+		if referrer && len(changed) == 0 {
+			sql += `, ` + stampLockSQL
+			args = append(args, stampLockBase)
 		}
 		b.Queue(sql, args...).QueryRow(func(row pgx.Row) error {
-			dest := []any{&current, &resolvedXmin, nil, nil, nil}
-			return row.Scan(dest[:3+len(args)-2]...)
+			dest := []any{&current, &resolvedXmin, nil, nil}
+			return row.Scan(dest[:len(args)+1]...)
 		})
 		if !exclusive && len(changed) > 0 {
 			queueLocks(b, changed, publishXID, referrer)
@@ -294,7 +267,7 @@ func (s store) link(ctx context.Context, in linkInput) (linkResult, error) {
 		}
 	}
 
-	// Last round trip: every write (and, with in.commit, the COMMIT).
+	// Last round trip: every write.
 	b = &pgx.Batch{}
 	if err := failed.QueueInsert(b, failures); err != nil {
 		return res, err
@@ -302,12 +275,9 @@ func (s store) link(ctx context.Context, in linkInput) (linkResult, error) {
 	if len(changed) > 0 {
 		res.reresolved = queueReresolve(b, jobID, fileID, changed, cands, refs, &res.written)
 	}
-	queueStoreReferences(b, jobID, fileID, resolvedXmin, own, mayConflict)
+	queueStoreReferences(b, jobID, fileID, resolvedXmin, own)
 	if b.Len() == 0 {
 		return res, nil
-	}
-	if in.commit != nil {
-		in.commit(b)
 	}
 	if err := s.tx.SendBatch(ctx, b).Close(); err != nil {
 		return res, fmt.Errorf("error writing the batch's %d failed POIs, %d references and %d re-resolutions: %w",
@@ -316,87 +286,69 @@ func (s store) link(ctx context.Context, in linkInput) (linkResult, error) {
 	return res, nil
 }
 
-// isReferenceConflict reports whether err is the plain insert of a batch's
-// references meeting rows already stored (see link).
-func isReferenceConflict(err error) bool {
-	var pgErr *pgconn.PgError
-	return errors.As(err, &pgErr) && pgErr.Code == "23505" /* unique_violation */ && pgErr.ConstraintName == "poi_references_pkey"
-}
+// stampLockSQL takes a batch's stamp lock, shared: the key is $3
+// (stampLockBase) plus the xmin of the statement's snapshot, a stamp no
+// greater than that of any snapshot the batch reads the symbol table with
+// afterwards.
+const stampLockSQL = `pg_advisory_xact_lock_shared($3::bigint + pg_snapshot_xmin(pg_current_snapshot())::text::bigint)`
 
-// batchLockSpace is the first key of a batch's own advisory lock, the
-// second its connection's pid: a batch that reads the symbol table for its
-// references holds it shared from before it reads until it commits (see
-// queueLocks).
-const batchLockSpace int32 = 0x72656c61 // "rela"
-
-// batchMarker begins the application_name of a connection whose batch
-// reads the symbol table, followed by the batch's stamp (resolved_xmin):
-// "relay batch 1234 ", then the connection's own application_name. It is
-// set locally: it goes when the transaction ends.
-const batchMarker = "relay batch "
-
-// queueLocks queues a changer's locks: the barrier, then the batch's own
-// lock (when it is also a referrer), then the changed names' locks.
+// queueLocks queues a changer's locks: the barrier, then its stamp lock
+// (when it is also a referrer), then the changed names' locks.
 //
-// A changer needs every referrer that read the symbol table before the
-// publish committed to have committed its references before the changer
-// looks for them. A referrer shows the stamp of its reading in its
-// connection's application_name (batchMarker), and holds its batch lock
-// from before it reads the symbol table until it commits. A referrer whose
-// stamp is above the publish's transaction id read a symbol table that held
-// the publish (see link), and so does one that shows its stamp, or takes
-// its lock, only after the changer has looked. So the barrier: inside a
-// savepoint, the changer locks exclusively the batch lock of every
-// connection showing a stamp at or below the publish (every one, the
-// publish unknown), which waits for those batches to end, then rolls the
-// savepoint back, which releases the locks at once. On a first publish of a
-// corpus, where the publisher runs ahead of the workers, the batches
-// running when a changer starts read the symbol table after its publish,
-// and it waits for none.
+// The barrier: a changer must see the committed references of every batch
+// that read the symbol table without its publish. A referrer holds its
+// stamp lock (stampLockBase + stamp, shared) from before it reads the
+// symbol table until it commits. A referrer whose stamp is above the
+// publish's transaction id began reading after the publish ended, and so
+// does one whose stamp lock is granted only after the changer has looked
+// (the changer's job runs after its publish committed). So the changer
+// finds in pg_locks the granted stamp locks whose stamp is at or below the
+// publish (every one when the publish is unknown), takes each exclusively
+// inside a savepoint, which waits for their holders to end, and rolls the
+// savepoint back, which releases them at once.
 //
 // Changers of one name must not interleave (each reads the symbol table and
 // rewrites the same references), so a changer holds, until commit, an
-// exclusive lock on each name it changed (pg_advisory_xact_lock's two-key
-// form: the 64-bit key as two int4 halves).
+// exclusive lock on each name it changed.
 //
-// Deadlock freedom: a changer takes no batch lock and no name lock before
+// Deadlock freedom: a changer takes no stamp lock and no name lock before
 // its barrier, so a changer waiting in its barrier holds none another
-// changer's barrier waits for. Name locks are taken in ascending order
-// (unnest yields an array's elements in order), and only after the barrier,
-// so a chain of waits on them climbs in key order and cannot close. A batch
-// that changed more than maxNameLocks names takes the global lock
-// exclusively instead, which waits out every running batch and keeps new
-// ones out.
+// changer's barrier waits for. Name locks are taken in ascending key order,
+// and only after the barrier, so a chain of waits on them climbs in key
+// order and cannot close. A batch that changed more than maxNameLocks names
+// takes the global lock exclusively instead, which waits out every running
+// batch and keeps new ones out.
 func queueLocks(b *pgx.Batch, changed []string, publishXID int64, referrer bool) {
 	keys := make(map[int64]bool, len(changed))
 	for _, n := range changed {
 		keys[nameKey(n)] = true
 	}
 	changedKeys := sortedKeys(keys)
-	horizon := uint64(math.MaxUint64) // unknown publish: every batch
+	horizon := int64(math.MaxInt64) // unknown publish: every stamp
 	if publishXID > 0 {
-		horizon = uint64(publishXID)
+		horizon = stampLockBase + publishXID
 	}
-	b.Queue(`SAVEPOINT relay_name_barrier`)
+	b.Queue(`SAVEPOINT relay_barrier`)
 	b.Queue(`
-		SELECT count(pg_advisory_xact_lock($1::int, a.pid)) FROM (
-			SELECT pid FROM pg_stat_get_activity(NULL)
-			WHERE datid = (SELECT oid FROM pg_database WHERE datname = current_database())
-			  AND pid <> pg_backend_pid() AND starts_with(application_name, $2)
-			  AND coalesce(substring(application_name FROM '^' || $2 || '([0-9]+) ')::numeric <= $3::numeric, true)
-			ORDER BY pid) a`,
-		batchLockSpace, batchMarker, strconv.FormatUint(horizon, 10))
-	b.Queue(`ROLLBACK TO SAVEPOINT relay_name_barrier`)
-	b.Queue(`RELEASE SAVEPOINT relay_name_barrier`)
+		SELECT count(pg_advisory_xact_lock(s.key)) FROM (
+			SELECT DISTINCT (l.classid::bigint << 32) | l.objid::bigint AS key FROM pg_locks l
+			WHERE l.locktype = 'advisory' AND l.objsubid = 1 AND l.granted AND l.mode = 'ShareLock'
+			  AND l.database = (SELECT oid FROM pg_database WHERE datname = current_database())
+			  AND (l.classid::bigint << 32) | l.objid::bigint BETWEEN $1 AND $2
+			ORDER BY key) s`,
+		stampLockBase, horizon)
+	b.Queue(`ROLLBACK TO SAVEPOINT relay_barrier`)
+	b.Queue(`RELEASE SAVEPOINT relay_barrier`)
 
 	hi, lo := make([]int32, len(changedKeys)), make([]int32, len(changedKeys))
 	for i, k := range changedKeys {
 		hi[i], lo[i] = int32(k>>32), int32(k)
 	}
+	// pg_advisory_xact_lock's two-key form: the 64-bit key as two int4
+	// halves; unnest yields them in order.
 	const names = `(SELECT count(pg_advisory_xact_lock(h, l)) FROM unnest($1::int[], $2::int[]) AS u(h, l))`
 	if referrer {
-		// The batch's lock, then the names'.
-		b.Queue(`SELECT pg_advisory_xact_lock_shared($3, pg_backend_pid()), `+names, hi, lo, batchLockSpace)
+		b.Queue(`SELECT `+stampLockSQL+`, `+names, hi, lo, stampLockBase)
 	} else {
 		b.Queue(`SELECT `+names, hi, lo)
 	}
@@ -474,12 +426,9 @@ type storedRef struct {
 // under a snapshot whose xmin is not above the publish's transaction id
 // (all of them when it is unknown, zero). It drives index lookups from the
 // (small) array with a LATERAL join, fenced with OFFSET 0 so the planner
-// cannot flatten it: as a plain (or flattened) join, PostgreSQL's generic
-// plan is a hash join over a sequential scan of poi_references, 7 ms per
-// batch at 45k references and growing with them. The index on (name,
-// resolved_xmin) (migration 10) ends each name's range at the publish, so
-// the references resolved after it (on a first publish of a corpus, nearly
-// all) are not read.
+// cannot flatten it into a join that scans poi_references. The index on
+// (name, resolved_xmin) ends each name's range at the publish, so the
+// references resolved after it are not read.
 func queueStaleRefs(b *pgx.Batch, fileID string, changed []string, publishXID int64, out *[]storedRef) {
 	// The names of references that can resolve to a changed name's POIs
 	// (a Go reference's name carries its qualifier: resolver.ReferenceNames).
@@ -614,9 +563,8 @@ func (e *references) add(src string, ref resolver.Reference, tgt *string, tgtFil
 
 // queueStoreReferences queues the write of a batch's own references (all
 // from fileID), each with its target, stamped with resolvedXmin (an xid8 as text: see link):
-// a plain insert, or with upsert a reference already stored takes the new
-// resolution.
-func queueStoreReferences(b *pgx.Batch, jobID int64, fileID, resolvedXmin string, e references, upsert bool) {
+// a reference already stored takes the new resolution and stamp.
+func queueStoreReferences(b *pgx.Batch, jobID int64, fileID, resolvedXmin string, e references) {
 	if len(e.src) == 0 {
 		return
 	}
@@ -625,13 +573,10 @@ func queueStoreReferences(b *pgx.Batch, jobID int64, fileID, resolvedXmin string
 		                                 target_poi_id, target_file_id, job_id, resolved_at)
 		SELECT u.src, $2, u.name, u.type, $7::xid8, u.tgt, nullif(u.tgt_file, ''), $8,
 		       CASE WHEN u.tgt IS NULL THEN NULL ELSE now() END
-		FROM unnest($1::text[], $3::text[], $4::text[], $5::text[], $6::text[]) AS u(src, name, type, tgt, tgt_file)`
-	if upsert {
-		sql += `
+		FROM unnest($1::text[], $3::text[], $4::text[], $5::text[], $6::text[]) AS u(src, name, type, tgt, tgt_file)
 		ON CONFLICT (source_poi_id, type, name) DO UPDATE
 			SET resolved_xmin = excluded.resolved_xmin, target_poi_id = excluded.target_poi_id,
 			    target_file_id = excluded.target_file_id, job_id = excluded.job_id, resolved_at = excluded.resolved_at`
-	}
 	b.Queue(sql, e.src, fileID, e.name, e.typ, e.tgt, e.tgtFile, resolvedXmin, jobID)
 }
 
