@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/relay-dev/relay/config"
+	"github.com/relay-dev/relay/internal/goanalyze"
 )
 
 // Phases, in the order they run.
@@ -104,6 +105,10 @@ type Config struct {
 	// RiverSynchronousCommit, when set, overrides relay's
 	// river_synchronous_commit.
 	RiverSynchronousCommit string
+	// StdlibReferences is the stdlib phase's reference mode
+	// (goanalyze.ReferencesLexical by default: the phase measures
+	// throughput; typed mode type-checks the whole tree first).
+	StdlibReferences string
 	// CLIWorkers is how many `relay worker` processes the cli phase runs.
 	CLIWorkers int
 	// Keep leaves the database in place.
@@ -128,6 +133,7 @@ func (c *Config) defaults() {
 	c.MemoryFiles = cmp.Or(c.MemoryFiles, MemoryFilesDefault)
 	c.RelayRuns = cmp.Or(c.RelayRuns, RelayRunsBoth)
 	c.CLIWorkers = cmp.Or(c.CLIWorkers, 1)
+	c.StdlibReferences = cmp.Or(c.StdlibReferences, goanalyze.ReferencesLexical)
 	if len(c.Phases) == 0 {
 		c.Phases = DefaultPhases
 	}

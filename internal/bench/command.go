@@ -44,6 +44,7 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs.DurationVar(&cfg.FetchCooldown, "fetch-cooldown", 0, "the worker's fetch_cooldown (default: relay's default)")
 	fs.StringVar(&cfg.RiverSynchronousCommit, "river-synchronous-commit", "", "the worker's river_synchronous_commit (default: relay's default, off)")
 	fs.IntVar(&cfg.CLIWorkers, "cli-workers", 1, "relay worker processes in the cli phase")
+	fs.StringVar(&cfg.StdlibReferences, "stdlib-references", "lexical", "reference mode of the stdlib phase: lexical or typed (type-checks the tree first)")
 	fs.BoolVar(&cfg.Keep, "keep", false, "keep the benchmark database instead of dropping it")
 	fs.BoolVar(&asJSON, "json", false, "print one JSON object with every figure instead of the table")
 	fs.StringVar(&logLevel, "log-level", "", "relay's log level (debug, info, warn, error) to stderr; off by default")

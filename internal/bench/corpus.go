@@ -93,7 +93,11 @@ func (c corpus) code(k, i int) string {
 	}
 	fmt.Fprintf(&b, "\t// %s handles step %d of file %d; it is generated.\n\tn := len(in)\n", name, i, k)
 	for _, t := range c.calls(k, i) {
-		fmt.Fprintf(&b, "\tv, err := %s(ctx, in[n/2:])\n\tif err != nil {\n\t\treturn n, err\n\t}\n\tn += v\n", poiName(t[0], t[1]))
+		callee := poiName(t[0], t[1])
+		if typeOf(t[1]) == resolver.TypeMethod {
+			callee = fmt.Sprintf("(&service%05d{}).%s", t[0], callee) // a method is called on a value of its type
+		}
+		fmt.Fprintf(&b, "\tv, err := %s(ctx, in[n/2:])\n\tif err != nil {\n\t\treturn n, err\n\t}\n\tn += v\n", callee)
 	}
 	b.WriteString("\treturn n, nil\n}")
 	return b.String()

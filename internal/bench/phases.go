@@ -353,7 +353,7 @@ func (b *bench) stdlib(ctx context.Context, res *Result) error {
 		return err
 	}
 	pub := outbox.New(inserter, nil, b.cfg.Logger)
-	sum, err := goanalyze.Publish(ctx, b.pool, pub, b.cfg.GoSrc, goanalyze.PublishConfig{FilesPerTx: b.cfg.FilesPerTx})
+	sum, err := goanalyze.Publish(ctx, b.pool, pub, b.cfg.GoSrc, goanalyze.PublishConfig{FilesPerTx: b.cfg.FilesPerTx, References: b.cfg.StdlibReferences})
 	if err != nil {
 		return err
 	}
