@@ -15,8 +15,9 @@ import (
 )
 
 // A batch keeps no state in its connection's session, so that it works
-// through a transaction-pooling connection pooler: its application_name and
-// planner settings are the pool's, and while it writes its references it
+// through a transaction-pooling connection pooler: its application_name is
+// the pool's, its index-plan settings are its transaction's own and end
+// with it, and while it writes its references it
 // holds its stamp lock, a transaction-scoped advisory lock whose key carries
 // the stamp of its references. A trigger records what its writes ran under.
 func TestResolveFileWorker_BatchKeepsNoSessionState(t *testing.T) {
@@ -50,8 +51,11 @@ func TestResolveFileWorker_BatchKeepsNoSessionState(t *testing.T) {
 	require.NoError(t, db.Pool.QueryRow(ctx, `SELECT plan_cache_mode, application_name, stamp_locks FROM seen`).
 		Scan(&planCacheMode, &appName, &locks))
 	require.NoError(t, db.Pool.QueryRow(ctx, `SELECT current_setting('application_name')`).Scan(&poolAppName))
-	require.Equal(t, "auto", planCacheMode, "planner settings changed")
-	require.Equal(t, poolAppName, appName, "application_name changed")
+	require.Equal(t, "force_generic_plan", planCacheMode, "the batch runs on index plans")
+	var after string
+	require.NoError(t, db.Pool.QueryRow(ctx, `SELECT current_setting('plan_cache_mode')`).Scan(&after))
+	require.Equal(t, "auto", after, "the planner settings end with the batch's transaction")
+	require.Equal(t, poolAppName, appName, "application_name unchanged")
 
 	var stamp int64
 	require.NoError(t, db.Pool.QueryRow(ctx, `SELECT DISTINCT resolved_xmin::text::bigint FROM poi_references`).Scan(&stamp))

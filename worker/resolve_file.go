@@ -236,6 +236,9 @@ func (w *ResolveFileWorker) commit(ctx context.Context, job *river.Job[outbox.Re
 		return nil, fmt.Errorf("error beginning batch transaction: %w", err)
 	}
 	defer func() { _ = tx.Rollback(ctx) }()
+	if _, err := tx.Exec(ctx, indexPlansSQL); err != nil {
+		return nil, fmt.Errorf("error beginning batch transaction: %w", err)
+	}
 	st := store{tx: tx}
 
 	var ok2 []poiResult
@@ -331,6 +334,21 @@ func (w *ResolveFileWorker) commit(ctx context.Context, job *river.Job[outbox.Re
 	}
 	return sum, nil
 }
+
+// indexPlansSQL runs the rest of a batch's transaction on index plans, and
+// ends with it. The batch's statements look rows up by key sets in tables
+// that grow (pois, poi_references, files, river_job); a plan chosen while a
+// table was empty or not yet analyzed (a new deployment, a table just
+// truncated, before autovacuum analyzes it) would keep sequential scans as
+// the table grows. With sequential scans, hash and merge joins off, the
+// planner uses them only when nothing else can run a statement; JIT is off
+// (an unanalyzed table's estimates can cross jit_above_cost); plans are
+// generic, since an index plan does not depend on the parameters. The
+// settings are the transaction's own (set_config's is_local), so they hold
+// through a transaction-pooling connection pooler and end with the batch.
+const indexPlansSQL = `SELECT set_config('enable_seqscan', 'off', true), set_config('enable_hashjoin', 'off', true),
+	set_config('enable_mergejoin', 'off', true), set_config('jit', 'off', true),
+	set_config('plan_cache_mode', 'force_generic_plan', true)`
 
 // completeTx completes job in tx with river.JobCompleteTx. JobCompleteTx
 // returns the updated job with its args decoded again, every POI's JSON for
