@@ -55,23 +55,18 @@ func TestResolveFileWorker_ChangerWaitsForBatchesThatReadBeforeThePublish(t *tes
 			// Wait (with a deadline) until the changer's job waits for the
 			// referrer's stamp lock, or has finished.
 			var waited bool
-			deadline := time.Now().Add(30 * time.Second)
-			for {
+			require.Eventually(t, func() bool {
 				var done bool
-				require.NoError(t, db.Pool.QueryRow(ctx, `SELECT
+				if err := db.Pool.QueryRow(ctx, `SELECT
 					EXISTS (SELECT 1 FROM pg_locks WHERE locktype = 'advisory' AND NOT granted
 						AND (classid::bigint << 32 | objid::bigint) = $1 AND objsubid = 1),
 					EXISTS (SELECT 1 FROM river_job WHERE args->>'fileId' = 'src/d.js' AND state = 'completed')`,
-					key).Scan(&waited, &done))
-				if waited || done {
-					break
+					key).Scan(&waited, &done); err != nil {
+					t.Logf("polling: %v", err)
+					return false
 				}
-				require.True(t, time.Now().Before(deadline), "the changer's job neither waited nor finished")
-				select {
-				case <-ctx.Done():
-				case <-time.After(10 * time.Millisecond):
-				}
-			}
+				return waited || done
+			}, 30*time.Second, 10*time.Millisecond, "the changer's job neither waited nor finished")
 			require.Equal(t, tc.wait, waited)
 			require.NoError(t, referrer.Commit(ctx))
 			waitDrained(t, client, db.Pool)

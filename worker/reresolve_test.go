@@ -137,19 +137,15 @@ func pois(p ...json.RawMessage) []json.RawMessage { return p }
 // (the snapshot's xmin is above it), failing the test after a deadline.
 func waitXminPast(t *testing.T, db *testdb.DB, xid int64) {
 	t.Helper()
-	deadline := time.Now().Add(60 * time.Second)
-	for {
+	require.Eventually(t, func() bool {
 		var past bool
-		require.NoError(t, db.Pool.QueryRow(context.Background(),
-			`SELECT pg_snapshot_xmin(pg_current_snapshot()) > $1::bigint::text::xid8`, xid).Scan(&past))
-		if past {
-			return
+		if err := db.Pool.QueryRow(context.Background(),
+			`SELECT pg_snapshot_xmin(pg_current_snapshot()) > $1::bigint::text::xid8`, xid).Scan(&past); err != nil {
+			t.Logf("polling: %v", err)
+			return false
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("transactions older than %d still open after 60s", xid)
-		}
-		time.Sleep(20 * time.Millisecond) // polling PostgreSQL, not waiting for a worker
-	}
+		return past
+	}, 60*time.Second, 20*time.Millisecond, "transactions older than %d still open", xid)
 }
 
 // A batch re-resolving another file's references must not race a re-publish
@@ -178,22 +174,18 @@ func TestResolveFileWorker_ReresolutionWaitsForARepublishOfTheReferringFile(t *t
 	// Wait until late's job either finished or waits for the open
 	// re-publish, then let the re-publish commit. Finishing first is the
 	// race the test is about, lost: the test fails.
-	deadline := time.Now().Add(60 * time.Second)
 	var waiting, done bool
-	for {
-		require.NoError(t, e.db.Pool.QueryRow(ctx, `
+	require.Eventually(t, func() bool {
+		if err := e.db.Pool.QueryRow(ctx, `
 			SELECT EXISTS (SELECT 1 FROM pg_locks WHERE locktype = 'transactionid' AND NOT granted
 			                 AND transactionid::text = ($1::bigint & 4294967295)::text),
 			       EXISTS (SELECT 1 FROM river_job WHERE args->>'fileId' = 'src/y.js' AND state = 'completed')`,
-			repubXID).Scan(&waiting, &done))
-		if waiting || done {
-			break
+			repubXID).Scan(&waiting, &done); err != nil {
+			t.Logf("polling: %v", err)
+			return false
 		}
-		if time.Now().After(deadline) {
-			t.Fatal("late's job neither finished nor waited for the re-publish within 60s")
-		}
-		time.Sleep(10 * time.Millisecond) // polling PostgreSQL's lock table
-	}
+		return waiting || done
+	}, 60*time.Second, 10*time.Millisecond, "late's job neither finished nor waited for the re-publish")
 	require.True(t, waiting, "late's job finished without waiting for the re-publish of the referring file")
 	require.NoError(t, repub.Commit(ctx))
 	waitDrained(t, e.client, e.db.Pool)
