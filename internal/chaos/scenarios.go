@@ -544,7 +544,7 @@ func (h *harness) scenarioSafetyNet(ctx context.Context, db *scenarioDB, res *Re
 	res.Expedited += n
 	werr := h.waitDrained(ctx, db, []*process{p})
 	terr := h.terminateAll([]*process{p}, res)
-	res.SafetyNetFailures = countLines(p.logPath, "could not write failed POIs")
+	res.SafetyNetFailures = countLines(p.logPath, "could not write the batch, failed POIs included")
 	h.progress("  made %d batches due now (JobRetry); %d batch failures logged with their POI ids", n, res.SafetyNetFailures)
 	return joinErrs([]error{werr, terr})
 }
