@@ -108,9 +108,25 @@ func captureOne(ctx context.Context, pool *pgxpool.Pool, dlq *items.Store, actor
 		if err := json.Unmarshal(history, &hist); err != nil {
 			return fmt.Errorf("error decoding failure history of item %q: %w", itemID, err)
 		}
+		var re []riverError
+		_ = json.Unmarshal(errs, &re)
+		if len(hist) > 0 {
+			// Attempts lost with a killed worker after the last recorded
+			// one (the last of them may be why River discarded the job).
+			recorded := map[int]bool{}
+			for _, h := range hist {
+				if h.RiverJobID == riverID && h.RiverAttempt > 0 {
+					recorded[h.RiverAttempt] = true
+				}
+			}
+			for _, e := range re {
+				if lostAttempt(e.Error) && !recorded[e.Attempt] {
+					attempts++
+					hist = append(hist, lostAttemptDetail(attempts, e, "", riverID))
+				}
+			}
+		}
 		if len(hist) == 0 {
-			var re []riverError
-			_ = json.Unmarshal(errs, &re)
 			for _, e := range re {
 				attempts++
 				hist = append(hist, agent.FailureDetail{AttemptNumber: attempts, Timestamp: e.At,

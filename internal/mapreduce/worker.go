@@ -259,6 +259,28 @@ func (w *ItemWorker) storageError(ctx context.Context, job *river.Job[ItemArgs],
 // crashed) without recording any outcome.
 const riverRescuedError = "Stuck job rescued by JobRescuer"
 
+// lostAttempt reports whether a River error entry says the attempt was lost
+// with its worker: River's rescuer found it stuck, or a live worker returned
+// the job of a worker that stopped renewing its heartbeat.
+func lostAttempt(riverErr string) bool {
+	return riverErr == riverRescuedError || strings.HasPrefix(riverErr, liveness.ReturnedMessage)
+}
+
+// lostAttemptDetail is the failure_history entry of an attempt lost with its
+// worker.
+func lostAttemptDetail(attemptNumber int, e riverError, agentID string, riverJobID int64) agent.FailureDetail {
+	return agent.FailureDetail{
+		AttemptNumber: attemptNumber,
+		Timestamp:     e.At,
+		ErrorType:     agent.ErrorTypeUnknown,
+		ErrorMessage:  "attempt lost: the worker running it stopped before recording an outcome (" + e.Error + ")",
+		AgentID:       agentID,
+		StepFailed:    agent.StepRunAgent,
+		RiverJobID:    riverJobID,
+		RiverAttempt:  e.Attempt,
+	}
+}
+
 // recordLostAttempts writes a failure_history entry for each attempt of
 // this River job that River's rescuer had to rescue, so the history keeps
 // one entry per attempt (and max_retries+1 entries when the item is
@@ -268,20 +290,11 @@ const riverRescuedError = "Stuck job rescued by JobRescuer"
 func (w *ItemWorker) recordLostAttempts(ctx context.Context, job *river.Job[ItemArgs], item *WorkItem, log *slog.Logger) int {
 	added := 0
 	for _, e := range job.Errors {
-		lost := e.Error == riverRescuedError || strings.HasPrefix(e.Error, liveness.ReturnedMessage)
-		if !lost || e.Attempt >= job.Attempt {
+		if !lostAttempt(e.Error) || e.Attempt >= job.Attempt {
 			continue
 		}
-		d := agent.FailureDetail{
-			AttemptNumber: item.Attempts + added + 1,
-			Timestamp:     e.At,
-			ErrorType:     agent.ErrorTypeUnknown,
-			ErrorMessage:  "attempt lost: the worker running it stopped before recording an outcome (" + e.Error + ")",
-			AgentID:       fmt.Sprintf("%s/river-job-%d", w.host, job.ID),
-			StepFailed:    agent.StepRunAgent,
-			RiverJobID:    job.ID,
-			RiverAttempt:  e.Attempt,
-		}
+		d := lostAttemptDetail(item.Attempts+added+1, riverError{At: e.At, Attempt: e.Attempt, Error: e.Error},
+			fmt.Sprintf("%s/river-job-%d", w.host, job.ID), job.ID)
 		ok, err := w.jobs.RecordLostAttempt(ctx, job.Args.JobID, job.Args.ItemID, d)
 		if err != nil {
 			log.WarnContext(ctx, "error recording a lost attempt", slog.Int("river_attempt", e.Attempt), slog.String("error", err.Error()))
