@@ -10,6 +10,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/stretchr/testify/require"
 
 	"github.com/relay-dev/relay/internal/testdb"
@@ -145,26 +146,19 @@ type schemaShape struct {
 func shapeOf(t *testing.T, db *testdb.DB) schemaShape {
 	t.Helper()
 	ctx := context.Background()
+	names := func(sql string) []string {
+		rows, err := db.Pool.Query(ctx, sql, db.Schema)
+		require.NoError(t, err)
+		out, err := pgx.CollectRows(rows, pgx.RowTo[string])
+		require.NoError(t, err)
+		return out
+	}
 	var s schemaShape
-	rows, err := db.Pool.Query(ctx, `SELECT table_name FROM information_schema.tables
-		WHERE table_schema = $1 AND table_type = 'BASE TABLE' ORDER BY 1`, db.Schema)
-	require.NoError(t, err)
-	for rows.Next() {
-		var n string
-		require.NoError(t, rows.Scan(&n))
-		s.tables = append(s.tables, n)
-	}
-	require.NoError(t, rows.Err())
-	rows, err = db.Pool.Query(ctx, `SELECT c.table_name || '.' || c.column_name FROM information_schema.columns c
+	s.tables = names(`SELECT table_name FROM information_schema.tables
+		WHERE table_schema = $1 AND table_type = 'BASE TABLE' ORDER BY 1`)
+	s.columns = names(`SELECT c.table_name || '.' || c.column_name FROM information_schema.columns c
 		JOIN information_schema.tables t USING (table_schema, table_name)
-		WHERE c.table_schema = $1 AND t.table_type = 'BASE TABLE' ORDER BY 1`, db.Schema)
-	require.NoError(t, err)
-	for rows.Next() {
-		var n string
-		require.NoError(t, rows.Scan(&n))
-		s.columns = append(s.columns, n)
-	}
-	require.NoError(t, rows.Err())
+		WHERE c.table_schema = $1 AND t.table_type = 'BASE TABLE' ORDER BY 1`)
 	return s
 }
 

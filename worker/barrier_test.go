@@ -40,7 +40,7 @@ func TestResolveFileWorker_ChangerWaitsForBatchesThatReadBeforeThePublish(t *tes
 			e := &e2e{db: db, pub: outbox.New(client, nil, testdb.Logger(t)), client: client}
 			e.publish(t, outbox.Analysis{FileID: "src/r.js", POIs: pois(fn("r.r", "r", "src/r.js", "function r() {}"))})
 			e.start(t)
-			waitDrained(t, client, db.Pool)
+			waitDrained(t, db.Pool)
 
 			referrer, err := db.Pool.Begin(ctx)
 			require.NoError(t, err)
@@ -69,7 +69,7 @@ func TestResolveFileWorker_ChangerWaitsForBatchesThatReadBeforeThePublish(t *tes
 			}, 30*time.Second, 10*time.Millisecond, "the changer's job neither waited nor finished")
 			require.Equal(t, tc.wait, waited)
 			require.NoError(t, referrer.Commit(ctx))
-			waitDrained(t, client, db.Pool)
+			waitDrained(t, db.Pool)
 			if tc.wait {
 				require.Contains(t, relationships(t, db.Pool), "r.r CALLS d.l",
 					"the changer did not wait for the batch that read before its publish, and missed its reference")

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"sort"
 	"sync"
 	"testing"
@@ -91,7 +92,7 @@ func (e *e2e) start(t *testing.T) {
 
 // waitDrained waits until no resolve_file job is pending (worker.WaitIdle),
 // failing the test after a deadline.
-func waitDrained(t *testing.T, _ *river.Client[pgx.Tx], pool *pgxpool.Pool) {
+func waitDrained(t *testing.T, pool *pgxpool.Pool) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
@@ -124,7 +125,7 @@ func TestEndToEnd_RelationshipsIndependentOfOrderAndConcurrency(t *testing.T) {
 		ref.publish(t, a)
 	}
 	ref.start(t)
-	waitDrained(t, ref.client, ref.db.Pool)
+	waitDrained(t, ref.db.Pool)
 	want := relationships(t, ref.db.Pool)
 
 	// Spot-check the reference against the resolution rules.
@@ -139,27 +140,11 @@ func TestEndToEnd_RelationshipsIndependentOfOrderAndConcurrency(t *testing.T) {
 	require.NotContains(t, want, "f00.a CALLS f00.a", "no self edges")
 	require.Equal(t, 12, testdb.Count(t, ref.db.Pool, `SELECT count(*) FROM failed_pois`), "one malformed POI per file")
 
-	for _, tc := range []struct {
-		name        string
-		concurrency int
-		seed        uint64
-	}{
-		{"reversed order, one worker", 1, 0},
-		{"shuffled, four workers, publishing while working", 4, 1},
-		{"shuffled again, four workers", 4, 2},
-	} {
+	for _, tc := range orderCases {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			e := setupE2E(t, tc.concurrency)
-			order := make([]outbox.Analysis, len(files))
-			copy(order, files)
-			if tc.seed == 0 {
-				for i, j := 0, len(order)-1; i < j; i, j = i+1, j-1 {
-					order[i], order[j] = order[j], order[i]
-				}
-			} else {
-				rand.New(rand.NewPCG(tc.seed, 7)).Shuffle(len(order), func(i, j int) { order[i], order[j] = order[j], order[i] })
-			}
+			order := tc.order(files)
 			e.start(t)
 			// Publish from two goroutines while the workers run, and
 			// re-publish a file with a name removed and then restored.
@@ -178,9 +163,34 @@ func TestEndToEnd_RelationshipsIndependentOfOrderAndConcurrency(t *testing.T) {
 			trimmed.POIs = trimmed.POIs[:len(trimmed.POIs)-2] // drops late() (and the bad POI)
 			e.publish(t, trimmed)
 			e.publish(t, files[11])
-			waitDrained(t, e.client, e.db.Pool)
+			waitDrained(t, e.db.Pool)
 			require.Equal(t, want, relationships(t, e.db.Pool))
 			require.Equal(t, 0, testdb.Count(t, e.db.Pool, `SELECT count(*) FROM river_job WHERE state NOT IN ('completed')  AND kind = 'resolve_file'`))
 		})
 	}
+}
+
+// orderCase is one publish order and worker count the end-to-end tests run
+// a corpus with; the relationships must equal a one-by-one reference run.
+type orderCase struct {
+	name        string
+	concurrency int
+	seed        uint64 // 0: reversed, else a seeded shuffle
+}
+
+var orderCases = []orderCase{
+	{"reversed order, one worker", 1, 0},
+	{"shuffled, four workers, publishing while working", 4, 1},
+	{"shuffled again, four workers", 4, 2},
+}
+
+// order returns files in the case's order.
+func (c orderCase) order(files []outbox.Analysis) []outbox.Analysis {
+	order := slices.Clone(files)
+	if c.seed == 0 {
+		slices.Reverse(order)
+	} else {
+		rand.New(rand.NewPCG(c.seed, 7)).Shuffle(len(order), func(i, j int) { order[i], order[j] = order[j], order[i] })
+	}
+	return order
 }

@@ -26,7 +26,7 @@ func TestDeletingAFileRemovesItsReferencesAndEdgesBothWays(t *testing.T) {
 	e.publish(t, outbox.Analysis{FileID: "src/b.js", POIs: pois(fn("b.b", "b", "src/b.js", "function b() { c(); }"))})
 	e.publish(t, outbox.Analysis{FileID: "src/c.js", POIs: pois(fn("c.c", "c", "src/c.js", "function c() { a(); }"))})
 	e.start(t)
-	waitDrained(t, client, db.Pool)
+	waitDrained(t, db.Pool)
 	require.ElementsMatch(t, []string{"a.a CALLS b.b", "b.b CALLS c.c", "c.c CALLS a.a"}, relationships(t, db.Pool))
 
 	ctx := context.Background()

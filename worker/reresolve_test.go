@@ -94,7 +94,7 @@ func TestResolveFileWorker_ReresolvesOnlyReferencesResolvedBeforeThePublish(t *t
 	require.NotZero(t, xid, "the publish did not record its transaction id in the job")
 	waitXminPast(t, db, xid)
 	e.start(t)
-	waitDrained(t, client, db.Pool)
+	waitDrained(t, db.Pool)
 	order, last := obs.byFile(t, 2)
 	require.Equal(t, []string{"src/c.js", "src/d.js"}, order, "the caller's job must run first for this case")
 	require.Equal(t, 0, last["src/d.js"].Reresolved, "a reference resolved after the publish was re-resolved")
@@ -103,13 +103,13 @@ func TestResolveFileWorker_ReresolvesOnlyReferencesResolvedBeforeThePublish(t *t
 	// The caller's job runs before the callee exists: late is unknown, and
 	// the callee's job must resolve the stored reference again.
 	e.publish(t, outbox.Analysis{FileID: "src/a.js", POIs: pois(fn("a.a", "a", "src/a.js", "function a() { late(); }"))})
-	waitDrained(t, client, db.Pool)
+	waitDrained(t, db.Pool)
 	_, last = obs.byFile(t, 3)
 	require.Equal(t, 1, last["src/a.js"].Unknown)
 	require.NotContains(t, relationships(t, db.Pool), "a.a CALLS b.l")
 
 	e.publish(t, outbox.Analysis{FileID: "src/b.js", POIs: pois(fn("b.l", "late", "src/b.js", "function late() {}"))})
-	waitDrained(t, client, db.Pool)
+	waitDrained(t, db.Pool)
 	_, last = obs.byFile(t, 4)
 	require.Equal(t, 1, last["src/b.js"].Reresolved, "a reference resolved before the publish was not re-resolved")
 	require.Contains(t, relationships(t, db.Pool), "a.a CALLS b.l")
@@ -123,7 +123,7 @@ func TestResolveFileWorker_ReresolvesOnlyReferencesResolvedBeforeThePublish(t *t
 			POIs: pois(fn("b.l2", "late", "src/b.js", "function late() { /* moved */ }"))})
 		return err
 	}))
-	waitDrained(t, client, db.Pool)
+	waitDrained(t, db.Pool)
 	_, last = obs.byFile(t, 5)
 	require.Equal(t, 1, last["src/b.js"].Reresolved)
 	rels := relationships(t, db.Pool)
@@ -158,7 +158,7 @@ func TestResolveFileWorker_ReresolutionWaitsForARepublishOfTheReferringFile(t *t
 	e := setupE2E(t, 1)
 	e.publish(t, outbox.Analysis{FileID: "src/f.js", POIs: pois(fn("f.a", "a", "src/f.js", "function a() { late(); }"))})
 	e.start(t)
-	waitDrained(t, e.client, e.db.Pool)
+	waitDrained(t, e.db.Pool)
 
 	// f.js is re-published without its call to late, in a transaction left
 	// open while late is published and its job runs.
@@ -188,6 +188,6 @@ func TestResolveFileWorker_ReresolutionWaitsForARepublishOfTheReferringFile(t *t
 	}, 60*time.Second, 10*time.Millisecond, "late's job neither finished nor waited for the re-publish")
 	require.True(t, waiting, "late's job finished without waiting for the re-publish of the referring file")
 	require.NoError(t, repub.Commit(ctx))
-	waitDrained(t, e.client, e.db.Pool)
+	waitDrained(t, e.db.Pool)
 	require.NotContains(t, relationships(t, e.db.Pool), "f.a CALLS y.l", "an edge from a reference the re-publish removed survived")
 }

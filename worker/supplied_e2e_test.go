@@ -3,7 +3,6 @@ package worker_test
 import (
 	"encoding/json"
 	"fmt"
-	"math/rand/v2"
 	"strings"
 	"sync"
 	"testing"
@@ -79,7 +78,7 @@ func TestEndToEnd_SuppliedReferencesIndependentOfOrderAndConcurrency(t *testing.
 		ref.publish(t, a)
 	}
 	ref.start(t)
-	waitDrained(t, ref.client, ref.db.Pool)
+	waitDrained(t, ref.db.Pool)
 	want := relationships(t, ref.db.Pool)
 
 	require.Contains(t, want, "s00.f CALLS s01.f", "by symbol, across files, although every function is named run")
@@ -108,27 +107,11 @@ func TestEndToEnd_SuppliedReferencesIndependentOfOrderAndConcurrency(t *testing.
 		`SELECT count(*) FROM poi_references WHERE target_poi_id IS NULL AND name = 'sym:m/dup'`),
 		"m/dup is ambiguous outside its two files")
 
-	for _, tc := range []struct {
-		name        string
-		concurrency int
-		seed        uint64
-	}{
-		{"reversed order, one worker", 1, 0},
-		{"shuffled, four workers, publishing while working", 4, 1},
-		{"shuffled again, four workers", 4, 2},
-	} {
+	for _, tc := range orderCases {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			e := setupE2E(t, tc.concurrency)
-			order := make([]outbox.Analysis, len(files))
-			copy(order, files)
-			if tc.seed == 0 {
-				for i, j := 0, len(order)-1; i < j; i, j = i+1, j-1 {
-					order[i], order[j] = order[j], order[i]
-				}
-			} else {
-				rand.New(rand.NewPCG(tc.seed, 7)).Shuffle(len(order), func(i, j int) { order[i], order[j] = order[j], order[i] })
-			}
+			order := tc.order(files)
 			e.start(t)
 			var wg sync.WaitGroup
 			for half := range 2 {
@@ -146,13 +129,13 @@ func TestEndToEnd_SuppliedReferencesIndependentOfOrderAndConcurrency(t *testing.
 			trimmed := last
 			trimmed.POIs = trimmed.POIs[:len(trimmed.POIs)-2]
 			e.publish(t, trimmed)
-			waitDrained(t, e.client, e.db.Pool)
+			waitDrained(t, e.db.Pool)
 			without := relationships(t, e.db.Pool)
 			require.NotContains(t, without, "s03.f CALLS s09.l")
 			require.NotContains(t, without, "s04.f CALLS s09.l")
 			require.Contains(t, without, "s00.f CALLS s01.f")
 			e.publish(t, last)
-			waitDrained(t, e.client, e.db.Pool)
+			waitDrained(t, e.db.Pool)
 			require.Equal(t, want, relationships(t, e.db.Pool))
 		})
 	}

@@ -25,7 +25,7 @@ func TestResolveFileWorker_ReprocessedPOIResolvesReferencesToItsSymbolAndID(t *t
 	e.publish(t, outbox.Analysis{FileID: "b.ts", POIs: []json.RawMessage{json.RawMessage(
 		`{"id":"b1","type":"function_definition","name":"B","filePath":"b.ts","lineNumber":"two","symbol":"m.B"}`)}})
 	e.start(t)
-	waitDrained(t, e.client, e.db.Pool)
+	waitDrained(t, e.db.Pool)
 	require.Equal(t, 2, testdb.Count(t, e.db.Pool, `SELECT count(*) FROM poi_references WHERE source_poi_id = 'a1' AND target_poi_id IS NULL`))
 
 	_, err := e.db.Pool.Exec(ctx, `UPDATE failed_pois SET original_poi_data = jsonb_set(original_poi_data, '{lineNumber}', '2') WHERE poi_id = 'b1'`)
@@ -34,7 +34,7 @@ func TestResolveFileWorker_ReprocessedPOIResolvesReferencesToItsSymbolAndID(t *t
 		Run(ctx, failed.Selection{Filter: failed.Filter{Status: failed.StatusNew}}, "tester", nil)
 	require.NoError(t, err)
 	require.EqualValues(t, 1, res.Jobs)
-	waitDrained(t, e.client, e.db.Pool)
+	waitDrained(t, e.db.Pool)
 
 	require.Equal(t, 1, testdb.Count(t, e.db.Pool, `SELECT count(*) FROM pois WHERE poi_id = 'b1' AND symbol = 'm.B'`))
 	require.Equal(t, 2, testdb.Count(t, e.db.Pool, `SELECT count(*) FROM poi_references WHERE source_poi_id = 'a1' AND target_poi_id = 'b1'`),

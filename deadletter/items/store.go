@@ -165,11 +165,10 @@ func (s *Store) enforceCapacityTx(ctx context.Context, tx pgx.Tx, jobID, keepIte
 	// it, and an add that has inserted but not counted yet will count this
 	// one. The last add to count sees every row and evicts.
 	var n int
-	err := tx.QueryRow(ctx, `SELECT pg_advisory_xact_lock(hashtextextended('relay-dlq-capacity:' || $1, 0))::text`, jobID).Scan(new(string))
-	if err != nil {
+	if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock(hashtextextended('relay-dlq-capacity:' || $1, 0))`, jobID); err != nil {
 		return fmt.Errorf("error locking dead-letter capacity of job %q: %w", jobID, err)
 	}
-	err = tx.QueryRow(ctx, `SELECT coalesce(sum(n), 0)::int FROM dead_lettered_items_counts WHERE job_id = $1`, jobID).Scan(&n)
+	err := tx.QueryRow(ctx, `SELECT coalesce(sum(n), 0)::int FROM dead_lettered_items_counts WHERE job_id = $1`, jobID).Scan(&n)
 	if err != nil {
 		return fmt.Errorf("error counting dead-lettered items of job %q: %w", jobID, err)
 	}

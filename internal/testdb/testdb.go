@@ -285,7 +285,9 @@ func migrate(ctx context.Context, url, name string) error {
 	if err != nil {
 		return err
 	}
-	pool, err := database.Open(ctx, dbURL, database.Options{Role: "test-template", MaxConns: 2,
+	// search_path names Schema before it exists: names resolve at each
+	// lookup, so the migrations see it once created.
+	pool, err := database.Open(ctx, dbURL, database.Options{Role: "test-template", Schema: Schema, MaxConns: 2,
 		StatementTimeout: 5 * time.Minute, IdleInTransactionTimeout: time.Minute})
 	if err != nil {
 		return fmt.Errorf("error opening the template database: %w", err)
@@ -294,13 +296,6 @@ func migrate(ctx context.Context, url, name string) error {
 	if _, err := pool.Exec(ctx, "CREATE SCHEMA "+pgx.Identifier{Schema}.Sanitize()); err != nil {
 		return fmt.Errorf("error creating schema %s: %w", Schema, err)
 	}
-	pool.Close()
-	pool, err = database.Open(ctx, dbURL, database.Options{Role: "test-template", Schema: Schema, MaxConns: 2,
-		StatementTimeout: 5 * time.Minute, IdleInTransactionTimeout: time.Minute})
-	if err != nil {
-		return fmt.Errorf("error opening the template database: %w", err)
-	}
-	defer pool.Close()
 	m, err := migrations.New(pool, Schema, slog.New(slog.DiscardHandler))
 	if err != nil {
 		return fmt.Errorf("error migrating the template database: %w", err)
