@@ -120,15 +120,48 @@ func scanRecord(row pgx.Row, full bool) (*Record, error) {
 
 // List returns rows matching f, newest failure first.
 func (s *Store) List(ctx context.Context, f Filter, limit int) ([]Record, error) {
+	return s.ListPage(ctx, f, Page{Limit: limit})
+}
+
+// Cursor is a row's position in the listing order: its failed_at and id.
+type Cursor struct {
+	FailedAt time.Time
+	ID       int64
+}
+
+// Page is one page of a listing in time order.
+type Page struct {
+	// After starts the page after this position (nil: at the start).
+	After *Cursor
+	// Limit is the page's length (50 when not positive).
+	Limit int
+	// OldestFirst lists in ascending time order instead of newest first.
+	OldestFirst bool
+}
+
+// ListPage returns one page of the rows matching f, ordered by failed_at
+// then id (newest first unless p.OldestFirst). The next page starts after
+// the last row's Cursor: keyset pagination, so every page costs the same
+// however deep it is (failed_pois_failed_at_idx, or the status and
+// signature indexes, serve the order).
+func (s *Store) ListPage(ctx context.Context, f Filter, p Page) ([]Record, error) {
 	if err := f.Validate(); err != nil {
 		return nil, err
 	}
+	limit := p.Limit
 	if limit <= 0 {
 		limit = 50
 	}
 	a := &queryArgs{}
-	q := `SELECT ` + summaryColumns + ` FROM failed_pois WHERE ` + f.where(a, "") +
-		` ORDER BY failed_at DESC, id DESC LIMIT ` + a.add(limit)
+	q := `SELECT ` + summaryColumns + ` FROM failed_pois WHERE ` + f.where(a, "")
+	cmpOp, dir := "<", "DESC"
+	if p.OldestFirst {
+		cmpOp, dir = ">", "ASC"
+	}
+	if p.After != nil {
+		q += ` AND (failed_at, id) ` + cmpOp + ` (` + a.add(p.After.FailedAt) + `, ` + a.add(p.After.ID) + `)`
+	}
+	q += ` ORDER BY failed_at ` + dir + `, id ` + dir + ` LIMIT ` + a.add(limit)
 	rows, err := s.pool.Query(ctx, q, a.vals...)
 	if err != nil {
 		return nil, fmt.Errorf("error listing failed_pois: %w", err)
@@ -144,6 +177,56 @@ func (s *Store) List(ctx context.Context, f Filter, limit int) ([]Record, error)
 	}
 	if err := rows.Err(); err != nil {
 		return nil, fmt.Errorf("error listing failed_pois: %w", err)
+	}
+	return out, nil
+}
+
+// Cursor is r's position in the listing order.
+func (r *Record) Cursor() Cursor { return Cursor{FailedAt: r.FailedAt, ID: r.ID} }
+
+// Event is one audit event in dead_letter_events.
+type Event struct {
+	ID         int64           `json:"id"`
+	OccurredAt time.Time       `json:"occurred_at"`
+	Actor      string          `json:"actor"`
+	Action     string          `json:"action"`
+	ItemCount  int64           `json:"item_count"`
+	Details    json.RawMessage `json:"details"`
+}
+
+// Events returns the audit events that name row id, newest first, at most
+// limit: ignores and reprocess runs that listed it by id, and the outcomes
+// recorded by the River jobs that worked it (in.Jobs).
+func (s *Store) Events(ctx context.Context, in *Inspection, limit int) ([]Event, error) {
+	if limit <= 0 {
+		limit = 50
+	}
+	jobs := make([]int64, len(in.Jobs))
+	for i, j := range in.Jobs {
+		jobs[i] = j.ID
+	}
+	rows, err := s.pool.Query(ctx, `
+		SELECT id, occurred_at, actor, action, item_count, details::text FROM dead_letter_events
+		WHERE target = 'failed_pois'
+		  AND (details->'ids' @> jsonb_build_array($1::bigint)
+		       OR (action = $2 AND details->>'job_id' = ANY($3::bigint[]::text[])))
+		ORDER BY occurred_at DESC, id DESC LIMIT $4`, in.ID, ActionReprocessOutcome, jobs, limit)
+	if err != nil {
+		return nil, fmt.Errorf("error reading audit events of failed_pois row %d: %w", in.ID, err)
+	}
+	defer rows.Close()
+	out := []Event{}
+	for rows.Next() {
+		var e Event
+		var details string
+		if err := rows.Scan(&e.ID, &e.OccurredAt, &e.Actor, &e.Action, &e.ItemCount, &details); err != nil {
+			return nil, fmt.Errorf("error reading audit events of failed_pois row %d: %w", in.ID, err)
+		}
+		e.OccurredAt, e.Details = e.OccurredAt.UTC(), json.RawMessage(details)
+		out = append(out, e)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("error reading audit events of failed_pois row %d: %w", in.ID, err)
 	}
 	return out, nil
 }
