@@ -467,34 +467,48 @@ func (s *Store) Analyze(ctx context.Context, f Filter, top int) (*Analysis, erro
 	}
 	an.OtherGroups = max(0, groups-int64(len(an.Groups)))
 
-	hf := f
 	var now time.Time
 	if err := s.pool.QueryRow(ctx, `SELECT now()`).Scan(&now); err != nil {
 		return nil, fmt.Errorf("error reading the time: %w", err)
 	}
+	hf := f
 	if from := now.Add(-HourlyWindow).Truncate(time.Hour); hf.Since.Before(from) {
 		hf.Since = from
 	}
-	ha := &queryArgs{}
-	rows, err = s.pool.Query(ctx, `
-		SELECT date_trunc('hour', failed_at, 'UTC'), count(*) FROM failed_pois WHERE `+hf.where(ha, "")+`
-		GROUP BY 1 ORDER BY 1`, ha.vals...)
+	if an.Hourly, err = s.PerHour(ctx, hf); err != nil {
+		return nil, err
+	}
+	return an, nil
+}
+
+// PerHour counts the rows matching f per hour (UTC) of failed_at, oldest
+// first, hours without failures left out. Bound f.Since: the count reads
+// every matching row.
+func (s *Store) PerHour(ctx context.Context, f Filter) ([]HourCount, error) {
+	if err := f.Validate(); err != nil {
+		return nil, err
+	}
+	a := &queryArgs{}
+	rows, err := s.pool.Query(ctx, `
+		SELECT date_trunc('hour', failed_at, 'UTC'), count(*) FROM failed_pois WHERE `+f.where(a, "")+`
+		GROUP BY 1 ORDER BY 1`, a.vals...)
 	if err != nil {
 		return nil, fmt.Errorf("error counting failures per hour: %w", err)
 	}
 	defer rows.Close()
+	out := []HourCount{}
 	for rows.Next() {
 		var h HourCount
 		if err := rows.Scan(&h.Hour, &h.Count); err != nil {
 			return nil, fmt.Errorf("error counting failures per hour: %w", err)
 		}
 		h.Hour = h.Hour.UTC()
-		an.Hourly = append(an.Hourly, h)
+		out = append(out, h)
 	}
 	if err := rows.Err(); err != nil {
 		return nil, fmt.Errorf("error counting failures per hour: %w", err)
 	}
-	return an, nil
+	return out, nil
 }
 
 // Export calls fn for every row matching f, in id order, with every column,
