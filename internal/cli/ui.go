@@ -101,11 +101,9 @@ func newConsole(a *app, pool *pgxpool.Pool, prefix string) (*console.Console, er
 }
 
 // mountConsole serves the console under /ui/ next to health, returning
-// the combined handler; ctx bounds River UI's background services.
+// the combined handler; ctx bounds River UI's background services. The
+// worker checked http_addr with console.CheckAddr before it started.
 func mountConsole(ctx context.Context, a *app, pool *pgxpool.Pool, health http.Handler) (http.Handler, error) {
-	if err := console.CheckAddr(a.cfg.HTTPAddr, uiAuth(a.cfg)); err != nil {
-		return nil, usageError{fmt.Errorf("worker_console: %w", err)}
-	}
 	c, err := newConsole(a, pool, workerConsolePrefix)
 	if err != nil {
 		return nil, err

@@ -12,6 +12,7 @@ import (
 	"github.com/riverqueue/river"
 	"github.com/spf13/cobra"
 
+	"github.com/relay-dev/relay/internal/console"
 	"github.com/relay-dev/relay/internal/database"
 	"github.com/relay-dev/relay/internal/liveness"
 	"github.com/relay-dev/relay/internal/ops"
@@ -43,6 +44,11 @@ console under /ui/ (see relay ui). See docs/operations.md. An address
 that is not host:port with a valid port is a usage error (exit 2).`,
 		Args: exactArgs(0),
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if a.cfg.WorkerConsole {
+				if err := console.CheckAddr(a.cfg.HTTPAddr, uiAuth(a.cfg)); err != nil {
+					return usageError{fmt.Errorf("worker_console: %w", err)}
+				}
+			}
 			ctx := cmd.Context()
 			worker.SetGCPercent(a.cfg, a.logger)
 			pool, err := a.open(ctx, "worker")

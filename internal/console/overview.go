@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/relay-dev/relay/deadletter/failed"
+	"github.com/relay-dev/relay/deadletter/items"
 	"github.com/relay-dev/relay/internal/liveness"
 	"github.com/relay-dev/relay/internal/ops"
 )
@@ -67,14 +68,23 @@ func hourChart(title string, first time.Time, hours int, counts []failed.HourCou
 	return c
 }
 
+// depth is one status's row count.
+type depth struct {
+	Status string
+	N      int64
+}
+
 type overviewData struct {
-	State    *ops.State
-	Activity *ops.Activity
-	Workers  []liveness.LiveWorker
-	Day      chart
-	Week     chart
-	Database string
-	Stats    struct{ Minutes, Completed, Discarded, Failed int64 }
+	// FailedDepth and ItemDepth count each table's rows per status, in
+	// life-cycle order.
+	FailedDepth, ItemDepth []depth
+	State                  *ops.State
+	Activity               *ops.Activity
+	Workers                []liveness.LiveWorker
+	Day                    chart
+	Week                   chart
+	Database               string
+	Stats                  struct{ Minutes, Completed, Discarded, Failed int64 }
 }
 
 // overview shows what `relay status` shows, with the failures per hour of
@@ -99,6 +109,12 @@ func (c *Console) overview(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	d := overviewData{State: st, Activity: act, Workers: workers, Database: c.cfg.Database}
+	for _, s := range failed.Statuses() {
+		d.FailedDepth = append(d.FailedDepth, depth{Status: string(s), N: st.FailedPOIs[string(s)]})
+	}
+	for _, s := range []items.Status{items.StatusDeadLettered, items.StatusReprocessing, items.StatusReprocessed, items.StatusIgnored} {
+		d.ItemDepth = append(d.ItemDepth, depth{Status: string(s), N: st.DeadLetteredItems[string(s)]})
+	}
 	d.Week = hourChart("Failed POIs per hour, last 7 days (UTC)", weekStart, 168, week, 24, "Jan 2")
 	d.Day = hourChart("Failed POIs per hour, last 24 hours (UTC)", weekStart.Add(144*time.Hour), 24, week, 3, "15:00")
 	d.Stats.Minutes = int64(len(act.PerMinute))
