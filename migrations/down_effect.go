@@ -126,6 +126,10 @@ var DownEffects = map[int64]DownEffect{
 		Note: "drops the Go methods' receiver types; member calls on values of a known type no longer resolve " +
 			"until their targets are published again",
 	},
+	16: {
+		DropsDerivedTables: []string{"failed_pois_hourly_counts", "failed_pois_signature_counts"},
+		Note:               "drops the failed_pois counts per signature and per hour (migration 16's up recounts them); no data lost",
+	},
 }
 
 // DownEffectOf returns what rolling back version destroys. A version

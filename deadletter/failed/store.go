@@ -416,7 +416,11 @@ const HourlyWindow = 7 * 24 * time.Hour
 
 // Analyze groups the rows matching f by error signature and class: the top
 // groups by count with their share, first and last failure and up to three
-// sample POI ids, and the number of failures per hour.
+// sample POI ids, and the number of failures per hour. A filter of at most
+// a status is answered from the counts per signature and per hour
+// (failed_pois_signature_counts and failed_pois_hourly_counts, migration
+// 16) and a few index probes per group, whatever the table's size; any other
+// filter reads the rows it selects.
 func (s *Store) Analyze(ctx context.Context, f Filter, top int) (*Analysis, error) {
 	if err := f.Validate(); err != nil {
 		return nil, err
@@ -424,6 +428,128 @@ func (s *Store) Analyze(ctx context.Context, f Filter, top int) (*Analysis, erro
 	if top <= 0 {
 		top = 20
 	}
+	if f.onlyStatus() {
+		return s.analyzeCounts(ctx, f, top)
+	}
+	return s.analyzeRows(ctx, f, top)
+}
+
+// onlyStatus reports whether f filters by nothing but (perhaps) a status.
+func (f Filter) onlyStatus() bool {
+	g := f
+	g.Status = ""
+	return g.FileID == "" && g.Signature == "" && g.ErrorClass == "" && g.Since.IsZero() && g.Until.IsZero() &&
+		!g.ManualReview && g.POIID == "" && g.Search == "" && len(g.IDs) == 0
+}
+
+// analyzeCounts is Analyze for a filter of at most a status, from the
+// counts tables: each top group's first and last failure and its samples
+// come from failed_pois_signature_failed_at_idx.
+func (s *Store) analyzeCounts(ctx context.Context, f Filter, top int) (*Analysis, error) {
+	an := &Analysis{Filter: f.Describe(), Groups: []SignatureGroup{}, Hourly: []HourCount{}}
+	rows, err := s.pool.Query(ctx, `
+		WITH c AS (
+			SELECT error_signature, error_class, sum(n)::bigint AS n FROM failed_pois_signature_counts
+			WHERE $1 = '' OR status = $1
+			GROUP BY error_signature, error_class HAVING sum(n) > 0
+		), t AS (SELECT coalesce(sum(n), 0)::bigint AS total, count(*) AS groups FROM c)
+		SELECT g.error_signature, g.error_class, g.n, g.n::float8 / t.total, fs.first_seen, s.last_seen,
+		       s.ids, s.poi_ids, t.total, t.groups
+		FROM (SELECT * FROM c ORDER BY n DESC, error_signature, error_class LIMIT $2) g
+		CROSS JOIN t
+		CROSS JOIN LATERAL (
+			SELECT f.failed_at AS first_seen FROM failed_pois f
+			WHERE f.error_signature = g.error_signature AND f.error_class = g.error_class AND ($1 = '' OR f.status = $1)
+			ORDER BY f.failed_at LIMIT 1) fs
+		CROSS JOIN LATERAL (
+			SELECT array_agg(x.id ORDER BY x.failed_at DESC, x.id DESC) AS ids,
+			       array_agg(coalesce(x.poi_id, '') ORDER BY x.failed_at DESC, x.id DESC) AS poi_ids,
+			       max(x.failed_at) AS last_seen
+			FROM (SELECT f.id, f.poi_id, f.failed_at FROM failed_pois f
+			      WHERE f.error_signature = g.error_signature AND f.error_class = g.error_class AND ($1 = '' OR f.status = $1)
+			      ORDER BY f.failed_at DESC, f.id DESC LIMIT 3) x
+		) s
+		ORDER BY g.n DESC, g.error_signature, g.error_class`, string(f.Status), top)
+	if err != nil {
+		return nil, fmt.Errorf("error analyzing failed_pois: %w", err)
+	}
+	if err := collectGroups(rows, an); err != nil {
+		return nil, err
+	}
+	from, err := s.hourlyFrom(ctx, f.Since)
+	if err != nil {
+		return nil, err
+	}
+	if an.Hourly, err = s.Hourly(ctx, from, f.Status); err != nil {
+		return nil, err
+	}
+	return an, nil
+}
+
+// collectGroups reads Analyze's groups into an.
+func collectGroups(rows pgx.Rows, an *Analysis) error {
+	defer rows.Close()
+	var groups int64
+	for rows.Next() {
+		var g SignatureGroup
+		var class string
+		if err := rows.Scan(&g.Signature, &class, &g.Count, &g.Share, &g.FirstSeen, &g.LastSeen,
+			&g.SampleRowIDs, &g.SamplePOIIDs, &an.Total, &groups); err != nil {
+			return fmt.Errorf("error reading failed_pois analysis: %w", err)
+		}
+		g.ErrorClass, g.FirstSeen, g.LastSeen = ErrorClass(class), g.FirstSeen.UTC(), g.LastSeen.UTC()
+		an.Groups = append(an.Groups, g)
+	}
+	if err := rows.Err(); err != nil {
+		return fmt.Errorf("error analyzing failed_pois: %w", err)
+	}
+	an.OtherGroups = max(0, groups-int64(len(an.Groups)))
+	return nil
+}
+
+// hourlyFrom is where Analyze's per-hour distribution starts: HourlyWindow
+// before the database's now(), on the hour, or since if later.
+func (s *Store) hourlyFrom(ctx context.Context, since time.Time) (time.Time, error) {
+	var now time.Time
+	if err := s.pool.QueryRow(ctx, `SELECT now()`).Scan(&now); err != nil {
+		return time.Time{}, fmt.Errorf("error reading the time: %w", err)
+	}
+	if from := now.Add(-HourlyWindow).Truncate(time.Hour); since.Before(from) {
+		return from, nil
+	}
+	return since, nil
+}
+
+// Hourly counts the rows of status (every status when "") per hour (UTC)
+// of failed_at from the hour holding since on, oldest first, hours without
+// failures left out, from failed_pois_hourly_counts: it reads one row per
+// hour and status, however many rows failed.
+func (s *Store) Hourly(ctx context.Context, since time.Time, status Status) ([]HourCount, error) {
+	rows, err := s.pool.Query(ctx, `
+		SELECT hour, sum(n)::bigint FROM failed_pois_hourly_counts
+		WHERE hour >= date_trunc('hour', $1::timestamptz, 'UTC') AND ($2 = '' OR status = $2)
+		GROUP BY hour HAVING sum(n) <> 0 ORDER BY hour`, since, string(status))
+	if err != nil {
+		return nil, fmt.Errorf("error counting failures per hour: %w", err)
+	}
+	defer rows.Close()
+	out := []HourCount{}
+	for rows.Next() {
+		var h HourCount
+		if err := rows.Scan(&h.Hour, &h.Count); err != nil {
+			return nil, fmt.Errorf("error counting failures per hour: %w", err)
+		}
+		h.Hour = h.Hour.UTC()
+		out = append(out, h)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("error counting failures per hour: %w", err)
+	}
+	return out, nil
+}
+
+// analyzeRows is Analyze for any filter: it reads the rows f selects.
+func (s *Store) analyzeRows(ctx context.Context, f Filter, top int) (*Analysis, error) {
 	an := &Analysis{Filter: f.Describe(), Groups: []SignatureGroup{}, Hourly: []HourCount{}}
 	a := &queryArgs{}
 	where := f.where(a, "")
@@ -443,37 +569,20 @@ func (s *Store) Analyze(ctx context.Context, f Filter, top int) (*Analysis, erro
 			       array_agg(coalesce(x.poi_id, '') ORDER BY x.failed_at DESC, x.id DESC) AS poi_ids
 			FROM (SELECT f.id, f.poi_id, f.failed_at FROM failed_pois f
 			      WHERE f.error_signature = g.error_signature AND f.error_class = g.error_class AND ` + fWhere + `
-			      ORDER BY f.failed_at DESC LIMIT 3) x
+			      ORDER BY f.failed_at DESC, f.id DESC LIMIT 3) x
 		) s
 		ORDER BY g.n DESC, g.error_signature, g.error_class`
 	rows, err := s.pool.Query(ctx, q, a.vals...)
 	if err != nil {
 		return nil, fmt.Errorf("error analyzing failed_pois: %w", err)
 	}
-	var groups int64
-	for rows.Next() {
-		var g SignatureGroup
-		var class string
-		if err := rows.Scan(&g.Signature, &class, &g.Count, &g.Share, &g.FirstSeen, &g.LastSeen,
-			&g.SampleRowIDs, &g.SamplePOIIDs, &an.Total, &groups); err != nil {
-			rows.Close()
-			return nil, fmt.Errorf("error reading failed_pois analysis: %w", err)
-		}
-		g.ErrorClass, g.FirstSeen, g.LastSeen = ErrorClass(class), g.FirstSeen.UTC(), g.LastSeen.UTC()
-		an.Groups = append(an.Groups, g)
+	if err := collectGroups(rows, an); err != nil {
+		return nil, err
 	}
-	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("error analyzing failed_pois: %w", err)
-	}
-	an.OtherGroups = max(0, groups-int64(len(an.Groups)))
 
-	var now time.Time
-	if err := s.pool.QueryRow(ctx, `SELECT now()`).Scan(&now); err != nil {
-		return nil, fmt.Errorf("error reading the time: %w", err)
-	}
 	hf := f
-	if from := now.Add(-HourlyWindow).Truncate(time.Hour); hf.Since.Before(from) {
-		hf.Since = from
+	if hf.Since, err = s.hourlyFrom(ctx, f.Since); err != nil {
+		return nil, err
 	}
 	if an.Hourly, err = s.PerHour(ctx, hf); err != nil {
 		return nil, err

@@ -104,7 +104,7 @@ func (c *Console) overview(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	weekStart := st.At.UTC().Truncate(time.Hour).Add(-167 * time.Hour)
-	week, err := c.failed.PerHour(ctx, failed.Filter{Since: weekStart})
+	week, err := c.failed.Hourly(ctx, weekStart, "")
 	if err != nil {
 		return err
 	}
