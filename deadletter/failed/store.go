@@ -584,6 +584,9 @@ func (s *Store) analyzeRows(ctx context.Context, f Filter, top int) (*Analysis, 
 	if hf.Since, err = s.hourlyFrom(ctx, f.Since); err != nil {
 		return nil, err
 	}
+	if !hf.Until.IsZero() && !hf.Since.Before(hf.Until) {
+		return an, nil // the window ends before the hourly window starts
+	}
 	if an.Hourly, err = s.PerHour(ctx, hf); err != nil {
 		return nil, err
 	}
