@@ -20,16 +20,15 @@ func TestListPage_KeysetPagesCoverEveryRowOnceInTimeOrder(t *testing.T) {
 		for {
 			page, err := b.store.ListPage(ctx, failed.Filter{}, failed.Page{After: after, Limit: 5, OldestFirst: oldestFirst})
 			require.NoError(t, err)
-			for _, r := range page {
+			for _, r := range page.Rows {
 				seen = append(seen, r.ID)
 			}
-			if len(page) < 5 {
+			if page.Next == nil {
 				break
 			}
-			c := page[len(page)-1].Cursor()
-			after = &c
+			after = page.Next
 		}
-		require.Len(t, seen, 23)
+		require.Len(t, seen, 23, "%v", seen)
 		// seed's row i failed i minutes ago with id i: newest first is id
 		// ascending.
 		for i := 1; i < len(seen); i++ {
@@ -77,4 +76,35 @@ func TestEvents_NameTheRowsIgnoresAndReprocessOutcomes(t *testing.T) {
 	require.Equal(t, "ui:alice", events[0].Actor)
 	require.Equal(t, failed.ActionIgnore, events[0].Action)
 	require.JSONEq(t, `{"ids":[1],"reason":"flaky"}`, string(events[0].Details))
+}
+
+func TestListPage_BoundedSearchReadsAtMostMaxScanRowsAndContinues(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	b.seed(t, 40, 3, 4) // row i: "failure cause <a+i%4>", i minutes ago
+	ctx := context.Background()
+	var found []int64
+	var after *failed.Cursor
+	pages := 0
+	for {
+		pages++
+		require.Less(t, pages, 20)
+		page, err := b.store.ListPage(ctx, failed.Filter{Search: "cause c"}, failed.Page{After: after, Limit: 3, MaxScan: 7})
+		require.NoError(t, err)
+		require.LessOrEqual(t, page.Scanned, int64(7))
+		for _, r := range page.Rows {
+			require.Equal(t, "failure cause c", r.ErrorMessage)
+			found = append(found, r.ID)
+		}
+		if page.Next == nil {
+			break
+		}
+		after = page.Next
+	}
+	require.Equal(t, []int64{2, 6, 10, 14, 18, 22, 26, 30, 34, 38}, found)
+	page, err := b.store.ListPage(ctx, failed.Filter{Search: "nowhere"}, failed.Page{Limit: 3, MaxScan: 7})
+	require.NoError(t, err)
+	require.Empty(t, page.Rows)
+	require.EqualValues(t, 7, page.Scanned)
+	require.Equal(t, int64(7), page.Next.ID, "the next page continues after the last row read")
 }

@@ -120,7 +120,14 @@ func scanRecord(row pgx.Row, full bool) (*Record, error) {
 
 // List returns rows matching f, newest failure first.
 func (s *Store) List(ctx context.Context, f Filter, limit int) ([]Record, error) {
-	return s.ListPage(ctx, f, Page{Limit: limit})
+	if limit <= 0 {
+		limit = 50
+	}
+	res, err := s.ListPage(ctx, f, Page{Limit: limit})
+	if err != nil {
+		return nil, err
+	}
+	return res.Rows, nil
 }
 
 // Cursor is a row's position in the listing order: its failed_at and id.
@@ -137,14 +144,31 @@ type Page struct {
 	Limit int
 	// OldestFirst lists in ascending time order instead of newest first.
 	OldestFirst bool
+	// MaxScan, when positive and the filter has a Search, bounds the rows
+	// the page reads: it returns the matches among the next MaxScan rows
+	// the rest of the filter selects, and Next continues after the last row
+	// read. So a page costs the same whether the text is everywhere or
+	// nowhere.
+	MaxScan int
+}
+
+// PageResult is one page of a listing.
+type PageResult struct {
+	Rows []Record
+	// Next is where the next page starts; nil when nothing follows.
+	Next *Cursor
+	// Scanned is how many rows a bounded search read (Page.MaxScan), and
+	// ScannedTo the last of them.
+	Scanned   int64
+	ScannedTo *Cursor
 }
 
 // ListPage returns one page of the rows matching f, ordered by failed_at
 // then id (newest first unless p.OldestFirst). The next page starts after
-// the last row's Cursor: keyset pagination, so every page costs the same
-// however deep it is (failed_pois_failed_at_idx, or the status and
-// signature indexes, serve the order).
-func (s *Store) ListPage(ctx context.Context, f Filter, p Page) ([]Record, error) {
+// Next: keyset pagination, so every page costs the same however deep it is
+// (failed_pois_failed_at_idx, or the status and signature indexes, serve
+// the order). A search reads at most p.MaxScan rows when it is set.
+func (s *Store) ListPage(ctx context.Context, f Filter, p Page) (*PageResult, error) {
 	if err := f.Validate(); err != nil {
 		return nil, err
 	}
@@ -152,33 +176,97 @@ func (s *Store) ListPage(ctx context.Context, f Filter, p Page) ([]Record, error
 	if limit <= 0 {
 		limit = 50
 	}
-	a := &queryArgs{}
-	q := `SELECT ` + summaryColumns + ` FROM failed_pois WHERE ` + f.where(a, "")
 	cmpOp, dir := "<", "DESC"
 	if p.OldestFirst {
 		cmpOp, dir = ">", "ASC"
 	}
-	if p.After != nil {
-		q += ` AND (failed_at, id) ` + cmpOp + ` (` + a.add(p.After.FailedAt) + `, ` + a.add(p.After.ID) + `)`
+	after := func(a *queryArgs) string {
+		if p.After == nil {
+			return ""
+		}
+		return ` AND (failed_at, id) ` + cmpOp + ` (` + a.add(p.After.FailedAt) + `, ` + a.add(p.After.ID) + `)`
 	}
-	q += ` ORDER BY failed_at ` + dir + `, id ` + dir + ` LIMIT ` + a.add(limit)
+	order := ` ORDER BY failed_at ` + dir + `, id ` + dir
+	res := &PageResult{Rows: []Record{}}
+	var ids []int64
+	if f.Search != "" && p.MaxScan > 0 {
+		// One streaming statement over the next MaxScan rows of the filter
+		// without the search: it returns the matches in order and the
+		// MaxScan-th row read, and stops as soon as limit+1 rows matched.
+		fs := f
+		fs.Search = ""
+		a := &queryArgs{}
+		w := fs.where(a, "") + after(a)
+		like := a.add("%" + likeEscaper.Replace(f.Search) + "%")
+		maxScan := a.add(p.MaxScan)
+		q := `SELECT id, failed_at, hit, rn FROM (
+				SELECT id, failed_at, error_message ILIKE ` + like + ` AS hit, row_number() OVER (` + order + `) AS rn
+				FROM (SELECT id, failed_at, error_message FROM failed_pois WHERE ` + w + order + ` LIMIT ` + maxScan + `) s
+			) t WHERE hit OR rn = ` + maxScan + ` LIMIT ` + a.add(limit+2)
+		rows, err := s.pool.Query(ctx, q, a.vals...)
+		if err != nil {
+			return nil, fmt.Errorf("error searching failed_pois: %w", err)
+		}
+		var hits []Cursor
+		for rows.Next() {
+			var c Cursor
+			var hit bool
+			var rn int64
+			if err := rows.Scan(&c.ID, &c.FailedAt, &hit, &rn); err != nil {
+				rows.Close()
+				return nil, fmt.Errorf("error searching failed_pois: %w", err)
+			}
+			c.FailedAt = c.FailedAt.UTC()
+			if hit && len(hits) <= limit {
+				hits = append(hits, c)
+			}
+			if rn == int64(p.MaxScan) {
+				res.Scanned, res.ScannedTo = rn, &c
+			}
+		}
+		if err := rows.Err(); err != nil {
+			return nil, fmt.Errorf("error searching failed_pois: %w", err)
+		}
+		switch {
+		case len(hits) > limit:
+			hits = hits[:limit]
+			res.Next = &hits[limit-1]
+			res.Scanned, res.ScannedTo = 0, nil
+		case res.ScannedTo != nil:
+			res.Next = res.ScannedTo
+		}
+		for _, h := range hits {
+			ids = append(ids, h.ID)
+		}
+		if len(ids) == 0 {
+			return res, nil
+		}
+		f = Filter{IDs: ids}
+		p = Page{OldestFirst: p.OldestFirst}
+	}
+	a := &queryArgs{}
+	q := `SELECT ` + summaryColumns + ` FROM failed_pois WHERE ` + f.where(a, "") + after(a) + order + ` LIMIT ` + a.add(limit+1)
 	rows, err := s.pool.Query(ctx, q, a.vals...)
 	if err != nil {
 		return nil, fmt.Errorf("error listing failed_pois: %w", err)
 	}
 	defer rows.Close()
-	out := []Record{}
 	for rows.Next() {
 		r, err := scanRecord(rows, false)
 		if err != nil {
 			return nil, fmt.Errorf("error reading failed_pois: %w", err)
 		}
-		out = append(out, *r)
+		res.Rows = append(res.Rows, *r)
 	}
 	if err := rows.Err(); err != nil {
 		return nil, fmt.Errorf("error listing failed_pois: %w", err)
 	}
-	return out, nil
+	if ids == nil && len(res.Rows) > limit {
+		res.Rows = res.Rows[:limit]
+		c := res.Rows[limit-1].Cursor()
+		res.Next = &c
+	}
+	return res, nil
 }
 
 // Cursor is r's position in the listing order.

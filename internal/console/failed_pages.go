@@ -25,7 +25,14 @@ type failedListData struct {
 	Statuses []failed.Status
 	Classes  []failed.ErrorClass
 	Params   url.Values
+	// SearchedTo is set when a search stopped after searchScan rows: it
+	// searched rows back to this time.
+	SearchedTo time.Time
 }
+
+// searchScan is how many rows a page of a message search reads at most:
+// a rare text is searched for a page at a time, in bounded time.
+const searchScan = 50_000
 
 // failedList lists failed_pois rows matching the filter, a keyset page at a
 // time.
@@ -34,19 +41,21 @@ func (c *Console) failedList(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	rows, err := c.failed.ListPage(r.Context(), q.filter, failed.Page{After: q.after, Limit: q.Limit + 1, OldestFirst: q.Oldest})
+	res, err := c.failed.ListPage(r.Context(), q.filter, failed.Page{After: q.after, Limit: q.Limit, OldestFirst: q.Oldest,
+		MaxScan: searchScan})
 	if err != nil {
 		return err
 	}
-	d := failedListData{Query: q, First: q.after == nil, Statuses: failed.Statuses(), Classes: failed.Classes(), Params: q.Params(), QS: template.URL(q.Params().Encode())}
-	if len(rows) > q.Limit {
-		rows = rows[:q.Limit]
-		last := rows[len(rows)-1]
+	d := failedListData{Query: q, First: q.after == nil, Statuses: failed.Statuses(), Classes: failed.Classes(), Params: q.Params(),
+		QS: template.URL(q.Params().Encode()), Rows: res.Rows}
+	if res.Next != nil {
 		next := q.Params()
-		next.Set("after", formatCursor(last.FailedAt, last.ID))
+		next.Set("after", formatCursor(res.Next.FailedAt, res.Next.ID))
 		d.Next = template.URL(next.Encode())
 	}
-	d.Rows = rows
+	if q.Search != "" && res.Scanned == searchScan && res.ScannedTo != nil {
+		d.SearchedTo = res.ScannedTo.FailedAt
+	}
 	return c.render(w, r, http.StatusOK, "failed_list", "Failed POIs", "failed", d)
 }
 
