@@ -28,6 +28,7 @@ type failedListData struct {
 	// SearchedTo is set when a search stopped after searchScan rows: it
 	// searched rows back to this time.
 	SearchedTo time.Time
+	SearchScan int
 }
 
 // searchScan is how many rows a page of a message search reads at most:
@@ -54,7 +55,7 @@ func (c *Console) failedList(w http.ResponseWriter, r *http.Request) error {
 		d.Next = template.URL(next.Encode())
 	}
 	if q.Search != "" && res.Scanned == searchScan && res.ScannedTo != nil {
-		d.SearchedTo = res.ScannedTo.FailedAt
+		d.SearchedTo, d.SearchScan = res.ScannedTo.FailedAt, searchScan
 	}
 	return c.render(w, r, http.StatusOK, "failed_list", "Failed POIs", "failed", d)
 }
