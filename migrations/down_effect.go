@@ -126,9 +126,9 @@ var DownEffects = map[int64]DownEffect{
 		Note: "drops the Go methods' receiver types; member calls on values of a known type no longer resolve " +
 			"until their targets are published again",
 	},
-	16: {
+	17: {
 		DropsDerivedTables: []string{"failed_pois_hourly_counts", "failed_pois_signature_counts"},
-		Note:               "drops the failed_pois counts per signature and per hour (migration 16's up recounts them); no data lost",
+		Note:               "drops the failed_pois counts per signature and per hour (migration 17's up recounts them); no data lost",
 	},
 }
 

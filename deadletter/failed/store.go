@@ -507,7 +507,7 @@ const HourlyWindow = 7 * 24 * time.Hour
 // sample POI ids, and the number of failures per hour. A filter of at most
 // a status is answered from the counts per signature and per hour
 // (failed_pois_signature_counts and failed_pois_hourly_counts, migration
-// 16) and a few index probes per group, whatever the table's size; any other
+// 17) and a few index probes per group, whatever the table's size; any other
 // filter reads the rows it selects.
 func (s *Store) Analyze(ctx context.Context, f Filter, top int) (*Analysis, error) {
 	if err := f.Validate(); err != nil {

@@ -195,7 +195,7 @@ func RecentActivity(ctx context.Context, pool *pgxpool.Pool, minutes, n int) (*A
 
 	// The counts per signature and per hour are sums of the deltas in
 	// failed_pois_signature_counts and failed_pois_hourly_counts
-	// (migration 16), not counts of the rows.
+	// (migration 17), not counts of the rows.
 	rows, err = pool.Query(ctx, `
 		SELECT error_signature, min(error_class), sum(n)::bigint FROM (
 			SELECT error_signature, error_class, sum(n) AS n FROM failed_pois_signature_counts WHERE status = 'new'
