@@ -424,11 +424,10 @@ type storedRef struct {
 // queueStaleRefs queues the load of other files' references to the changed
 // names that may have been resolved without this publish: those stored
 // under a snapshot whose xmin is not above the publish's transaction id
-// (all of them when it is unknown, zero). It drives index lookups from the
-// (small) array with a LATERAL join, fenced with OFFSET 0 so the planner
-// cannot flatten it into a join that scans poi_references. The index on
-// (name, resolved_xmin) ends each name's range at the publish, so the
-// references resolved after it are not read.
+// (all of them when it is unknown, zero). One scan of the index on (name,
+// resolved_xmin) reads every name's range (name = ANY: one descent per
+// name) and ends each at the publish, so the references resolved after it
+// are not read.
 func queueStaleRefs(b *pgx.Batch, fileID string, changed []string, publishXID int64, out *[]storedRef) {
 	// The names of references that can resolve to a changed name's POIs
 	// (a Go reference's name carries its qualifier: resolver.ReferenceNames).
@@ -441,12 +440,8 @@ func queueStaleRefs(b *pgx.Batch, fileID string, changed []string, publishXID in
 		horizon = uint64(publishXID)
 	}
 	b.Queue(`
-		SELECT r.source_poi_id, r.source_file_id, r.name, r.type
-		FROM unnest($1::text[]) AS u(name)
-		CROSS JOIN LATERAL (
-			SELECT source_poi_id, source_file_id, name, type FROM poi_references r
-			WHERE r.name = u.name AND r.resolved_xmin <= $3::text::xid8 AND r.source_file_id <> $2
-			OFFSET 0) r`,
+		SELECT source_poi_id, source_file_id, name, type FROM poi_references
+		WHERE name = ANY($1) AND resolved_xmin <= $3::text::xid8 AND source_file_id <> $2`,
 		names, fileID, strconv.FormatUint(horizon, 10)).Query(func(rows pgx.Rows) error {
 		for rows.Next() {
 			var r storedRef
