@@ -126,5 +126,6 @@ func TestLookupNames(t *testing.T) {
 	}
 	for _, tt := range tests {
 		require.Equal(t, tt.want, LookupNames(tt.ref), tt.ref.Name)
+		require.Equal(t, tt.ref.Name[0] == '{', IsDerived(tt.ref), tt.ref.Name)
 	}
 }

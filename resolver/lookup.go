@@ -153,17 +153,27 @@ func TargetName(ref Reference) string {
 // ref's resolution.
 func LookupNames(ref Reference) []string {
 	target := TargetName(ref)
-	if ref.Type != Calls || IsSupplied(ref.Name) || !strings.HasPrefix(ref.Name, "{") {
+	if !IsDerived(ref) {
 		return []string{target}
 	}
 	form, _ := goRefForm(ref.Name)
-	x, ok := splitDerived(form)
-	if !ok {
-		return []string{target}
-	}
+	x, _ := splitDerived(form)
 	names := derivedNames(x, []string{target})
 	slices.Sort(names)
 	return slices.Compact(names)
+}
+
+// IsDerived reports whether ref is a Go derived reference ({X}.m): one
+// that ReferenceNames never names, so a publish finds it again only
+// through the names LookupNames gives (even when that is one name, as in
+// {New}.New).
+func IsDerived(ref Reference) bool {
+	if ref.Type != Calls || IsSupplied(ref.Name) || !strings.HasPrefix(ref.Name, "{") {
+		return false
+	}
+	form, _ := goRefForm(ref.Name)
+	_, ok := splitDerived(form)
+	return ok
 }
 
 // ReferenceNames returns the reference names that can resolve to a POI

@@ -521,8 +521,8 @@ func queueStaleRefs(b *pgx.Batch, fileID string, changed []string, publishXID in
 // the name-only rule (resolver.ByNameOnly), so the cross-file targets of
 // such references are simply cleared; the other references are looked up
 // one by one with the same rule as the batch's own, and a reference whose
-// target changed gets its new one (or none). A derived reference (one that
-// looks up more than one name, resolver.LookupNames) is written whether its
+// target changed gets its new one (or none). A derived reference
+// (resolver.IsDerived: found through the names it looks up) is written whether its
 // target changed or not, stamped with resolvedXmin: the changers of its
 // other names are not serialized with this one by a name lock, so its stamp
 // must show what this resolution saw (see queueLocks). The rows are written
@@ -625,8 +625,8 @@ func (e *references) add(src string, ref resolver.Reference, tgt *string, tgtFil
 	e.src, e.typ, e.name = append(e.src, src), append(e.typ, string(ref.Type)), append(e.name, ref.Name)
 	e.tgt, e.tgtFile = append(e.tgt, tgt), append(e.tgtFile, tgtFile)
 	var deps string
-	if names := resolver.LookupNames(ref); len(names) > 1 {
-		deps = strings.Join(names, " ")
+	if resolver.IsDerived(ref) {
+		deps = strings.Join(resolver.LookupNames(ref), " ")
 	}
 	e.depends = append(e.depends, deps)
 }
