@@ -126,6 +126,11 @@ var DownEffects = map[int64]DownEffect{
 		Note: "drops the Go methods' receiver types; member calls on values of a known type no longer resolve " +
 			"until their targets are published again",
 	},
+	16: {
+		DropsColumns: []string{"poi_references.depends", "pois.fields", "pois.result"},
+		Note: "drops the Go POIs' result and field types and the derived references' dependencies; method calls " +
+			"on the values of calls and fields no longer resolve until their sources are published again",
+	},
 	17: {
 		DropsDerivedTables: []string{"failed_pois_hourly_counts", "failed_pois_signature_counts"},
 		Note:               "drops the failed_pois counts per signature and per hour (migration 17's up recounts them); no data lost",

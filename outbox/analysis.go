@@ -57,6 +57,35 @@ func reject(fileID string, reason string, args ...any) *RejectError {
 // envelope (an object with a string fileId and a pois array); the POIs are
 // checked by the publisher and the worker.
 func DecodeAnalysis(data []byte) (Analysis, error) {
+	// The usual analysis decodes in one pass over its text; anything else
+	// is decoded (and explained) step by step. Both give the same result
+	// (FuzzDecodeAnalysis).
+	var env struct {
+		FileID json.RawMessage   `json:"fileId"`
+		POIs   []json.RawMessage `json:"pois"`
+	}
+	if json.Unmarshal(data, &env) == nil && env.POIs != nil {
+		var a Analysis
+		if fileID, ok := decodeFileID(env.FileID); ok {
+			a.FileID, a.POIs = fileID, env.POIs
+			return a, nil
+		}
+	}
+	return decodeAnalysisSteps(data)
+}
+
+// decodeFileID decodes a fileId that decodeAnalysisSteps accepts.
+func decodeFileID(raw json.RawMessage) (string, bool) {
+	var s string
+	if len(raw) == 0 || raw[0] != '"' || !utf8.Valid(raw) || containsLoneSurrogate(raw) || json.Unmarshal(raw, &s) != nil {
+		return "", false
+	}
+	return s, true
+}
+
+// decodeAnalysisSteps decodes an analysis one part at a time, rejecting it
+// with the reason when a part is wrong.
+func decodeAnalysisSteps(data []byte) (Analysis, error) {
 	var env struct {
 		FileID json.RawMessage `json:"fileId"`
 		POIs   json.RawMessage `json:"pois"`

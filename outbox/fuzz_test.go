@@ -35,6 +35,9 @@ func FuzzDecodeAnalysis(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
 		a, err := DecodeAnalysis(data)
+		slow, slowErr := decodeAnalysisSteps(data)
+		require.Equal(t, slowErr, err, "the one-pass decoding and the step-by-step one disagree")
+		require.Equal(t, slow, a, "the one-pass decoding and the step-by-step one disagree")
 		if err != nil {
 			require.True(t, errors.Is(err, ErrRejected), "error does not wrap ErrRejected: %v", err)
 			var re *RejectError

@@ -15,7 +15,14 @@ import (
 // savepoint).
 type store struct{ tx pgx.Tx }
 
-type symbolKey struct{ id, name, typ, symbol, receiver string }
+// symbolKey is what the symbol table keeps of a POI, its line number
+// aside: a change of any of it changes the POI's definition.
+type symbolKey struct{ id, name, typ, symbol, receiver, result, fields string }
+
+// keyOf is p's symbolKey.
+func keyOf(p resolver.POI) symbolKey {
+	return symbolKey{p.ID, p.Name, p.Type, p.Symbol, resolver.Receiver(p), resolver.ResultType(p), resolver.FieldTypes(p)}
+}
 
 // write stores a publish of files in one pipelined round trip, whatever
 // their number:
@@ -41,14 +48,19 @@ func (s store) write(ctx context.Context, files []fileBatch) (xid int64, rej *Re
 	// Empty, not nil, when there are no symbols: pgx sends a nil slice as
 	// NULL, and "NOT (poi_id = ANY(NULL))" would keep every old POI.
 	ids, owners, names, types := []string{}, []string{}, []string{}, []string{}
-	lines, symbols, receivers := []int32{}, []string{}, []string{}
+	lines, symbols, receivers, results, fields := []int32{}, []string{}, []string{}, []string{}, []string{}
+	keys := make([][]symbolKey, len(files))
 	for i, f := range files {
 		index[f.a.FileID] = i
 		fileIDs[i], counts[i] = f.a.FileID, int32(len(f.syms))
-		for _, p := range f.syms {
+		keys[i] = make([]symbolKey, len(f.syms))
+		for j, p := range f.syms {
+			k := keyOf(p)
+			keys[i][j] = k
 			ids, owners = append(ids, p.ID), append(owners, f.a.FileID)
 			names, types, lines = append(names, p.Name), append(types, p.Type), append(lines, int32(p.LineNumber))
-			symbols, receivers = append(symbols, p.Symbol), append(receivers, resolver.Receiver(p))
+			symbols, receivers = append(symbols, p.Symbol), append(receivers, k.receiver)
+			results, fields = append(results, k.result), append(fields, k.fields)
 		}
 	}
 	// old are the files' symbols before the publish, with their line
@@ -104,13 +116,14 @@ func (s store) write(ctx context.Context, files []fileBatch) (xid int64, rej *Re
 			}
 			return rows.Err()
 		})
-	b.Queue(`SELECT file_id, poi_id, name, type, line_number, coalesce(symbol, ''), receiver FROM pois WHERE file_id = ANY($1)`, fileIDs).
+	b.Queue(`SELECT file_id, poi_id, name, type, line_number, coalesce(symbol, ''), receiver, result, fields
+		FROM pois WHERE file_id = ANY($1)`, fileIDs).
 		Query(func(rows pgx.Rows) error {
 			for rows.Next() {
 				var file string
 				var k symbolKey
 				var line int32
-				if err := rows.Scan(&file, &k.id, &k.name, &k.typ, &line, &k.symbol, &k.receiver); err != nil {
+				if err := rows.Scan(&file, &k.id, &k.name, &k.typ, &line, &k.symbol, &k.receiver, &k.result, &k.fields); err != nil {
 					return err
 				}
 				i := index[file]
@@ -135,7 +148,7 @@ func (s store) write(ctx context.Context, files []fileBatch) (xid int64, rej *Re
 			SELECT r.ctid FROM pois p
 			CROSS JOIN LATERAL (SELECT ctid FROM poi_references r WHERE r.source_poi_id = p.poi_id OFFSET 0) r
 			WHERE p.file_id = ANY($1)))`, fileIDs)
-	b.Queue(upsertSymbolsSQL, ids, owners, names, types, lines, symbols, receivers).
+	b.Queue(upsertSymbolsSQL, ids, owners, names, types, lines, symbols, receivers, results, fields).
 		Exec(func(tag pgconn.CommandTag) error { upserted = tag.RowsAffected(); return nil })
 	if err := s.tx.SendBatch(ctx, b).Close(); err != nil {
 		return 0, nil, fmt.Errorf("error storing symbols: %w", err)
@@ -150,8 +163,8 @@ func (s store) write(ctx context.Context, files []fileBatch) (xid int64, rej *Re
 	// meanwhile) are the POIs counted in the table.
 	unchanged := 0
 	for i := range files {
-		for _, p := range files[i].syms {
-			if line, ok := old[i][symbolKey{p.ID, p.Name, p.Type, p.Symbol, resolver.Receiver(p)}]; ok && line == int32(p.LineNumber) {
+		for j, p := range files[i].syms {
+			if line, ok := old[i][keys[i][j]]; ok && line == int32(p.LineNumber) {
 				unchanged++
 			}
 		}
@@ -169,7 +182,7 @@ func (s store) write(ctx context.Context, files []fileBatch) (xid int64, rej *Re
 		}
 	}
 	for i := range files {
-		files[i].changed = changedNames(old[i], files[i].syms)
+		files[i].changed = changedNames(old[i], files[i].syms, keys[i])
 	}
 	return xid, nil, nil
 }
@@ -179,8 +192,10 @@ func (s store) write(ctx context.Context, files []fileBatch) (xid int64, rej *Re
 // and the names supplied references reach them by: "id:<id>" when a POI of
 // that id came, went or changed type, "sym:<symbol>" when a POI of that
 // symbol did (resolver.SuppliedNames), and a Go method's "<receiver>.<name>"
-// when it came or went (resolver.ReceiverName).
-func changedNames(old map[symbolKey]int32, syms []resolver.POI) []string {
+// when it came or went (resolver.ReceiverName). A POI whose result or field
+// types changed (resolver.ResultType, resolver.FieldTypes) changed its
+// name's definition: derived references read them. keys are syms' keys.
+func changedNames(old map[symbolKey]int32, syms []resolver.POI, keys []symbolKey) []string {
 	type idKey struct{ id, typ string }
 	type symKey struct{ id, typ, symbol string }
 	oldIDs, oldSyms := map[idKey]bool{}, map[symKey]bool{}
@@ -193,8 +208,8 @@ func changedNames(old map[symbolKey]int32, syms []resolver.POI) []string {
 		}
 	}
 	set := map[string]bool{}
-	for _, p := range syms {
-		k := symbolKey{p.ID, p.Name, p.Type, p.Symbol, resolver.Receiver(p)}
+	for j, p := range syms {
+		k := keys[j]
 		if _, ok := old[k]; ok {
 			delete(old, k)
 		} else if p.Type != resolver.TypeImport {

@@ -9,21 +9,23 @@ import (
 	"github.com/relay-dev/relay/resolver"
 )
 
-// upsertSymbolsSQL adds or updates symbols ($1-$6 the POIs' ids, files,
-// names, types, line numbers and symbols, ” for none). An id owned by
+// upsertSymbolsSQL adds or updates symbols ($1-$9 the POIs' ids, files,
+// names, types, line numbers, symbols (” for none), receivers, result types
+// and field types). An id owned by
 // another file is left alone (the caller checks), and an unchanged row is
 // not rewritten.
 const upsertSymbolsSQL = `
-	INSERT INTO pois (poi_id, file_id, name, type, line_number, symbol, receiver)
-	SELECT id, file, name, type, line, nullif(symbol, ''), receiver
-	FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::int[], $6::text[], $7::text[])
-		AS u(id, file, name, type, line, symbol, receiver)
+	INSERT INTO pois (poi_id, file_id, name, type, line_number, symbol, receiver, result, fields)
+	SELECT id, file, name, type, line, nullif(symbol, ''), receiver, result, fields
+	FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::int[], $6::text[], $7::text[], $8::text[], $9::text[])
+		AS u(id, file, name, type, line, symbol, receiver, result, fields)
 	ON CONFLICT (poi_id) DO UPDATE
 		SET name = excluded.name, type = excluded.type, line_number = excluded.line_number, symbol = excluded.symbol,
-		    receiver = excluded.receiver
+		    receiver = excluded.receiver, result = excluded.result, fields = excluded.fields
 		WHERE pois.file_id = excluded.file_id
-		  AND (pois.name, pois.type, pois.line_number, pois.symbol, pois.receiver)
-		      IS DISTINCT FROM (excluded.name, excluded.type, excluded.line_number, excluded.symbol, excluded.receiver)`
+		  AND (pois.name, pois.type, pois.line_number, pois.symbol, pois.receiver, pois.result, pois.fields)
+		      IS DISTINCT FROM (excluded.name, excluded.type, excluded.line_number, excluded.symbol, excluded.receiver,
+		                        excluded.result, excluded.fields)`
 
 // UpsertSymbolsTx puts syms into the symbol table as POIs of fileID,
 // creating the file's row if it has none, without touching the file's other
@@ -38,12 +40,12 @@ func UpsertSymbolsTx(ctx context.Context, tx pgx.Tx, fileID string, syms []resol
 	}
 	n := len(syms)
 	ids, files, names, types, lines := make([]string, n), make([]string, n), make([]string, n), make([]string, n), make([]int32, n)
-	symbols, receivers := make([]string, n), make([]string, n)
+	symbols, receivers, results, fields := make([]string, n), make([]string, n), make([]string, n), make([]string, n)
 	for i, p := range syms {
 		ids[i], files[i], names[i], types[i], lines[i] = p.ID, fileID, p.Name, p.Type, int32(p.LineNumber)
-		symbols[i], receivers[i] = p.Symbol, resolver.Receiver(p)
+		symbols[i], receivers[i], results[i], fields[i] = p.Symbol, resolver.Receiver(p), resolver.ResultType(p), resolver.FieldTypes(p)
 	}
-	if _, err := tx.Exec(ctx, upsertSymbolsSQL, ids, files, names, types, lines, symbols, receivers); err != nil {
+	if _, err := tx.Exec(ctx, upsertSymbolsSQL, ids, files, names, types, lines, symbols, receivers, results, fields); err != nil {
 		return fmt.Errorf("error recording symbols of file %q: %w", fileID, err)
 	}
 	return nil

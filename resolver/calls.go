@@ -63,8 +63,8 @@ type callScanner struct {
 	// goScope, for Go, tracks declarations and qualifies references.
 	goScope *goScope
 
-	prev token    // the previous token; tokEOF at the start of input
-	hist [5]token // the previous tokens, hist[0] == prev
+	prev token          // the previous token; tokEOF at the start of input
+	hist [histLen]token // the previous tokens, hist[0] == prev
 
 	// The header is the code before the body starts: before the first "{",
 	// "=>", ":" or ";" outside parentheses and brackets.

@@ -1,7 +1,6 @@
 package resolver
 
 import (
-	"bytes"
 	"encoding/json"
 	"fmt"
 	"math"
@@ -69,8 +68,9 @@ type Symbol struct {
 // DecodeSymbol is DecodePOI and Peek in one pass over raw, for the symbol
 // table: it validates exactly as DecodePOI (same errors) but leaves RawCode
 // and Context empty, checking only that they are strings (or null or
-// absent) rather than decoding them, the bulk of a POI. A Go method's
-// RawCode is its code up to the receiver's ")", enough for Receiver.
+// absent) rather than decoding them, the bulk of a POI. A Go function's,
+// method's or type's RawCode is decoded only as far as Receiver,
+// ResultType and FieldTypes read it (codePrefix).
 func DecodeSymbol(raw []byte) Symbol {
 	fields, err := objectFields(raw)
 	if err != nil {
@@ -141,8 +141,8 @@ func validate(fields map[string]json.RawMessage, code bool) (POI, error) {
 		if reason = optionalStringKind(fields, fieldContext); reason != "" {
 			return fail(fieldContext, reason)
 		}
-		if p.Type == TypeMethod && languageOf(p.FilePath) == langGo {
-			p.RawCode = methodHeader(fields[fieldRawCode])
+		if (p.Type == TypeMethod || p.Type == TypeFunction || p.Type == TypeClass) && languageOf(p.FilePath) == langGo {
+			p.RawCode = codePrefix(fields[fieldRawCode])
 		}
 	} else {
 		if p.RawCode, reason = optionalString(fields, fieldRawCode); reason != "" {
@@ -474,25 +474,37 @@ func parseLineNumber(num string) (int, numProblem) {
 // isDigit reports whether c is an ASCII digit.
 func isDigit(c byte) bool { return c >= '0' && c <= '9' }
 
-// maxHeaderBytes bounds the JSON text methodHeader searches for the end of
-// a method's receiver.
-const maxHeaderBytes = 1 << 10
+// maxPrefixBytes bounds the JSON text codePrefix decodes: a decoded byte
+// takes at most 6 bytes of JSON text (\u00XX), so it holds more than
+// maxShapeBytes decoded bytes, whatever the escapes, and the rune a cut
+// may break lies beyond them.
+const maxPrefixBytes = 8 * maxShapeBytes
 
-// methodHeader decodes the start of the JSON string raw up to its first
-// ")" (a Go method's receiver list), or "" when there is none early on.
-func methodHeader(raw json.RawMessage) string {
+// codePrefix decodes the JSON string raw, or only its first maxPrefixBytes
+// bytes when it is longer: at least the first maxShapeBytes bytes of the
+// code (all that Receiver, ResultType and FieldTypes read), exactly as
+// decoding it whole gives them. It is "" when raw is not a string.
+func codePrefix(raw json.RawMessage) string {
 	if len(raw) == 0 || raw[0] != '"' {
 		return ""
 	}
-	end := bytes.IndexByte(raw[:min(len(raw), maxHeaderBytes)], ')')
-	if end < 0 {
-		return ""
+	if len(raw) > maxPrefixBytes+8 {
+		// raw is a valid JSON string: cut it between two characters, never
+		// inside an escape.
+		end := 1
+		for end < maxPrefixBytes {
+			switch {
+			case raw[end] != '\\':
+				end++
+			case raw[end+1] == 'u':
+				end += 6
+			default:
+				end += 2
+			}
+		}
+		prefix := make([]byte, 0, end+1)
+		raw = append(append(prefix, raw[:end]...), '"')
 	}
-	prefix := make([]byte, 0, end+2)
-	prefix = append(append(prefix, raw[:end+1]...), '"')
-	var header string
-	if json.Unmarshal(prefix, &header) != nil {
-		return ""
-	}
-	return header
+	code, _ := unquote(raw)
+	return code
 }

@@ -174,17 +174,35 @@ func TestPeek(t *testing.T) {
 	}
 }
 
-func TestDecodeSymbol_GoMethodKeepsItsReceiverHeader(t *testing.T) {
+func TestDecodeSymbol_GoPOIsKeepWhatTheSymbolTableReads(t *testing.T) {
 	t.Parallel()
 
-	raw := []byte(`{"id":"m","type":"method_definition","name":"Query","filePath":"a.go","lineNumber":1,` +
-		`"rawCode":"func (c *Conn) Query(sql string) {\n\tc.run(\"x)\")\n}"}`)
-	s := DecodeSymbol(raw)
-	require.NoError(t, s.Err)
-	require.Equal(t, "func (c *Conn)", s.POI.RawCode)
-	require.Equal(t, "Conn", Receiver(s.POI))
+	long := "T struct {\n\tconn *q.Conn\n" + strings.Repeat("\tf\u00e9\t\"x\" int\n", maxShapeBytes) + "}"
+	tests := []struct {
+		name, typ, code              string
+		receiver, result, fieldTypes string
+	}{
+		{"Method", TypeMethod, "func (c *Conn) Query(sql string) (*Rows, error) {\n\tc.run(\"x)\")\n}", "Conn", "Rows", ""},
+		{"Function", TypeFunction, "func newTestDB(t testing.TB) *DB {\n\treturn nil\n}", "", "DB", ""},
+		{"Struct", TypeClass, "Conn struct {\n\tpgConn *pgconn.PgConn\n\tConfig\n}", "", "", "pgConn pgconn.PgConn Config Config"},
+		{"LongStruct", TypeClass, long, "", "", FieldTypes(POI{Type: TypeClass, FilePath: "a.go", RawCode: long})},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
 
-	full, err := DecodePOI(raw)
-	require.NoError(t, err)
-	require.Equal(t, Receiver(full), Receiver(s.POI))
+			code, err := json.Marshal(tt.code)
+			require.NoError(t, err)
+			raw := []byte(`{"id":"m","type":"` + tt.typ + `","name":"N","filePath":"a.go","lineNumber":1,"rawCode":` + string(code) + `}`)
+			s := DecodeSymbol(raw)
+			require.NoError(t, s.Err)
+			full, err := DecodePOI(raw)
+			require.NoError(t, err)
+			for _, p := range []POI{s.POI, full} {
+				require.Equal(t, tt.receiver, Receiver(p))
+				require.Equal(t, tt.result, ResultType(p))
+				require.Equal(t, tt.fieldTypes, FieldTypes(p))
+			}
+		})
+	}
 }

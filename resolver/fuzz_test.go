@@ -6,6 +6,7 @@ import (
 	"errors"
 	"math"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -63,6 +64,12 @@ func FuzzDecodePOI(f *testing.F) {
 	f.Add([]byte(`{"id":"a","type":"b","name":"c","lineNumber":1,"references":[]}`))
 	f.Add([]byte(`{"id":"a","type":"b","name":"c","lineNumber":1,"references":[{"type":"CALLZ","symbol":"\ud800","targetId":null,"type":"CALLS"}]}`))
 
+	f.Add([]byte(`{"id":"m","type":"method_definition","name":"Begin","filePath":"a.go","lineNumber":1,"rawCode":"func (db *DB) Begin() (*Tx, error) {\n\treturn nil, nil\n}"}`))
+	f.Add([]byte(`{"id":"s","type":"class_declaration","name":"Conn","filePath":"a.go","lineNumber":1,"rawCode":"Conn struct {\n\tpgConn *pgconn.PgConn\n\tConfig\n}"}`))
+	long := `{"id":"s","type":"class_declaration","name":"T","filePath":"a.go","lineNumber":1,"rawCode":"T struct {` +
+		strings.Repeat(`\n\tf\u00e9 *q.T\t\"x\"`, maxShapeBytes/4) + `\n}"}`
+	f.Add([]byte(long))
+
 	f.Fuzz(func(t *testing.T, raw []byte) {
 		// The fast path (scanObject) and encoding/json agree on every input.
 		general, generalErr := decodeGeneral(raw)
@@ -80,9 +87,12 @@ func FuzzDecodePOI(f *testing.F) {
 		sym := DecodeSymbol(raw)
 		require.Equal(t, [4]any{id, idOK, filePath, filePathOK}, [4]any{sym.ID, sym.IDOK, sym.FilePath, sym.FilePathOK}, "input %q", raw)
 		require.Equal(t, err, sym.Err, "input %q", raw)
-		withoutCode := p
-		withoutCode.RawCode, withoutCode.Context = "", ""
-		require.Equal(t, withoutCode, sym.POI, "input %q", raw)
+		withoutCode, symWithoutCode := p, sym.POI
+		withoutCode.RawCode, withoutCode.Context, symWithoutCode.RawCode = "", "", ""
+		require.Equal(t, withoutCode, symWithoutCode, "input %q", raw)
+		// It keeps what the symbol table reads of the code.
+		require.Equal(t, [3]string{Receiver(p), ResultType(p), FieldTypes(p)},
+			[3]string{Receiver(sym.POI), ResultType(sym.POI), FieldTypes(sym.POI)}, "input %q", raw)
 
 		if err != nil {
 			var verr *ValidationError

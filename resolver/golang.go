@@ -41,7 +41,36 @@ type goType struct {
 	kind goTypeKind
 	pkg  string
 	name string // the named type, when the tokens show it (T of *T, q.T, T[K])
+	// expr, when not empty, is the type as a derived reference's type
+	// expression ("{f}", "{(.T).M}", "{.T:fld}", see golang_types.go): a
+	// value of a call's result or of a field; kind is then what the tokens
+	// alone show.
+	expr string
 }
+
+// typeExpr is the type expression of a value of type t (".T", "q.T" or a
+// derived one), or "" when its name is not known.
+func typeExpr(t goType) string {
+	switch {
+	case t.expr != "":
+		return t.expr
+	case t.name == "":
+		return ""
+	case t.kind == goTypeSamePkg || t.kind == goTypeRecv:
+		return "." + t.name
+	case t.kind == goTypePkg:
+		return t.pkg + "." + t.name
+	}
+	return ""
+}
+
+// histLen is how many previous tokens the scanner keeps: enough for a
+// member call on a chain of four names (a.b.c.d.N).
+const histLen = 9
+
+// maxChain is the longest selector chain (a.b.c.d) the scanner reads a
+// value's type from.
+const maxChain = 4
 
 // goScope is what a Go POI declares: its receiver, parameters, results and
 // local variables (closures' included: one scope for the whole POI), with
@@ -71,7 +100,7 @@ func (g *goScope) declare(name string, t goType) {
 }
 
 // observe tracks declarations; depth is the paren depth before t.
-func (g *goScope) observe(t token, depth int, z *tokenizer, hist *[5]token) {
+func (g *goScope) observe(t token, depth int, z *tokenizer, hist *[histLen]token) {
 	if g.group {
 		switch {
 		case t.isPunct(")") && depth == g.sigBase+1:
@@ -101,13 +130,21 @@ func (g *goScope) observe(t token, depth int, z *tokenizer, hist *[5]token) {
 	}
 	switch {
 	case t.isPunct(":") && z.peek().isPunct("=") && !z.peek().nlBefore:
-		// a, b := value
+		// a, b := value: a value's derived type is its first name's.
 		typ := g.valueType(z, 1)
+		var names []string
 		for i := 0; i < len(hist) && hist[i].kind == tokIdent; i += 2 {
-			g.declare(hist[i].text, typ)
+			names = append(names, hist[i].text)
 			if i+1 >= len(hist) || !hist[i+1].isPunct(",") {
 				break
 			}
+		}
+		for i, n := range names {
+			t := typ
+			if i < len(names)-1 {
+				t.expr = ""
+			}
+			g.declare(n, t)
 		}
 	case t.isIdent("var") && z.peek().kind == tokIdent:
 		// var x T, var x = value
@@ -166,8 +203,10 @@ func (g *goScope) params() {
 }
 
 // valueType is the type of the value starting i tokens ahead: `&T{`, `T{`,
-// `q.T{`, `new(T)`, `q.F(…)` (package q), `F(…)` (the POI's package);
-// unknown otherwise.
+// `q.T{`, `new(T)`, `new(q.T)`; a call `F(…)` (the POI's package, and the
+// result of F), `q.F(…)` (package q, and the result of q.F), `x.M(…)`,
+// `x.f.M(…)` (the result of the method call); a field `x.f`; unknown
+// otherwise.
 func (g *goScope) valueType(z *tokenizer, i int) goType {
 	t := z.peekAt(i)
 	if t.isPunct("&") {
@@ -186,31 +225,80 @@ func (g *goScope) valueType(z *tokenizer, i int) goType {
 	if goBuiltins[t.text] {
 		return goType{kind: goTypeNoMethods}
 	}
-	if _, local := g.locals[t.text]; local {
-		return goType{}
+	// The selector chain a.b.c and the token after it.
+	var buf [maxChain]string
+	chain := buf[:0]
+	for {
+		chain = append(chain, z.peekAt(i).text)
+		if d, n := z.peekAt(i+1), z.peekAt(i+2); !d.isPunct(".") || n.kind != tokIdent || len(chain) == maxChain {
+			break
+		}
+		i += 2
 	}
-	if d := z.peekAt(i + 1); d.isPunct(".") {
-		if n := z.peekAt(i + 2); n.kind == tokIdent {
-			typ := goType{kind: goTypePkg, pkg: t.text}
-			if after := z.peekAt(i + 3); after.isPunct("{") || isNew && after.isPunct(")") {
-				typ.name = n.text // &q.T{…}, new(q.T)
+	after := z.peekAt(i + 1)
+	if after.isPunct(".") {
+		return goType{} // x.(T), a longer chain
+	}
+	first := chain[0]
+	if _, local := g.locals[first]; local {
+		if isNew || len(chain) == 1 {
+			return goType{}
+		}
+		if after.isPunct("(") {
+			if ref := g.callRef(chain); ref != "" {
+				return goType{expr: derivedExpr(ref)}
 			}
-			return typ
+			return goType{}
+		}
+		return goType{expr: g.fieldExpr(chain)}
+	}
+	switch len(chain) {
+	case 1:
+		switch {
+		case after.isPunct("{"), isNew && after.isPunct(")"):
+			return goType{kind: goTypeSamePkg, name: first} // &T{…}, T{…}, new(T)
+		case after.isPunct("("):
+			return goType{kind: goTypeSamePkg, expr: derivedExpr(first)} // newT(…)
+		case after.isPunct(")"):
+			return goType{kind: goTypeSamePkg}
 		}
 		return goType{}
-	}
-	switch z.peekAt(i + 1).text {
-	case "{":
-		return goType{kind: goTypeSamePkg, name: t.text} // &T{…}, T{…}
-	case ")":
-		if isNew {
-			return goType{kind: goTypeSamePkg, name: t.text} // new(T)
+	case 2:
+		typ := goType{kind: goTypePkg, pkg: first}
+		switch {
+		case after.isPunct("{"), isNew && after.isPunct(")"):
+			typ.name = chain[1] // &q.T{…}, new(q.T)
+		case after.isPunct("("):
+			typ.expr = derivedExpr(first + "." + chain[1]) // q.New(…)
 		}
-		return goType{kind: goTypeSamePkg}
-	case "(":
-		return goType{kind: goTypeSamePkg} // newT(…): its result type is not shown
+		return typ
+	}
+	if after.isPunct("(") {
+		return goType{expr: derivedExpr(g.callRef(chain))} // q.V.M(…)
 	}
 	return goType{}
+}
+
+// derivedExpr is the type expression of the value of call reference ref,
+// "" when that would nest deeper than maxTypeDepth.
+func derivedExpr(ref string) string {
+	if ref == "" || strings.Count(ref, "{") >= maxTypeDepth {
+		return ""
+	}
+	return "{" + ref + "}"
+}
+
+// fieldExpr is the type expression of the value of the selector chain
+// x.f.g (x a local name), "" when x's type is not known.
+func (g *goScope) fieldExpr(chain []string) string {
+	t := typeExpr(g.locals[chain[0]])
+	for _, f := range chain[1:] {
+		if t == "" || strings.Count(t, "{") >= maxTypeDepth {
+			return ""
+		}
+		t = "{" + t + ":" + f + "}"
+	}
+	return t
 }
 
 // goTypeOf judges a type expression's tokens.
@@ -252,15 +340,50 @@ func (g *goScope) plain(name string) string {
 
 // member returns the reference of a Go member call `….name(`, given the
 // history before it (hist[0] is the "."), or "".
-func (g *goScope) member(name string, hist *[5]token) string {
-	q := hist[1]
-	if q.kind != tokIdent {
-		return "." + name // f().N(, x[i].N(, x.(T).N(
+func (g *goScope) member(name string, hist *[histLen]token) string {
+	// The selector chain before name: hist[1], hist[3], … back to a name
+	// that does not follow a ".".
+	var buf [maxChain + 1]string
+	n := 0
+	for i := 1; ; i += 2 {
+		if i+1 >= len(hist) || n == maxChain || hist[i].kind != tokIdent {
+			return "." + name // f().N(, x[i].N(, x.(T).N(, a long chain
+		}
+		buf[n] = hist[i].text
+		n++
+		if !isMemberAccess(hist[i+1]) {
+			break
+		}
 	}
-	if !isMemberAccess(hist[2]) {
-		lt, local := g.locals[q.text]
-		if !local {
-			return q.text + "." + name
+	chain := buf[:n+1]
+	for i, j := 0, n-1; i < j; i, j = i+1, j-1 {
+		chain[i], chain[j] = chain[j], chain[i]
+	}
+	chain[n] = name
+	return g.callRef(chain)
+}
+
+// callRef returns the reference of a Go call of the selector chain
+// a.b.….name, or "" when it is no reference.
+func (g *goScope) callRef(chain []string) string {
+	name := chain[len(chain)-1]
+	if len(chain) == 1 {
+		return g.plain(name)
+	}
+	first := chain[0]
+	lt, local := g.locals[first]
+	if !local {
+		switch len(chain) {
+		case 2:
+			return first + "." + name // q.N(
+		case 3:
+			return "(" + first + ")." + name // q.V.N(: a method of package q
+		}
+		return "." + name
+	}
+	if len(chain) == 2 {
+		if lt.expr != "" {
+			return lt.expr + "." + name
 		}
 		switch lt.kind {
 		case goTypeNoMethods:
@@ -281,11 +404,8 @@ func (g *goScope) member(name string, hist *[5]token) string {
 		}
 		return "." + name
 	}
-	// r.x.N(: a method of package r when r is not declared here.
-	if r := hist[3]; hist[2].isPunct(".") && r.kind == tokIdent && !isMemberAccess(hist[4]) {
-		if _, local := g.locals[r.text]; !local {
-			return "(" + r.text + ")." + name
-		}
+	if t := g.fieldExpr(chain[:len(chain)-1]); t != "" {
+		return t + "." + name // x.f.N(: a method of the type of field f
 	}
 	return "." + name
 }
@@ -346,7 +466,7 @@ func addRootForms(refs *refSet) {
 			continue
 		}
 		form, name := goRefForm(r.Name)
-		if form == "" || form[0] == '(' || form == "." || form == "^" || !isExported(name) {
+		if form == "" || form[0] == '(' || form[0] == '{' || form == "." || form == "^" || !isExported(name) {
 			continue
 		}
 		refs.add(r.Type, "^."+name)

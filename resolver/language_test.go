@@ -35,15 +35,16 @@ func TestExtract_GoCalls(t *testing.T) {
 		{
 			name: "OwnReceiver",
 			poi:  goPOI(TypeMethod, "Put", "func (s *Store) Put(k string) error {\n\ts.mu.Lock()\n\treturn s.check(k)\n}"),
-			want: refs(Calls, "(.Store).check", ".Lock"),
+			want: refs(Calls, "(.Store).check", "{.Store:mu}.Lock"),
 		},
 		{
 			name: "TypedParametersAndLocals",
 			poi: goPOI(TypeFunction, "f", "func f(ctx context.Context, c *Conn, a, b *pgx.Tx, n int, xs []T) {\n"+
 				"\tctx.Err()\n\tc.Query()\n\ta.Commit()\n\tb.Rollback()\n\tn.String()\n\txs.Len()\n"+
 				"\tt := &Tx{}\n\tt.Exec()\n\tr := strings.NewReader(s)\n\tr.Read(p)\n\tvar mu sync.Mutex\n\tmu.Lock()\n\tq := load()\n\tq.Run()\n\tz := <-ch\n\tz.Stop()\n}"),
-			want: refs(Calls, "(.).Run", "(.Conn).Query", "(.Tx).Exec", "(context.Context).Err", "(pgx.Tx).Commit",
-				"(pgx.Tx).Rollback", "(strings).Read", "(sync.Mutex).Lock", ".Stop", "load", "strings.NewReader"),
+			want: refs(Calls, "(.Conn).Query", "(.Tx).Exec", "(context.Context).Err", "(pgx.Tx).Commit",
+				"(pgx.Tx).Rollback", "(sync.Mutex).Lock", ".Stop", "load", "strings.NewReader", "{load}.Run",
+				"{strings.NewReader}.Read"),
 		},
 		{
 			name: "BuiltinsConversionsAndFuncValuesAreNotCalls",
@@ -71,8 +72,32 @@ func TestExtract_GoCalls(t *testing.T) {
 			poi: goPOI(TypeMethod, "Run", "func (l *List[T]) Run(p pgconn.Config, n Node[int]) {\n\tl.push()\n\tp.Copy()\n\tn.Walk()\n"+
 				"\ta := Tree{}\n\ta.Grow()\n\tb := &q.Cell{}\n\tb.Set()\n\tc := new(Leaf)\n\tc.Cut()\n\tvar d q.Ring\n\td.Turn()\n"+
 				"\te := q.Make()\n\te.Go()\n\tf := T(x)\n\tf.Is()\n}"),
-			want: refs(Calls, "(.).Is", "(.Leaf).Cut", "(.List).push", "(.Node).Walk", "(.Tree).Grow", "(pgconn.Config).Copy",
-				"(q).Go", "(q.Cell).Set", "(q.Ring).Turn", "T", "q.Make"),
+			want: refs(Calls, "(.Leaf).Cut", "(.List).push", "(.Node).Walk", "(.Tree).Grow", "(pgconn.Config).Copy",
+				"(q.Cell).Set", "(q.Ring).Turn", "T", "q.Make", "{T}.Is", "{q.Make}.Go"),
+		},
+		{
+			// database/sql's tests: db := newTestDB(t, "people"), then
+			// tx, err := db.Begin(), then tx.Commit().
+			name: "ValuesOfCallsAreDerived",
+			poi: goPOI(TypeFunction, "TestTxQuery", "func TestTxQuery(t *testing.T) {\n\tdb := newTestDB(t, \"people\")\n"+
+				"\tdefer closeDB(t, db)\n\ttx, err := db.Begin()\n\tif err != nil {\n\t\tt.Fatal(err)\n\t}\n\tdefer tx.Rollback()\n"+
+				"\tr, err := tx.Query(\"SELECT|t1|name|\")\n\tif r.Err() != nil {\n\t\terr.Error()\n\t}\n}"),
+			want: refs(Calls, "(testing.T).Fatal", ".Error", "closeDB", "newTestDB", "{newTestDB}.Begin",
+				"{{newTestDB}.Begin}.Query", "{{newTestDB}.Begin}.Rollback", "{{{newTestDB}.Begin}.Query}.Err"),
+		},
+		{
+			// pgx: c.pgConn.Exec(…) on the receiver's field, s.conn.cfg.Copy()
+			// on a field of a field, x := s.conn then x.Close().
+			name: "FieldsOfTypedValuesAreDerived",
+			poi: goPOI(TypeMethod, "Exec", "func (c *Conn) Exec(ctx context.Context, s *q.Stmt) {\n\tc.pgConn.Exec(ctx)\n"+
+				"\ts.conn.cfg.Copy()\n\tx := s.conn\n\tx.Close()\n\ty := c.pgConn.Conn()\n\ty.Close()\n\tz := c.a.b.c.d.e()\n}"),
+			want: refs(Calls, ".e", "{.Conn:pgConn}.Conn", "{.Conn:pgConn}.Exec", "{q.Stmt:conn}.Close",
+				"{{.Conn:pgConn}.Conn}.Close", "{{q.Stmt:conn}:cfg}.Copy"),
+		},
+		{
+			name: "DerivedTypesNestAtMostThreeDeep",
+			poi:  goPOI(TypeFunction, "f", "func f() {\n\ta := g()\n\tb := a.H()\n\tc := b.I()\n\td := c.J()\n\td.K()\n}"),
+			want: refs(Calls, ".K", "g", "{g}.H", "{{g}.H}.I", "{{{g}.H}.I}.J"),
 		},
 		{
 			name: "StructEmbedsKeepTheirPackage",

@@ -2,6 +2,7 @@ package resolver
 
 import (
 	"path"
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -38,6 +39,10 @@ type Candidate struct {
 	// Receiver is the type a Go method is declared on (Receiver of the
 	// POI), "" for any other POI.
 	Receiver string
+	// Result is a Go function's or method's first result type
+	// (ResultType of the POI), Fields a Go struct type's fields with their
+	// types (FieldTypes); "" for any other POI.
+	Result, Fields string
 }
 
 // Outcome is the result of looking a reference up.
@@ -85,7 +90,7 @@ func (o Outcome) String() string {
 // Name set to the reference's name.
 func Lookup(sourceID, sourceFile string, ref Reference, cands []Candidate) (targetID string, outcome Outcome) {
 	if (ref.Type == Calls || ref.Type == Extends) && languageOf(sourceFile) == langGo && !IsSupplied(ref.Name) {
-		return lookupGo(sourceID, sourceFile, ref, cands)
+		return lookupGo(sourceID, sourceFile, ref, cands, 0)
 	}
 	var local, global distinctIDs
 	for _, c := range cands {
@@ -138,6 +143,37 @@ func TargetName(ref Reference) string {
 	}
 	_, name := goRefForm(ref.Name)
 	return name
+}
+
+// LookupNames returns the names of the POIs Lookup reads to resolve ref:
+// TargetName(ref) and, for a Go derived reference ({X}.m, see the package
+// documentation), the names X's type is read from (the functions and
+// methods whose result it is, the struct types whose fields it names), each
+// once. A publish that changes the definition of any of them can change
+// ref's resolution.
+func LookupNames(ref Reference) []string {
+	target := TargetName(ref)
+	if !IsDerived(ref) {
+		return []string{target}
+	}
+	form, _ := goRefForm(ref.Name)
+	x, _ := splitDerived(form)
+	names := derivedNames(x, []string{target})
+	slices.Sort(names)
+	return slices.Compact(names)
+}
+
+// IsDerived reports whether ref is a Go derived reference ({X}.m): one
+// that ReferenceNames never names, so a publish finds it again only
+// through the names LookupNames gives (even when that is one name, as in
+// {New}.New).
+func IsDerived(ref Reference) bool {
+	if ref.Type != Calls || IsSupplied(ref.Name) || !strings.HasPrefix(ref.Name, "{") {
+		return false
+	}
+	form, _ := goRefForm(ref.Name)
+	_, ok := splitDerived(form)
+	return ok
 }
 
 // ReferenceNames returns the reference names that can resolve to a POI
@@ -195,8 +231,11 @@ func ByNameOnly(sourceFile string) bool { return languageOf(sourceFile) != langG
 // of the source's package or of the package it names, a package being a
 // directory (named after its last element); a plain call and a call on a
 // value of the source's package prefer a candidate of the source file.
-func lookupGo(sourceID, sourceFile string, ref Reference, cands []Candidate) (string, Outcome) {
+func lookupGo(sourceID, sourceFile string, ref Reference, cands []Candidate, depth int) (string, Outcome) {
 	form, name := goRefForm(ref.Name)
+	if x, ok := splitDerived(form); ok && ref.Type == Calls {
+		return lookupDerived(sourceID, sourceFile, x, name, cands, depth+1)
+	}
 	dir := path.Dir(sourceFile)
 	var pkg, recv string
 	switch {

@@ -12,7 +12,7 @@ import (
 const checkInterval = 4 << 10
 
 // lookahead is how many tokens a tokenizer can peek at.
-const lookahead = 6
+const lookahead = 10
 
 // tokKind is the kind of a token.
 type tokKind uint8

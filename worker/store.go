@@ -1,6 +1,7 @@
 package worker
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -126,8 +127,9 @@ const (
 func (s store) link(ctx context.Context, in linkInput) (linkResult, error) {
 	var res linkResult
 	jobID, fileID, changed, publishXID := in.jobID, in.fileID, in.changed, in.publishXID
-	// referred are the names the batch's references look up: their
-	// candidates are read in the first round trip. The candidates of a
+	// referred are the names the batch's references look up
+	// (resolver.LookupNames): their candidates are read in the first round
+	// trip. The candidates of a
 	// changed name no reference of the batch refers to are needed only to
 	// re-resolve other files' references to it, so they are read only when
 	// there are some (on a first publish of a corpus, rarely).
@@ -136,7 +138,9 @@ func (s store) link(ctx context.Context, in linkInput) (linkResult, error) {
 	for _, r := range in.ok {
 		for _, ref := range r.refs {
 			nrefs++
-			referredSet[resolver.TargetName(ref)] = true
+			for _, n := range resolver.LookupNames(ref) {
+				referredSet[n] = true
+			}
 		}
 	}
 	referred := make([]string, 0, len(referredSet))
@@ -161,7 +165,7 @@ func (s store) link(ctx context.Context, in linkInput) (linkResult, error) {
 		// One statement: its snapshot gives the stamp, then it locks the
 		// file's row and the global lock and, for a referrer that changed
 		// nothing, its stamp lock (a changer takes its own after its
-		// barrier: see queueLocks).
+		// barrier, referrer or not: see queueLocks).
 		exclusive := len(changed) > maxNameLocks
 		sql := `SELECT (` + fileVersionSQL + `), pg_snapshot_xmin(pg_current_snapshot())::text, `
 		args := []any{fileID, globalLinkLock}
@@ -180,7 +184,7 @@ func (s store) link(ctx context.Context, in linkInput) (linkResult, error) {
 			return row.Scan(dest[:len(args)+1]...)
 		})
 		if !exclusive && len(changed) > 0 {
-			queueLocks(b, changed, publishXID, referrer)
+			queueLocks(b, changed, publishXID)
 		}
 		if len(referred) > 0 {
 			queueCandidates(b, referred, cands)
@@ -204,28 +208,13 @@ func (s store) link(ctx context.Context, in linkInput) (linkResult, error) {
 
 	// Round trip 2, when there is anything to re-resolve: lock the referring
 	// files, then load their references again (a publish may have removed
-	// them meanwhile), and read the candidates of the changed names not
-	// read yet. A file that appears only in the second reading is locked in
-	// another round.
+	// them meanwhile), and read the candidates of the changed names and of
+	// the names the references look up (resolver.LookupNames) not read yet.
+	// A file that appears only in the second reading is locked, and a name
+	// only the second reading looks up is read, in another round.
 	locked := map[string]bool{}
-	for {
-		var files []string
-		for _, r := range refs {
-			if !locked[r.file] {
-				locked[r.file] = true
-				files = append(files, r.file)
-			}
-		}
-		if len(files) == 0 {
-			break
-		}
-		slices.Sort(files)
-		b = &pgx.Batch{}
-		b.Queue(`SELECT file_id FROM files WHERE file_id = ANY($1) ORDER BY file_id FOR SHARE`, files)
-		refs = refs[:0]
-		queueStaleRefs(b, fileID, changed, publishXID, &refs)
-		var unread []string
-		for _, n := range changed {
+	unreadOf := func(names []string, unread []string) []string {
+		for _, n := range names {
 			if _, read := cands[n]; !read {
 				if _, isReferred := slices.BinarySearch(referred, n); isReferred {
 					continue
@@ -233,6 +222,35 @@ func (s store) link(ctx context.Context, in linkInput) (linkResult, error) {
 				unread = append(unread, n)
 				cands[n] = nil // read once
 			}
+		}
+		return unread
+	}
+	for round := 0; ; round++ {
+		var files []string
+		for _, r := range refs {
+			if !locked[r.file] {
+				locked[r.file] = true
+				files = append(files, r.file)
+			}
+		}
+		var unread []string
+		if len(files) > 0 || round > 0 {
+			if round == 0 {
+				unread = unreadOf(changed, unread)
+			}
+			for _, r := range refs {
+				unread = unreadOf(r.lookupNames(), unread)
+			}
+		}
+		if len(files) == 0 && len(unread) == 0 {
+			break
+		}
+		b = &pgx.Batch{}
+		if len(files) > 0 {
+			slices.Sort(files)
+			b.Queue(`SELECT file_id FROM files WHERE file_id = ANY($1) ORDER BY file_id FOR SHARE`, files)
+			refs = refs[:0]
+			queueStaleRefs(b, fileID, changed, publishXID, &refs)
 		}
 		if len(unread) > 0 {
 			queueCandidates(b, unread, cands)
@@ -252,10 +270,11 @@ func (s store) link(ctx context.Context, in linkInput) (linkResult, error) {
 				continue // one row per reference: ON CONFLICT cannot take a key twice
 			}
 			seen[k] = true
-			target, outcome := resolver.Lookup(r.poi.ID, fileID, ref, cands[resolver.TargetName(ref)])
+			refCands := candidatesOf(cands, ref)
+			target, outcome := resolver.Lookup(r.poi.ID, fileID, ref, refCands)
 			switch outcome {
 			case resolver.Resolved:
-				own.add(r.poi.ID, ref, &target, fileOf(cands[resolver.TargetName(ref)], target))
+				own.add(r.poi.ID, ref, &target, fileOf(refCands, target))
 				res.written++
 			case resolver.Unknown:
 				own.add(r.poi.ID, ref, nil, "")
@@ -273,7 +292,7 @@ func (s store) link(ctx context.Context, in linkInput) (linkResult, error) {
 		return res, err
 	}
 	if len(changed) > 0 {
-		res.reresolved = queueReresolve(b, jobID, fileID, changed, cands, refs, &res.written)
+		res.reresolved = queueReresolve(b, jobID, fileID, resolvedXmin, changed, cands, refs, &res.written)
 	}
 	queueStoreReferences(b, jobID, fileID, resolvedXmin, own)
 	if b.Len() == 0 {
@@ -292,8 +311,8 @@ func (s store) link(ctx context.Context, in linkInput) (linkResult, error) {
 // afterwards.
 const stampLockSQL = `pg_advisory_xact_lock_shared($3::bigint + pg_snapshot_xmin(pg_current_snapshot())::text::bigint)`
 
-// queueLocks queues a changer's locks: the barrier, then its stamp lock
-// (when it is also a referrer), then the changed names' locks.
+// queueLocks queues a changer's locks: the barrier, then its stamp lock,
+// then the changed names' locks.
 //
 // The barrier: a changer must see the committed references of every batch
 // that read the symbol table without its publish. A referrer holds its
@@ -307,6 +326,12 @@ const stampLockSQL = `pg_advisory_xact_lock_shared($3::bigint + pg_snapshot_xmin
 // inside a savepoint, which waits for their holders to end, and rolls the
 // savepoint back, which releases them at once.
 //
+// A changer holds its stamp lock, from before it reads the symbol table
+// until it commits, whether it refers to names or not: the derived
+// references it re-resolves (resolver.LookupNames: they look up more than
+// one name) get its stamp, and a changer of one of their other names must
+// wait for it in its barrier, as for a referrer.
+//
 // Changers of one name must not interleave (each reads the symbol table and
 // rewrites the same references), so a changer holds, until commit, an
 // exclusive lock on each name it changed.
@@ -318,7 +343,7 @@ const stampLockSQL = `pg_advisory_xact_lock_shared($3::bigint + pg_snapshot_xmin
 // order and cannot close. A batch that changed more than maxNameLocks names
 // takes the global lock exclusively instead, which waits out every running
 // batch and keeps new ones out.
-func queueLocks(b *pgx.Batch, changed []string, publishXID int64, referrer bool) {
+func queueLocks(b *pgx.Batch, changed []string, publishXID int64) {
 	keys := make(map[int64]bool, len(changed))
 	for _, n := range changed {
 		keys[nameKey(n)] = true
@@ -347,11 +372,7 @@ func queueLocks(b *pgx.Batch, changed []string, publishXID int64, referrer bool)
 	// pg_advisory_xact_lock's two-key form: the 64-bit key as two int4
 	// halves; unnest yields them in order.
 	const names = `(SELECT count(pg_advisory_xact_lock(h, l)) FROM unnest($1::int[], $2::int[]) AS u(h, l))`
-	if referrer {
-		b.Queue(`SELECT `+stampLockSQL+`, `+names, hi, lo, stampLockBase)
-	} else {
-		b.Queue(`SELECT `+names, hi, lo)
-	}
+	b.Queue(`SELECT `+stampLockSQL+`, `+names, hi, lo, stampLockBase)
 }
 
 // nameKey is a name's advisory lock key.
@@ -392,7 +413,7 @@ func queueCandidates(b *pgx.Batch, names []string, out map[string][]resolver.Can
 	read := func(rows pgx.Rows) error {
 		for rows.Next() {
 			var c resolver.Candidate
-			if err := rows.Scan(&c.POIID, &c.FileID, &c.Name, &c.Type, &c.Receiver); err != nil {
+			if err := rows.Scan(&c.POIID, &c.FileID, &c.Name, &c.Type, &c.Receiver, &c.Result, &c.Fields); err != nil {
 				return fmt.Errorf("error reading symbols: %w", err)
 			}
 			out[c.Name] = append(out[c.Name], c)
@@ -403,15 +424,15 @@ func queueCandidates(b *pgx.Batch, names []string, out map[string][]resolver.Can
 		return nil
 	}
 	if len(plain) > 0 {
-		b.Queue(`SELECT poi_id, file_id, name, type, receiver FROM pois WHERE name = ANY($1) AND type <> $2`,
+		b.Queue(`SELECT poi_id, file_id, name, type, receiver, result, fields FROM pois WHERE name = ANY($1) AND type <> $2`,
 			plain, resolver.TypeImport).Query(read)
 	}
 	if len(symbols) > 0 {
-		b.Queue(`SELECT poi_id, file_id, $3 || symbol, type, receiver FROM pois WHERE symbol = ANY($1) AND type <> $2`,
+		b.Queue(`SELECT poi_id, file_id, $3 || symbol, type, receiver, result, fields FROM pois WHERE symbol = ANY($1) AND type <> $2`,
 			symbols, resolver.TypeImport, resolver.SymbolPrefix).Query(read)
 	}
 	if len(ids) > 0 {
-		b.Queue(`SELECT poi_id, file_id, $3 || poi_id, type, receiver FROM pois WHERE poi_id = ANY($1) AND type <> $2`,
+		b.Queue(`SELECT poi_id, file_id, $3 || poi_id, type, receiver, result, fields FROM pois WHERE poi_id = ANY($1) AND type <> $2`,
 			ids, resolver.TypeImport, resolver.IDPrefix).Query(read)
 	}
 }
@@ -421,14 +442,37 @@ type storedRef struct {
 	src, file, name, typ string
 }
 
+// ref is the stored reference.
+func (r storedRef) ref() resolver.Reference {
+	return resolver.Reference{Name: r.name, Type: resolver.RelType(r.typ)}
+}
+
+// lookupNames are the names whose candidates the reference's lookup reads.
+func (r storedRef) lookupNames() []string { return resolver.LookupNames(r.ref()) }
+
+// candidatesOf returns the candidates of the names ref looks up
+// (resolver.LookupNames): cands[name] for the usual reference of one name.
+func candidatesOf(cands map[string][]resolver.Candidate, ref resolver.Reference) []resolver.Candidate {
+	names := resolver.LookupNames(ref)
+	if len(names) == 1 {
+		return cands[names[0]]
+	}
+	var out []resolver.Candidate
+	for _, n := range names {
+		out = append(out, cands[n]...)
+	}
+	return out
+}
+
 // queueStaleRefs queues the load of other files' references to the changed
 // names that may have been resolved without this publish: those stored
 // under a snapshot whose xmin is not above the publish's transaction id
-// (all of them when it is unknown, zero). It drives index lookups from the
-// (small) array with a LATERAL join, fenced with OFFSET 0 so the planner
-// cannot flatten it into a join that scans poi_references. The index on
-// (name, resolved_xmin) ends each name's range at the publish, so the
-// references resolved after it are not read.
+// (all of them when it is unknown, zero). One scan of the index on (name,
+// resolved_xmin) reads every name's range (name = ANY: one descent per
+// name) and ends each at the publish, so the references resolved after it
+// are not read. Derived references that look a changed name up (their
+// depends, resolver.LookupNames) are read through the partial index on
+// depends.
 func queueStaleRefs(b *pgx.Batch, fileID string, changed []string, publishXID int64, out *[]storedRef) {
 	// The names of references that can resolve to a changed name's POIs
 	// (a Go reference's name carries its qualifier: resolver.ReferenceNames).
@@ -440,14 +484,7 @@ func queueStaleRefs(b *pgx.Batch, fileID string, changed []string, publishXID in
 	if publishXID > 0 {
 		horizon = uint64(publishXID)
 	}
-	b.Queue(`
-		SELECT r.source_poi_id, r.source_file_id, r.name, r.type
-		FROM unnest($1::text[]) AS u(name)
-		CROSS JOIN LATERAL (
-			SELECT source_poi_id, source_file_id, name, type FROM poi_references r
-			WHERE r.name = u.name AND r.resolved_xmin <= $3::text::xid8 AND r.source_file_id <> $2
-			OFFSET 0) r`,
-		names, fileID, strconv.FormatUint(horizon, 10)).Query(func(rows pgx.Rows) error {
+	read := func(rows pgx.Rows) error {
 		for rows.Next() {
 			var r storedRef
 			if err := rows.Scan(&r.src, &r.file, &r.name, &r.typ); err != nil {
@@ -459,7 +496,16 @@ func queueStaleRefs(b *pgx.Batch, fileID string, changed []string, publishXID in
 			return fmt.Errorf("error reading references: %w", err)
 		}
 		return nil
-	})
+	}
+	b.Queue(`
+		SELECT source_poi_id, source_file_id, name, type FROM poi_references
+		WHERE name = ANY($1) AND resolved_xmin <= $3::text::xid8 AND source_file_id <> $2`,
+		names, fileID, strconv.FormatUint(horizon, 10)).Query(read)
+	b.Queue(`
+		SELECT source_poi_id, source_file_id, name, type FROM poi_references r
+		WHERE r.depends && $1::text[] AND r.depends IS NOT NULL
+		  AND r.resolved_xmin <= $3::text::xid8 AND r.source_file_id <> $2`,
+		changed, fileID, strconv.FormatUint(horizon, 10)).Query(read)
 }
 
 // queueReresolve queues the rewrite of other files' references to the
@@ -470,8 +516,14 @@ func queueStaleRefs(b *pgx.Batch, fileID string, changed []string, publishXID in
 // the name-only rule (resolver.ByNameOnly), so the cross-file targets of
 // such references are simply cleared; the other references are looked up
 // one by one with the same rule as the batch's own, and a reference whose
-// target changed gets its new one (or none).
-func queueReresolve(b *pgx.Batch, jobID int64, fileID string, changed []string, cands map[string][]resolver.Candidate, refs []storedRef, written *int64) int {
+// target changed gets its new one (or none). A derived reference
+// (resolver.IsDerived: found through the names it looks up) is written whether its
+// target changed or not, stamped with resolvedXmin: the changers of its
+// other names are not serialized with this one by a name lock, so its stamp
+// must show what this resolution saw (see queueLocks). The rows are written
+// in key order, so two changers rewriting the same references cannot
+// deadlock.
+func queueReresolve(b *pgx.Batch, jobID int64, fileID, resolvedXmin string, changed []string, cands map[string][]resolver.Candidate, refs []storedRef, written *int64) int {
 	type nameType struct{ name, typ string }
 	ambiguous := map[nameType]bool{}
 	var ambNames, ambTypes []string
@@ -502,15 +554,19 @@ func queueReresolve(b *pgx.Batch, jobID int64, fileID string, changed []string, 
 					OFFSET 0) r))`,
 			ambNames, ambTypes, fileID, jobID)
 	}
+	refs = slices.Clone(refs)
+	slices.SortFunc(refs, func(a, b storedRef) int {
+		return cmp.Or(cmp.Compare(a.src, b.src), cmp.Compare(a.typ, b.typ), cmp.Compare(a.name, b.name))
+	})
 	var e references
 	for _, r := range refs {
 		if ambiguous[nameType{r.name, r.typ}] && resolver.ByNameOnly(r.file) {
 			continue
 		}
-		ref := resolver.Reference{Name: r.name, Type: resolver.RelType(r.typ)}
-		name := resolver.TargetName(ref)
-		if target, outcome := resolver.Lookup(r.src, r.file, ref, cands[name]); outcome == resolver.Resolved {
-			e.add(r.src, ref, &target, fileOf(cands[name], target))
+		ref := r.ref()
+		refCands := candidatesOf(cands, ref)
+		if target, outcome := resolver.Lookup(r.src, r.file, ref, refCands); outcome == resolver.Resolved {
+			e.add(r.src, ref, &target, fileOf(refCands, target))
 		} else {
 			e.add(r.src, ref, nil, "")
 		}
@@ -519,12 +575,13 @@ func queueReresolve(b *pgx.Batch, jobID int64, fileID string, changed []string, 
 		b.Queue(`
 			UPDATE poi_references r
 			SET target_poi_id = u.tgt, target_file_id = nullif(u.tgt_file, ''), job_id = $6,
-			    resolved_at = CASE WHEN u.tgt IS NULL THEN NULL ELSE now() END
+			    resolved_at = CASE WHEN u.tgt IS NULL THEN NULL ELSE now() END,
+			    resolved_xmin = CASE WHEN r.depends IS NULL THEN r.resolved_xmin ELSE $7::xid8 END
 			FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[]) AS u(src, name, type, tgt, tgt_file)
 			WHERE r.source_poi_id = u.src AND r.type = u.type AND r.name = u.name
-			  AND r.target_poi_id IS DISTINCT FROM u.tgt
+			  AND (r.target_poi_id IS DISTINCT FROM u.tgt OR r.depends IS NOT NULL)
 			RETURNING r.target_poi_id IS NOT NULL`,
-			e.src, e.name, e.typ, e.tgt, e.tgtFile, jobID).Query(func(rows pgx.Rows) error {
+			e.src, e.name, e.typ, e.tgt, e.tgtFile, jobID, resolvedXmin).Query(func(rows pgx.Rows) error {
 			for rows.Next() {
 				var resolved bool
 				if err := rows.Scan(&resolved); err != nil {
@@ -549,35 +606,47 @@ type references struct {
 	src, typ, name []string
 	tgt            []*string
 	tgtFile        []string
+	// depends are the names a derived reference looks up, space-separated
+	// (Go names hold no space); "" for any other reference.
+	depends []string
 }
 
 func newReferences(n int) references {
 	return references{src: make([]string, 0, n), typ: make([]string, 0, n), name: make([]string, 0, n),
-		tgt: make([]*string, 0, n), tgtFile: make([]string, 0, n)}
+		tgt: make([]*string, 0, n), tgtFile: make([]string, 0, n), depends: make([]string, 0, n)}
 }
 
 func (e *references) add(src string, ref resolver.Reference, tgt *string, tgtFile string) {
 	e.src, e.typ, e.name = append(e.src, src), append(e.typ, string(ref.Type)), append(e.name, ref.Name)
 	e.tgt, e.tgtFile = append(e.tgt, tgt), append(e.tgtFile, tgtFile)
+	var deps string
+	if resolver.IsDerived(ref) {
+		deps = strings.Join(resolver.LookupNames(ref), " ")
+	}
+	e.depends = append(e.depends, deps)
 }
 
 // queueStoreReferences queues the write of a batch's own references (all
-// from fileID), each with its target, stamped with resolvedXmin (an xid8 as text: see link):
-// a reference already stored takes the new resolution and stamp.
+// from fileID), each with its target and, for a derived reference, the
+// names it looks up (depends), stamped with resolvedXmin (an xid8 as text:
+// see link): a reference already stored takes the new resolution and stamp
+// (its depends follow from its name).
 func queueStoreReferences(b *pgx.Batch, jobID int64, fileID, resolvedXmin string, e references) {
 	if len(e.src) == 0 {
 		return
 	}
 	sql := `
 		INSERT INTO poi_references AS r (source_poi_id, source_file_id, name, type, resolved_xmin,
-		                                 target_poi_id, target_file_id, job_id, resolved_at)
+		                                 target_poi_id, target_file_id, job_id, resolved_at, depends)
 		SELECT u.src, $2, u.name, u.type, $7::xid8, u.tgt, nullif(u.tgt_file, ''), $8,
-		       CASE WHEN u.tgt IS NULL THEN NULL ELSE now() END
-		FROM unnest($1::text[], $3::text[], $4::text[], $5::text[], $6::text[]) AS u(src, name, type, tgt, tgt_file)
+		       CASE WHEN u.tgt IS NULL THEN NULL ELSE now() END,
+		       CASE WHEN u.deps = '' THEN NULL ELSE string_to_array(u.deps, ' ') END
+		FROM unnest($1::text[], $3::text[], $4::text[], $5::text[], $6::text[], $9::text[])
+			AS u(src, name, type, tgt, tgt_file, deps)
 		ON CONFLICT (source_poi_id, type, name) DO UPDATE
 			SET resolved_xmin = excluded.resolved_xmin, target_poi_id = excluded.target_poi_id,
 			    target_file_id = excluded.target_file_id, job_id = excluded.job_id, resolved_at = excluded.resolved_at`
-	b.Queue(sql, e.src, fileID, e.name, e.typ, e.tgt, e.tgtFile, resolvedXmin, jobID)
+	b.Queue(sql, e.src, fileID, e.name, e.typ, e.tgt, e.tgtFile, resolvedXmin, jobID, e.depends)
 }
 
 func fileOf(cands []resolver.Candidate, poiID string) string {

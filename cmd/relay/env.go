@@ -41,31 +41,38 @@ func takeEnv() func(string) (string, bool) {
 	}
 }
 
-// warnDatabaseURLFlag warns, once, when --database-url on the command line
-// carries a password: every process on the host, agents included, can read
-// a command line (ps, /proc/<pid>/cmdline).
+// warnDatabaseURLFlag warns, once per flag, when --database-url or
+// --database-direct-url on the command line carries a password: every
+// process on the host, agents included, can read a command line (ps,
+// /proc/<pid>/cmdline).
 func warnDatabaseURLFlag(w io.Writer, args []string) {
-	const flag = "--database-url"
-	for i, arg := range args {
-		if arg == "--" {
-			return
-		}
-		var v string
-		switch {
-		case arg == flag && i+1 < len(args):
-			v = args[i+1]
-		case strings.HasPrefix(arg, flag+"="):
-			v = strings.TrimPrefix(arg, flag+"=")
-		default:
-			continue
-		}
-		if hasPassword(v) {
-			fmt.Fprintf(w, "relay: warning: --database-url %s carries a password, which any process on this host "+
-				"(MapReduce agents included) can read in relay's command line; set RELAY_DATABASE_URL, or "+
-				"database_url in a --config file only relay's user can read, instead\n", config.Redact(v))
-			return
+	for _, f := range []struct{ flag, env string }{
+		{"--database-url", "RELAY_DATABASE_URL"},
+		{"--database-direct-url", "RELAY_DATABASE_DIRECT_URL"},
+	} {
+		if v, ok := flagValue(args, f.flag); ok && hasPassword(v) {
+			key := strings.ReplaceAll(strings.TrimPrefix(f.flag, "--"), "-", "_")
+			fmt.Fprintf(w, "relay: warning: %s %s carries a password, which any process on this host "+
+				"(MapReduce agents included) can read in relay's command line; set %s, or "+
+				"%s in a --config file only relay's user can read, instead\n", f.flag, config.Redact(v), f.env, key)
 		}
 	}
+}
+
+// flagValue returns the value of the first occurrence of flag in args
+// before "--", in either the "--flag value" or the "--flag=value" form.
+func flagValue(args []string, flag string) (string, bool) {
+	for i, arg := range args {
+		switch {
+		case arg == "--":
+			return "", false
+		case arg == flag && i+1 < len(args):
+			return args[i+1], true
+		case strings.HasPrefix(arg, flag+"="):
+			return strings.TrimPrefix(arg, flag+"="), true
+		}
+	}
+	return "", false
 }
 
 // hasPassword reports whether a database URL or keyword/value connection

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/base64"
 	"encoding/json"
@@ -24,8 +25,9 @@ import (
 func TestWarnDatabaseURLFlag(t *testing.T) {
 	t.Parallel()
 	for _, tc := range []struct {
-		args []string
-		warn bool
+		args      []string
+		warn      bool
+		flag, env string // default: --database-url, RELAY_DATABASE_URL
 	}{
 		{args: []string{"mapreduce", "run", "--database-url", "postgres://root:s3cr3t@db/relay"}, warn: true},
 		{args: []string{"--database-url=postgresql://u:s3cr3t@db:5432/relay?sslmode=disable", "worker"}, warn: true},
@@ -36,6 +38,9 @@ func TestWarnDatabaseURLFlag(t *testing.T) {
 		{args: []string{"worker"}},
 		{args: []string{"--", "--database-url", "postgres://root:s3cr3t@db/relay"}},
 		{args: []string{"--database-url"}},
+		{args: []string{"migrate", "up", "--database-direct-url", "postgres://root:s3cr3t@db/relay"}, warn: true,
+			flag: "--database-direct-url", env: "RELAY_DATABASE_DIRECT_URL"},
+		{args: []string{"--database-direct-url=postgres://root@db/relay"}},
 	} {
 		var buf bytes.Buffer
 		warnDatabaseURLFlag(&buf, tc.args)
@@ -43,8 +48,9 @@ func TestWarnDatabaseURLFlag(t *testing.T) {
 			require.Empty(t, buf.String(), "%q", tc.args)
 			continue
 		}
-		require.Contains(t, buf.String(), "relay: warning: --database-url", "%q", tc.args)
-		require.Contains(t, buf.String(), "RELAY_DATABASE_URL")
+		flag, env := cmp.Or(tc.flag, "--database-url"), cmp.Or(tc.env, "RELAY_DATABASE_URL")
+		require.Contains(t, buf.String(), "relay: warning: "+flag+" ", "%q", tc.args)
+		require.Contains(t, buf.String(), env)
 		require.NotContains(t, buf.String(), "s3cr3t", "the warning redacts the password")
 		require.Equal(t, 1, strings.Count(buf.String(), "\n"), "one warning")
 	}

@@ -140,11 +140,9 @@ func TestScore_TestTree(t *testing.T) {
 
 	r := Score("tree", testTree, g, truth, 5)
 	// errors.New() and strings.ToLower() link to nothing; s.mu.Lock() (a
-	// field of type sync.Mutex, which the lexical resolver cannot see)
-	// still links to the tree's only Lock method: the one false positive.
-	require.Equal(t, 1, r.Calls.FP, "%+v", r.Examples)
-	require.Equal(t, Example{Kind: "FP", Type: "method", Source: "store/store.go:33:Put", Target: "store/store.go:63:Lock",
-		Where: "store/store.go:34", Text: "s.mu.Lock()"}, r.Examples[0])
+	// field of type sync.Mutex, as the struct POI Store shows) links to
+	// nothing, not to the tree's only Lock method.
+	require.Zero(t, r.Calls.FP, "%+v", r.Examples)
 	require.Equal(t, 1.0, r.Extends.Recall)
 	require.GreaterOrEqual(t, r.Calls.Recall, 0.8)
 }

@@ -80,7 +80,7 @@ func AnalyzeWith(ctx context.Context, root string, opts goanalyze.Options) (*Gra
 // Resolve extracts every POI's references and looks each up in the symbol
 // table of all the POIs, as the worker does once every file is published
 // (its result does not depend on the order of publishing): candidates are
-// the POIs named resolver.TargetName(ref) that are not imports (by symbol
+// the POIs named by resolver.LookupNames(ref) that are not imports (by symbol
 // or id for a supplied reference: resolver.SuppliedNames), and
 // resolver.Lookup decides. A POI id must be unique.
 func Resolve(ctx context.Context, pois []resolver.POI) (*Graph, error) {
@@ -95,7 +95,7 @@ func Resolve(ctx context.Context, pois []resolver.POI) (*Graph, error) {
 			continue
 		}
 		byName[p.Name] = append(byName[p.Name], resolver.Candidate{POIID: p.ID, FileID: p.FilePath, Name: p.Name, Type: p.Type,
-			Receiver: resolver.Receiver(p)})
+			Receiver: resolver.Receiver(p), Result: resolver.ResultType(p), Fields: resolver.FieldTypes(p)})
 		for _, n := range resolver.SuppliedNames(p.ID, p.Symbol) {
 			byName[n] = append(byName[n], resolver.Candidate{POIID: p.ID, FileID: p.FilePath, Name: n, Type: p.Type})
 		}
@@ -106,7 +106,11 @@ func Resolve(ctx context.Context, pois []resolver.POI) (*Graph, error) {
 			return nil, err
 		}
 		for _, ref := range refs {
-			target, outcome := resolver.Lookup(p.ID, p.FilePath, ref, byName[resolver.TargetName(ref)])
+			var cands []resolver.Candidate
+			for _, n := range resolver.LookupNames(ref) {
+				cands = append(cands, byName[n]...)
+			}
+			target, outcome := resolver.Lookup(p.ID, p.FilePath, ref, cands)
 			switch outcome {
 			case resolver.Resolved:
 				g.Edges = append(g.Edges, Edge{Source: p.ID, Target: target, Type: ref.Type})

@@ -1,0 +1,478 @@
+package resolver
+
+import (
+	"context"
+	"path"
+	"strings"
+)
+
+// What the symbol table keeps of a Go POI's types, read from its RawCode's
+// first maxShapeBytes bytes (ResultType, FieldTypes), and how a reference
+// whose receiver is a value of such a type resolves (lookupDerived).
+//
+// A type is written "R" (a type of the declaring POI's package), "q.R" (a
+// type of package q) or "-" (a type without methods: predeclared, slice,
+// map, func, channel, a literal struct or interface).
+//
+// A derived reference names a method of the type of an expression:
+//
+//	{X}.m     method m of the type X denotes
+//
+// where X is either a call reference (any Go CALLS form, derived ones
+// included: f, q.f, (.T).M, {…}.M): the type of its target's first result;
+// or T:fld with T one of .T, q.T, {…}: the type of field fld of struct type
+// T. A derived reference nests at most maxTypeDepth braces.
+
+// maxShapeBytes bounds the RawCode that ResultType and FieldTypes read: a
+// function's header, a struct's fields. DecodeSymbol decodes at least this
+// much, so both read the same prefix whether the POI came whole or not.
+const maxShapeBytes = 4 << 10
+
+// maxTypeDepth bounds the nesting of a derived reference's braces.
+const maxTypeDepth = 3
+
+// noMethods is the type of a value without methods.
+const noMethods = "-"
+
+// shapeCode is the prefix of code that ResultType and FieldTypes read.
+func shapeCode(code string) string {
+	if len(code) <= maxShapeBytes {
+		return code
+	}
+	return code[:maxShapeBytes]
+}
+
+// ResultType returns the type of a Go function's or method's first result,
+// as its header shows it: "Tx" for `func (db *DB) Begin() (*Tx, error)`,
+// "pgconn.PgConn" for `func f() (c *pgconn.PgConn)`, "List" for `func New()
+// *List[T]`, "-" for a result without methods (error, []T, a type
+// parameter's constraint is not told apart from a type). It is "" for a
+// function without results, any other POI, and a header it cannot read. It
+// is the Result of the POI's Candidate.
+func ResultType(p POI) string {
+	if (p.Type != TypeFunction && p.Type != TypeMethod) || languageOf(p.FilePath) != langGo {
+		return ""
+	}
+	z := newTokenizer(context.Background(), shapeCode(p.RawCode))
+	if !z.next().isIdent("func") {
+		return ""
+	}
+	t := z.next()
+	if t.isPunct("(") { // the receiver
+		if !skipBalanced(z, "(", ")") {
+			return ""
+		}
+		t = z.next()
+	}
+	if t.kind != tokIdent {
+		return ""
+	}
+	t = z.next()
+	if t.isPunct("[") { // type parameters
+		if !skipBalanced(z, "[", "]") {
+			return ""
+		}
+		t = z.next()
+	}
+	if !t.isPunct("(") || !skipBalanced(z, "(", ")") {
+		return ""
+	}
+	if z.peek().isPunct("(") {
+		z.next()
+		return typeName(firstResult(z))
+	}
+	var toks []token
+	for t := z.next(); t.kind != tokEOF && !t.isPunct("{") && len(toks) < maxParamTokens; t = z.next() {
+		if t.nlBefore && len(toks) > 0 {
+			break
+		}
+		toks = append(toks, t)
+	}
+	return typeName(toks)
+}
+
+// skipBalanced consumes tokens up to the close matching an open already
+// consumed; it reports whether it found it.
+func skipBalanced(z *tokenizer, open, close string) bool {
+	for depth := 1; ; {
+		t := z.next()
+		switch {
+		case t.kind == tokEOF:
+			return false
+		case t.isPunct(open):
+			depth++
+		case t.isPunct(close):
+			if depth--; depth == 0 {
+				return true
+			}
+		}
+	}
+}
+
+// firstResult returns the type tokens of the first result of a result list
+// whose "(" is consumed: `(*Tx, error)` -> *Tx, `(n int, err error)` -> int,
+// `(a, b *T)` -> *T.
+func firstResult(z *tokenizer) []token {
+	var elems [][]token
+	cur := []token{}
+	for depth := 1; ; {
+		t := z.next()
+		switch {
+		case t.kind == tokEOF:
+			return nil
+		case t.isPunct("(") || t.isPunct("[") || t.isPunct("{"):
+			depth++
+		case t.isPunct(")") || t.isPunct("]") || t.isPunct("}"):
+			depth--
+		}
+		if depth == 0 || t.isPunct(",") && depth == 1 {
+			elems = append(elems, cur)
+			if depth == 0 || len(elems) > 8 {
+				break
+			}
+			cur = []token{}
+			continue
+		}
+		if len(cur) < maxParamTokens {
+			cur = append(cur, t)
+		}
+	}
+	named := false
+	for _, e := range elems {
+		if len(e) >= 2 && e[0].kind == tokIdent && !e[1].isPunct(".") && !e[1].isPunct("[") {
+			named = true
+			break
+		}
+	}
+	if !named {
+		return elems[0]
+	}
+	for _, e := range elems { // (a, b *T): a takes b's type
+		if len(e) >= 2 {
+			return e[1:]
+		}
+	}
+	return nil
+}
+
+// typeName writes the type a type expression's tokens name: "R", "q.R",
+// "-" (no methods) or "" (not a type it reads).
+func typeName(toks []token) string {
+	if len(toks) == 0 {
+		return ""
+	}
+	t := goTypeOf(toks)
+	switch {
+	case t.kind == goTypeNoMethods:
+		return noMethods
+	case t.name == "":
+		return ""
+	case t.kind == goTypePkg:
+		return t.pkg + "." + t.name
+	}
+	return t.name
+}
+
+// FieldTypes returns the fields of a Go struct type POI with their types,
+// as "name type" pairs separated by spaces: `type Conn struct { pgConn
+// *pgconn.PgConn; a, b int; Config }` gives "pgConn pgconn.PgConn a - b -
+// Config Config" (an embedded type is the field named after it). Fields
+// nested in a literal struct type are left out. It is "" for any other POI.
+// It is the Fields of the POI's Candidate.
+func FieldTypes(p POI) string {
+	if p.Type != TypeClass || languageOf(p.FilePath) != langGo {
+		return ""
+	}
+	z := newTokenizer(context.Background(), shapeCode(p.RawCode))
+	for t := z.next(); ; t = z.next() {
+		switch {
+		case t.kind == tokEOF:
+			return ""
+		case t.isPunct("["): // type parameters
+			if !skipBalanced(z, "[", "]") {
+				return ""
+			}
+			continue
+		case t.isIdent("struct") && z.peek().isPunct("{"):
+			z.next()
+		case t.kind == tokIdent:
+			continue
+		default:
+			return ""
+		}
+		break
+	}
+	var b strings.Builder
+	var line []token
+	flush := func() {
+		if len(line) > 0 {
+			writeFields(&b, line)
+		}
+		line = line[:0]
+	}
+	for depth := 1; ; {
+		t := z.next()
+		if t.nlBefore && depth == 1 {
+			flush()
+		}
+		switch {
+		case t.kind == tokEOF:
+			flush()
+			return b.String()
+		case t.isPunct("{"):
+			depth++
+		case t.isPunct("}"):
+			if depth--; depth == 0 {
+				flush()
+				return b.String()
+			}
+		case t.isPunct(";") && depth == 1:
+			flush()
+			continue
+		}
+		if len(line) < maxEmbedLineTokens {
+			line = append(line, t)
+		}
+	}
+}
+
+// writeFields writes the fields of one struct body line: `a, b T "tag"`,
+// `T`, `*q.T`.
+func writeFields(b *strings.Builder, line []token) {
+	if name := embeddedType(line, true); name != "" {
+		_, short, _ := strings.Cut(name, ".")
+		if short == "" {
+			short = name
+		}
+		writeField(b, short, name)
+		return
+	}
+	var names []string
+	i := 0
+	for i < len(line) && line[i].kind == tokIdent {
+		names = append(names, line[i].text)
+		i++
+		if i < len(line) && line[i].isPunct(",") {
+			i++
+			continue
+		}
+		break
+	}
+	if len(names) == 0 || i >= len(line) {
+		return
+	}
+	typ := typeName(line[i:])
+	if typ == "" {
+		typ = noMethods
+	}
+	for _, n := range names {
+		writeField(b, n, typ)
+	}
+}
+
+func writeField(b *strings.Builder, name, typ string) {
+	if b.Len() > 0 {
+		b.WriteByte(' ')
+	}
+	b.WriteString(name)
+	b.WriteByte(' ')
+	b.WriteString(typ)
+}
+
+// typeOfField returns the type of field name in fields (FieldTypes), or "".
+func typeOfField(fields, name string) string {
+	for fields != "" {
+		var n, t string
+		n, fields, _ = strings.Cut(fields, " ")
+		t, fields, _ = strings.Cut(fields, " ")
+		if n == name {
+			return t
+		}
+	}
+	return ""
+}
+
+// splitDerived splits the form of a derived reference, "{X}", into X; ok is
+// false for any other form.
+func splitDerived(form string) (x string, ok bool) {
+	if len(form) < 2 || form[0] != '{' || form[len(form)-1] != '}' {
+		return "", false
+	}
+	return form[1 : len(form)-1], true
+}
+
+// splitField splits a type expression "T:fld" into T and fld (the last ":"
+// outside braces); ok is false for a call reference.
+func splitField(x string) (typ, field string, ok bool) {
+	depth := 0
+	for i := len(x) - 1; i >= 0; i-- {
+		switch x[i] {
+		case '}':
+			depth++
+		case '{':
+			depth--
+		case ':':
+			if depth == 0 {
+				return x[:i], x[i+1:], true
+			}
+		}
+	}
+	return "", "", false
+}
+
+// derivedNames appends the names the type expression x depends on: the
+// candidates its lookup reads.
+func derivedNames(x string, names []string) []string {
+	if typ, _, ok := splitField(x); ok {
+		if inner, ok := splitDerived(typ); ok {
+			return derivedNames(inner, names)
+		}
+		_, name := goRefForm(typ)
+		return append(names, name)
+	}
+	form, name := goRefForm(x)
+	names = append(names, name)
+	if inner, ok := splitDerived(form); ok {
+		return derivedNames(inner, names)
+	}
+	return names
+}
+
+// goTypeRef is a named type a derived reference found: type name in the
+// directory dir, or in any directory named pkg.
+type goTypeRef struct {
+	dir, pkg, name string
+}
+
+// matches reports whether a POI of file fileID is declared in t's package.
+func (t goTypeRef) matches(fileID string) bool {
+	d := path.Dir(fileID)
+	if t.pkg != "" {
+		return d != "." && path.Base(d) == t.pkg
+	}
+	return d == t.dir
+}
+
+// typeIn reads a type as written in the symbol table ("R", "q.R", "-") for
+// a POI of directory dir; ok is false for "" (not known) and methods false
+// for "-".
+func typeIn(typ, dir string) (ref goTypeRef, methods, ok bool) {
+	switch typ {
+	case "":
+		return goTypeRef{}, false, false
+	case noMethods:
+		return goTypeRef{}, false, true
+	}
+	if q, name, qualified := strings.Cut(typ, "."); qualified {
+		return goTypeRef{pkg: q, name: name}, true, true
+	}
+	return goTypeRef{dir: dir, name: typ}, true, true
+}
+
+// typeOf is the type the expression x (see above) denotes for the source
+// file sourceFile: ok is false when it cannot be told (its candidates are
+// missing or ambiguous, or their headers do not show it), methods false
+// when the type has no methods in the corpus' reach.
+func typeOf(sourceID, sourceFile, x string, cands []Candidate, depth int) (t goTypeRef, methods, ok bool) {
+	if depth > maxTypeDepth {
+		return goTypeRef{}, false, false
+	}
+	if typ, field, isField := splitField(x); isField {
+		var st goTypeRef
+		if inner, derived := splitDerived(typ); derived {
+			var m bool
+			if st, m, ok = typeOf(sourceID, sourceFile, inner, cands, depth+1); !ok || !m {
+				return st, m, ok
+			}
+		} else {
+			q, name := goRefForm(typ)
+			if q == "." {
+				st = goTypeRef{dir: path.Dir(sourceFile), name: name}
+			} else {
+				st = goTypeRef{pkg: q, name: name}
+			}
+		}
+		var found distinctIDs
+		var fields, dir string
+		for _, c := range cands {
+			if c.Name == st.name && c.Type == TypeClass && st.matches(c.FileID) {
+				if found.add(c.POIID); found.count == 1 {
+					fields, dir = c.Fields, path.Dir(c.FileID)
+				}
+			}
+		}
+		if found.count != 1 {
+			return goTypeRef{}, false, false
+		}
+		return typeIn(typeOfField(fields, field), dir)
+	}
+	target, outcome := lookupGo(sourceID, sourceFile, Reference{Name: x, Type: Calls}, cands, depth+1)
+	if outcome != Resolved {
+		form, name := goRefForm(x)
+		if form != "" || outcome != Unknown {
+			return goTypeRef{}, false, false
+		}
+		// T(v): a conversion to a type of the source's package.
+		var found distinctIDs
+		for _, c := range cands {
+			if c.Name == name && (c.Type == TypeClass || c.Type == TypeInterface) && path.Dir(c.FileID) == path.Dir(sourceFile) {
+				found.add(c.POIID)
+			}
+		}
+		if found.count != 1 {
+			return goTypeRef{}, false, false
+		}
+		return goTypeRef{dir: path.Dir(sourceFile), name: name}, true, true
+	}
+	_, name := goRefForm(x)
+	for _, c := range cands {
+		if c.POIID == target && c.Name == name {
+			return typeIn(c.Result, path.Dir(c.FileID))
+		}
+	}
+	return goTypeRef{}, false, false
+}
+
+// derivedFallback is the reference a derived reference {X}.m resolves as
+// when X's type cannot be told: the form the call's value had before types
+// were read (a value of a function of the source's package: (.).m; of
+// package q: (q).m; otherwise any package: .m).
+func derivedFallback(x, name string) string {
+	if _, _, isField := splitField(x); isField {
+		return "." + name
+	}
+	form, _ := goRefForm(x)
+	switch {
+	case form == "":
+		return "(.)." + name
+	case form[0] != '(' && form[0] != '{' && form != "." && form != "^":
+		return "(" + form + ")." + name
+	}
+	return "." + name
+}
+
+// lookupDerived resolves the derived reference {x}.name: among the methods
+// named name declared on the type x denotes, in its package; as
+// derivedFallback when that type cannot be told.
+func lookupDerived(sourceID, sourceFile, x, name string, cands []Candidate, depth int) (string, Outcome) {
+	t, methods, ok := typeOf(sourceID, sourceFile, x, cands, depth)
+	if !ok {
+		return lookupGo(sourceID, sourceFile, Reference{Name: derivedFallback(x, name), Type: Calls}, cands, depth)
+	}
+	if !methods {
+		return "", Unknown
+	}
+	var ids distinctIDs
+	for _, c := range cands {
+		if c.Name == name && c.Type == TypeMethod && c.Receiver == t.name && c.POIID != sourceID && t.matches(c.FileID) {
+			ids.add(c.POIID)
+		}
+	}
+	switch {
+	case ids.count > 1:
+		return "", Ambiguous
+	case ids.count == 1:
+		return ids.first, Resolved
+	}
+	return "", Unknown
+}

@@ -1,0 +1,131 @@
+package resolver
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+func TestResultType(t *testing.T) {
+	t.Parallel()
+
+	tests := []struct{ name, typ, code, want string }{
+		{"PointerResultOfAMethod", TypeMethod, "func (db *DB) Begin() (*Tx, error) {", "Tx"},
+		{"SingleResult", TypeFunction, "func newTestDB(t testing.TB, name string) *DB {\n\treturn nil\n}", "DB"},
+		{"QualifiedResult", TypeFunction, "func connect(ctx context.Context) (c *pgconn.PgConn, err error) {", "pgconn.PgConn"},
+		{"NamedResultsSharingAType", TypeFunction, "func f() (a, b *T) {", "T"},
+		{"GenericResult", TypeFunction, "func New[K comparable, V any](n int) *List[K, V] {", "List"},
+		{"MultiLineParameters", TypeFunction, "func f(\n\ta int,\n\tb func() error,\n) (*Rows, error) {", "Rows"},
+		{"OneLineBody", TypeFunction, "func f() Conn { return Conn{} }", "Conn"},
+		{"ResultWithoutMethods", TypeFunction, "func f() (int, error) {", "-"},
+		{"ErrorResult", TypeMethod, "func (r *Rows) Err() error {", "-"},
+		{"SliceResult", TypeFunction, "func f() []*T {", "-"},
+		{"NoResult", TypeFunction, "func f(x interface{}) {", ""},
+		{"NotAGoFunction", TypeClass, "T struct{}", ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			require.Equal(t, tt.want, ResultType(POI{Type: tt.typ, FilePath: "a/b.go", RawCode: tt.code}))
+		})
+	}
+	require.Empty(t, ResultType(POI{Type: TypeFunction, FilePath: "a.js", RawCode: "func f() *T {"}))
+}
+
+func TestFieldTypes(t *testing.T) {
+	t.Parallel()
+
+	tests := []struct{ name, code, want string }{
+		{"NamedAndEmbeddedFields", "Conn struct {\n\tpgConn *pgconn.PgConn\n\tconfig *ConnConfig\n\t*Base\n\tsync.Mutex\n}",
+			"pgConn pgconn.PgConn config ConnConfig Base Base Mutex sync.Mutex"},
+		{"WithTheTypeKeyword", "type DB struct {\n\tconnector driver.Connector // comment\n\tmu sync.Mutex\n}",
+			"connector driver.Connector mu sync.Mutex"},
+		{"SharedTypesTagsAndNoMethods", "T struct {\n\ta, b Conn `json:\"a\"`\n\tn int\n\tm map[string]T\n\tfn func() error\n}",
+			"a Conn b Conn n - m - fn -"},
+		{"NestedLiteralStruct", "T struct {\n\tinner struct {\n\t\tx Conn\n\t}\n\tc *Conn\n}", "inner - c Conn"},
+		{"SemicolonsAndGenerics", "List[T any] struct { head *Node[T]; n int }", "head Node n -"},
+		{"NotAStruct", "Level int", ""},
+		{"Alias", "Tx = pgx.Tx", ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			require.Equal(t, tt.want, FieldTypes(POI{Type: TypeClass, FilePath: "a/b.go", RawCode: tt.code}))
+		})
+	}
+}
+
+// TestLookup_GoDerived covers method calls on the values of calls and
+// fields (database/sql's and pgx's misses of issue 19).
+func TestLookup_GoDerived(t *testing.T) {
+	t.Parallel()
+
+	cands := []Candidate{
+		{POIID: "newTestDB", FileID: "sql/sql_test.go", Name: "newTestDB", Type: TypeFunction, Result: "DB"},
+		{POIID: "Open", FileID: "sql/sql.go", Name: "Open", Type: TypeFunction, Result: "DB"},
+		{POIID: "noResult", FileID: "sql/sql.go", Name: "noResult", Type: TypeFunction},
+		{POIID: "DB.Begin", FileID: "sql/sql.go", Name: "Begin", Type: TypeMethod, Receiver: "DB", Result: "Tx"},
+		{POIID: "fake.Begin", FileID: "sql/fakedb_test.go", Name: "Begin", Type: TypeMethod, Receiver: "fakeConn", Result: "driver.Tx"},
+		{POIID: "Tx.Commit", FileID: "sql/sql.go", Name: "Commit", Type: TypeMethod, Receiver: "Tx"},
+		{POIID: "fakeTx.Commit", FileID: "sql/fakedb_test.go", Name: "Commit", Type: TypeMethod, Receiver: "fakeTx"},
+		{POIID: "DB.Close", FileID: "sql/sql.go", Name: "Close", Type: TypeMethod, Receiver: "DB"},
+		{POIID: "Conn.Close", FileID: "sql/sql.go", Name: "Close", Type: TypeMethod, Receiver: "Conn"},
+		{POIID: "Rows.Close", FileID: "sql/sql.go", Name: "Close", Type: TypeMethod, Receiver: "Rows"},
+		{POIID: "Err", FileID: "sql/sql.go", Name: "Err", Type: TypeMethod, Receiver: "Rows", Result: "-"},
+		{POIID: "Conn", FileID: "pgx/conn.go", Name: "Conn", Type: TypeClass, Fields: "pgConn pgconn.PgConn mu sync.Mutex cfg ConnConfig"},
+		{POIID: "ConnConfig", FileID: "pgx/conn.go", Name: "ConnConfig", Type: TypeClass, Fields: "Config pgconn.Config"},
+		{POIID: "PgConn.Exec", FileID: "pgx/pgconn/pgconn.go", Name: "Exec", Type: TypeMethod, Receiver: "PgConn"},
+		{POIID: "Conn.Exec", FileID: "pgx/conn.go", Name: "Exec", Type: TypeMethod, Receiver: "Conn"},
+		{POIID: "Config.Copy", FileID: "pgx/pgconn/config.go", Name: "Copy", Type: TypeMethod, Receiver: "Config"},
+		{POIID: "Lock", FileID: "pgx/internal/lock.go", Name: "Lock", Type: TypeMethod, Receiver: "fakeLock"},
+	}
+	tests := []struct {
+		name, file, ref string
+		want            string
+		outcome         Outcome
+	}{
+		{"ResultOfAFunction", "sql/sql_test.go", "{newTestDB}.Close", "DB.Close", Resolved},
+		{"ResultOfAMethodOfAKnownType", "sql/sql_test.go", "{(.DB).Begin}.Commit", "Tx.Commit", Resolved},
+		{"ResultOfAResult", "sql/sql_test.go", "{{newTestDB}.Begin}.Commit", "Tx.Commit", Resolved},
+		{"ResultOfAnExternalType", "sql/sql_test.go", "{(.fakeConn).Begin}.Commit", "", Unknown},
+		{"ResultOfAFunctionOfTheNamedPackage", "cmd/main.go", "{sql.Open}.Close", "DB.Close", Resolved},
+		{"ResultWithoutMethods", "sql/sql.go", "{(.Rows).Err}.Close", "", Unknown},
+		{"ResultNotShownFallsBackToThePackage", "sql/sql.go", "{noResult}.Close", "", Ambiguous},
+		{"AmbiguousCallFallsBackToAnyPackage", "sql/sql.go", "{.Begin}.Commit", "", Ambiguous},
+		{"UnknownFunctionFallsBackToThePackage", "sql/sql.go", "{missing}.Err", "Err", Resolved},
+		{"FieldOfTheReceiverType", "pgx/conn.go", "{.Conn:pgConn}.Exec", "PgConn.Exec", Resolved},
+		{"FieldOfAnExternalType", "pgx/conn.go", "{.Conn:mu}.Lock", "", Unknown},
+		{"FieldOfAField", "pgx/conn.go", "{{.Conn:cfg}:Config}.Copy", "Config.Copy", Resolved},
+		{"FieldOfATypeOfANamedPackage", "cmd/main.go", "{pgx.Conn:pgConn}.Exec", "PgConn.Exec", Resolved},
+		{"UnknownFieldFallsBackToAnyPackage", "pgx/conn.go", "{.Conn:other}.Lock", "Lock", Resolved},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			got, outcome := Lookup("src", tt.file, Reference{Name: tt.ref, Type: Calls}, cands)
+			require.Equal(t, tt.outcome, outcome)
+			require.Equal(t, tt.want, got)
+		})
+	}
+}
+
+func TestLookupNames(t *testing.T) {
+	t.Parallel()
+
+	tests := []struct {
+		ref  Reference
+		want []string
+	}{
+		{Reference{Name: "(.DB).Close", Type: Calls}, []string{"Close"}},
+		{Reference{Name: "{newTestDB}.Close", Type: Calls}, []string{"Close", "newTestDB"}},
+		{Reference{Name: "{{newTestDB}.Begin}.Commit", Type: Calls}, []string{"Begin", "Commit", "newTestDB"}},
+		{Reference{Name: "{{.Conn:cfg}:Config}.Copy", Type: Calls}, []string{"Conn", "Copy"}},
+		{Reference{Name: "{pgx.Conn:pgConn}.Exec", Type: Calls}, []string{"Conn", "Exec"}},
+		{Reference{Name: "{(.DB).Close}.Close", Type: Calls}, []string{"Close"}},
+		{Reference{Name: "sym:{x}.y", Type: Calls}, []string{"sym:{x}.y"}},
+	}
+	for _, tt := range tests {
+		require.Equal(t, tt.want, LookupNames(tt.ref), tt.ref.Name)
+		require.Equal(t, tt.ref.Name[0] == '{', IsDerived(tt.ref), tt.ref.Name)
+	}
+}
