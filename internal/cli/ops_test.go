@@ -137,7 +137,9 @@ func TestWorker_MountsTheWebConsoleWithWorkerConsole(t *testing.T) {
 	}
 	require.NotEmpty(t, base, "the worker never said where it serves")
 	require.Contains(t, endpoints, "/ui/")
-	go func() { _, _ = io.Copy(io.Discard, stderrR) }()
+	var rest strings.Builder
+	copied := make(chan struct{})
+	go func() { _, _ = io.Copy(&rest, stderrR); close(copied) }()
 
 	resp, err := http.Get(base + "/ui/failed")
 	require.NoError(t, err)
@@ -160,10 +162,22 @@ func TestWorker_MountsTheWebConsoleWithWorkerConsole(t *testing.T) {
 	_ = resp.Body.Close()
 	require.Equal(t, http.StatusOK, resp.StatusCode)
 
+	// Stopped once River runs (/readyz ok), the worker exits 0.
+	require.Eventually(t, func() bool {
+		resp, err := http.Get(base + "/readyz")
+		if err != nil {
+			return false
+		}
+		var rd ops.Readiness
+		err = json.NewDecoder(resp.Body).Decode(&rd)
+		_ = resp.Body.Close()
+		return err == nil && rd.Status == ops.StatusOK
+	}, 30*time.Second, 20*time.Millisecond)
 	cancel()
 	select {
 	case code := <-done:
-		require.Equal(t, cli.ExitOK, code)
+		<-copied
+		require.Equal(t, cli.ExitOK, code, rest.String())
 	case <-time.After(60 * time.Second):
 		t.Fatal("worker did not stop within 60s of being told to")
 	}
