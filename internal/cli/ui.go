@@ -5,7 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net"
 	"net/http"
+	"strconv"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -24,8 +26,12 @@ import (
 const uiWriteTimeout = 10 * time.Minute
 
 func newUICmd(a *app) *cobra.Command {
+	var (
+		addr     string
+		readOnly bool
+	)
 	cmd := &cobra.Command{
-		Use:   "ui",
+		Use:   "ui [--addr HOST:PORT] [--read-only]",
 		Short: "Serve the web console: River UI, failed POIs, dead-lettered items, MapReduce jobs",
 		Long: `UI serves relay's web console on --ui-addr (default 127.0.0.1:8080) until
 SIGINT or SIGTERM: River UI under /river/ for jobs and queues, and relay's
@@ -37,10 +43,20 @@ the CLI command of the same name, and is audited as ui:<user>.
 
 On an address other than loopback it refuses to start without
 authentication: --ui-user and --ui-password (HTTP basic auth) or --ui-token
-(Authorization: Bearer). --ui-read-only hides the actions and answers every
-POST with 403. See docs/operations.md, "Web console".`,
+(Authorization: Bearer). --read-only (ui_read_only) hides the actions and
+answers every POST with 403. --addr is ui_addr. See docs/operations.md, "Web
+console".`,
 		Args: exactArgs(0),
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if cmd.Flags().Changed("addr") {
+				if _, port, err := net.SplitHostPort(addr); err != nil || !validPort(port) {
+					return usageError{fmt.Errorf("--addr %q must be host:port with a port from 0 to 65535", addr)}
+				}
+				a.cfg.UIAddr = addr
+			}
+			if cmd.Flags().Changed("read-only") {
+				a.cfg.UIReadOnly = readOnly
+			}
 			auth := uiAuth(a.cfg)
 			if err := console.CheckAddr(a.cfg.UIAddr, auth); err != nil {
 				return usageError{err}
@@ -76,7 +92,14 @@ POST with 403. See docs/operations.md, "Web console".`,
 			return nil
 		},
 	}
+	cmd.Flags().StringVar(&addr, "addr", config.UIAddrDefault, "where to serve the console (ui_addr; overrides --ui-addr)")
+	cmd.Flags().BoolVar(&readOnly, "read-only", false, "no actions: none shown, every POST answered 403 (ui_read_only)")
 	return cmd
+}
+
+func validPort(s string) bool {
+	n, err := strconv.Atoi(s)
+	return err == nil && n >= 0 && n <= 65535
 }
 
 func uiAuth(cfg *config.Config) console.Auth {
