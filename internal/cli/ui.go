@@ -33,7 +33,7 @@ func newUICmd(a *app) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "ui [--addr HOST:PORT] [--read-only]",
 		Short: "Serve the web console: River UI, failed POIs, dead-lettered items, MapReduce jobs",
-		Long: `UI serves relay's web console on --ui-addr (default 127.0.0.1:8080) until
+		Long: `UI serves relay's web console on --addr (default 127.0.0.1:8080) until
 SIGINT or SIGTERM: River UI under /river/ for jobs and queues, and relay's
 pages for failed_pois (list, filters, signature groups, detail; reprocess,
 ignore, purge), dead_lettered_items (list, groups, detail; retry with a
@@ -44,8 +44,7 @@ the CLI command of the same name, and is audited as ui:<user>.
 On an address other than loopback it refuses to start without
 authentication: --ui-user and --ui-password (HTTP basic auth) or --ui-token
 (Authorization: Bearer). --read-only (ui_read_only) hides the actions and
-answers every POST with 403. --addr is ui_addr. See docs/operations.md, "Web
-console".`,
+answers every POST with 403. See docs/operations.md, "Web console".`,
 		Args: exactArgs(0),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if cmd.Flags().Changed("addr") {
