@@ -5,7 +5,7 @@ TEST_DATABASE_URL ?= postgres://root@127.0.0.1:5432/relay_test?sslmode=disable
 export TEST_DATABASE_URL
 GO ?= go
 
-.PHONY: all build test test-race test-short lint vet fmt bench bench-relay chaos chaos-short chaos-short-pooler chaos-pg fuzz migrate demo testdb pgbouncer
+.PHONY: all build test test-race test-short lint vet fmt bench bench-relay chaos chaos-short chaos-short-pooler chaos-pg fuzz migrate demo testdb pgbouncer chromium
 
 all: lint test
 
@@ -14,7 +14,7 @@ build:
 
 # The README's test command: every package, race detector on, against the
 # PostgreSQL in TEST_DATABASE_URL (its database is created if missing).
-test: testdb pgbouncer
+test: testdb pgbouncer chromium
 	$(GO) test -race -count=1 -timeout 15m ./...
 
 test-race: test
@@ -28,6 +28,12 @@ test-short: testdb
 pgbouncer:
 	@command -v pgbouncer >/dev/null 2>&1 || [ -x /usr/sbin/pgbouncer ] || \
 		{ apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq pgbouncer >/dev/null; }
+
+# Debian's Chromium, which the web console's browser tests drive headless
+# (internal/console, chromedp); needs root to install it when it is missing.
+chromium:
+	@command -v chromium >/dev/null 2>&1 || [ -x /usr/bin/chromium ] || \
+		{ apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; }
 
 # Creates the test database named in TEST_DATABASE_URL when it is missing.
 testdb:

@@ -185,7 +185,26 @@ type Config struct {
 	// MetricsRefresh is how often the dead-letter and queue gauges are read
 	// from the database (at most once per interval, however often scraped).
 	MetricsRefresh time.Duration `mapstructure:"metrics_refresh"`
+
+	// UIAddr is where `relay ui` serves the web console. An address other
+	// than loopback requires UIPassword or UIToken.
+	UIAddr string `mapstructure:"ui_addr"`
+	// UIReadOnly hides the console's actions and rejects them with 403.
+	UIReadOnly bool `mapstructure:"ui_read_only"`
+	// UIUser and UIPassword are the console's HTTP basic auth credentials
+	// (both or neither).
+	UIUser     string `mapstructure:"ui_user"`
+	UIPassword string `mapstructure:"ui_password"`
+	// UIToken is a bearer token the console accepts (Authorization: Bearer).
+	UIToken string `mapstructure:"ui_token"`
+	// WorkerConsole mounts the web console under /ui/ in the worker's HTTP
+	// server (http_addr), with the same ui_* authentication and read-only
+	// settings.
+	WorkerConsole bool `mapstructure:"worker_console"`
 }
+
+// UIAddrDefault is where `relay ui` listens by default: loopback only.
+const UIAddrDefault = "127.0.0.1:8080"
 
 // The values of database_pooler.
 const (
@@ -244,6 +263,7 @@ func Default() *Config {
 		HealthMaxNewFailedPOIs:     HealthMaxNewFailedPOIsDefault,
 		HealthMaxDeadLetteredItems: HealthMaxDeadLetteredDefault,
 		MetricsRefresh:             MetricsRefreshDefault,
+		UIAddr:                     UIAddrDefault,
 	}
 }
 
@@ -335,6 +355,15 @@ func (c *Config) Validate() error {
 		if err := checkListenAddr(c.HTTPAddr); err != nil {
 			bad("http_addr", "%q %v", c.HTTPAddr, err)
 		}
+	}
+	if err := checkListenAddr(c.UIAddr); err != nil {
+		bad("ui_addr", "%q %v", c.UIAddr, err)
+	}
+	if (c.UIUser == "") != (c.UIPassword == "") {
+		bad("ui_user", "ui_user and ui_password go together: set both for basic auth, or neither")
+	}
+	if c.WorkerConsole && c.HTTPAddr == "" {
+		bad("worker_console", "needs http_addr: the console is mounted in the worker's HTTP server")
 	}
 	if c.DLQMaxItems < 10 {
 		bad("dlq_max_items", "%d must be at least 10", c.DLQMaxItems)

@@ -62,6 +62,12 @@ var usage = map[string]string{
 	"health_max_new_failed_pois":     "above this many new failed_pois rows /readyz reports degraded",
 	"health_max_dead_lettered_items": "above this many dead-lettered items /readyz reports degraded",
 	"metrics_refresh":                "how often database-derived gauges (dead-letter depth, queue depth) are re-read",
+	"ui_addr":                        "where relay ui serves the web console; anything but loopback requires ui_password or ui_token",
+	"ui_read_only":                   "web console without actions: none shown, every POST answered 403",
+	"ui_user":                        "web console basic auth user (with ui_password)",
+	"ui_password":                    "web console basic auth password (never printed)",
+	"ui_token":                       "web console bearer token, Authorization: Bearer (never printed)",
+	"worker_console":                 "mount the web console under /ui/ in the worker's HTTP server (needs http_addr)",
 }
 
 // Settings lists every configuration key in struct order.
@@ -119,6 +125,8 @@ func RegisterFlags(fs *pflag.FlagSet) {
 			fs.Int(name, v, help)
 		case time.Duration:
 			fs.Duration(name, v, help)
+		case bool:
+			fs.Bool(name, v, help)
 		default:
 			panic(fmt.Sprintf("config: no flag type for %s (%T)", key, v))
 		}

@@ -42,31 +42,34 @@ func ExportPageSize(limit, n int64) int64 {
 }
 
 // CompactCounts folds the delta rows of failed_pois_counts (per status and
-// error class) and dead_lettered_items_counts (per job), which statement
-// triggers append on every write to failed_pois and dead_lettered_items, into
-// one row per group, and returns how many rows it folded. Each table is
-// folded in one statement: readers see the deltas or their sums, never a
-// mix, and deltas committed meanwhile stay for the next run. The worker's
-// periodic sweep calls it, so counting sums a handful of rows.
+// error class), failed_pois_signature_counts (per signature, class and
+// status), failed_pois_hourly_counts (per hour and status) and
+// dead_lettered_items_counts (per job), which statement triggers append on
+// every write to failed_pois and dead_lettered_items, into one row per
+// group, and returns how many rows it folded. Each table is folded in one
+// statement: readers see the deltas or their sums, never a mix, and deltas
+// committed meanwhile stay for the next run. The worker's periodic sweep
+// calls it, so counting sums a handful of rows.
 func CompactCounts(ctx context.Context, pool *pgxpool.Pool) (int64, error) {
-	var failed, items int64
-	err := pool.QueryRow(ctx, `
-		WITH gone AS (DELETE FROM failed_pois_counts RETURNING status, error_class, n),
-		kept AS (
-			INSERT INTO failed_pois_counts (status, error_class, n)
-			SELECT status, error_class, sum(n) FROM gone GROUP BY status, error_class HAVING sum(n) <> 0)
-		SELECT count(*) FROM gone`).Scan(&failed)
-	if err != nil {
-		return 0, fmt.Errorf("error compacting failed_pois_counts: %w", err)
+	var total int64
+	for _, c := range []struct{ table, groups string }{
+		{"failed_pois_counts", "status, error_class"},
+		{"failed_pois_signature_counts", "error_signature, error_class, status"},
+		{"failed_pois_hourly_counts", "hour, status"},
+		{"dead_lettered_items_counts", "job_id"},
+	} {
+		var n int64
+		// Fixed table and column names, never input.
+		err := pool.QueryRow(ctx, `
+			WITH gone AS (DELETE FROM `+c.table+` RETURNING `+c.groups+`, n),
+			kept AS (
+				INSERT INTO `+c.table+` (`+c.groups+`, n)
+				SELECT `+c.groups+`, sum(n) FROM gone GROUP BY `+c.groups+` HAVING sum(n) <> 0)
+			SELECT count(*) FROM gone`).Scan(&n)
+		if err != nil {
+			return total, fmt.Errorf("error compacting %s: %w", c.table, err)
+		}
+		total += n
 	}
-	err = pool.QueryRow(ctx, `
-		WITH gone AS (DELETE FROM dead_lettered_items_counts RETURNING job_id, n),
-		kept AS (
-			INSERT INTO dead_lettered_items_counts (job_id, n)
-			SELECT job_id, sum(n) FROM gone GROUP BY job_id HAVING sum(n) <> 0)
-		SELECT count(*) FROM gone`).Scan(&items)
-	if err != nil {
-		return failed, fmt.Errorf("error compacting dead_lettered_items_counts: %w", err)
-	}
-	return failed + items, nil
+	return total, nil
 }

@@ -131,6 +131,10 @@ var DownEffects = map[int64]DownEffect{
 		Note: "drops the Go POIs' result and field types and the derived references' dependencies; method calls " +
 			"on the values of calls and fields no longer resolve until their sources are published again",
 	},
+	17: {
+		DropsDerivedTables: []string{"failed_pois_hourly_counts", "failed_pois_signature_counts"},
+		Note:               "drops the failed_pois counts per signature and per hour (migration 17's up recounts them); no data lost",
+	},
 }
 
 // DownEffectOf returns what rolling back version destroys. A version

@@ -19,9 +19,10 @@ var layers = map[string]int{
 	"deadletter/failed": 2, "internal/mapreduce": 2, "internal/goanalyze": 2,
 	"config": 3,
 	"worker": 4, "internal/database": 4,
-	"internal/ops": 5, "internal/bench": 5, "internal/chaos": 5, "internal/accuracy": 5, "internal/testdb": 5, "internal/pgbouncer": 4,
-	"internal/testdb/cmd/createdb": 6, "internal/cli": 6,
-	"cmd/relay": 7, "cmd/relay-bench": 7, "cmd/relay-chaos": 7, "cmd/relay-eval": 7,
+	"internal/ops": 5, "internal/chaos": 5, "internal/accuracy": 5, "internal/testdb": 5, "internal/pgbouncer": 4,
+	"internal/console": 6, "internal/testdb/cmd/createdb": 6,
+	"internal/cli": 7, "internal/bench": 7,
+	"cmd/relay": 8, "cmd/relay-bench": 8, "cmd/relay-chaos": 8, "cmd/relay-eval": 8,
 }
 
 func TestLayers(t *testing.T) {

@@ -47,6 +47,25 @@ func requireStatsMatch(t *testing.T, b *bundle, when string) {
 	require.Equal(t, total, st.Total, when)
 	require.Equal(t, status, st.Status, when)
 	require.Equal(t, class, st.Class, when)
+	requireAnalysisMatch(t, b, when)
+}
+
+// requireAnalysisMatch compares Analyze answered from the counts per
+// signature and per hour with Analyze reading the rows (a filter from the
+// epoch on, which selects every row but makes Analyze read them).
+func requireAnalysisMatch(t *testing.T, b *bundle, when string) {
+	t.Helper()
+	ctx := context.Background()
+	for _, st := range append([]failed.Status{""}, failed.Statuses()...) {
+		counted, err := b.store.Analyze(ctx, failed.Filter{Status: st}, 3)
+		require.NoError(t, err)
+		read, err := b.store.Analyze(ctx, failed.Filter{Status: st, Since: time.Unix(0, 0)}, 3)
+		require.NoError(t, err)
+		require.Equal(t, read.Total, counted.Total, "%s: status %q: total", when, st)
+		require.Equal(t, read.OtherGroups, counted.OtherGroups, "%s: status %q: other groups", when, st)
+		require.Equal(t, read.Groups, counted.Groups, "%s: status %q: groups", when, st)
+		require.Equal(t, read.Hourly, counted.Hourly, "%s: status %q: per hour", when, st)
+	}
 }
 
 // Stats reads the counts the triggers keep; they must follow every kind of
@@ -59,7 +78,8 @@ func TestStats_CountsFollowEveryWriteToFailedPOIs(t *testing.T) {
 
 	b.seed(t, 300, 7, 5)
 	b.exec(t, `UPDATE failed_pois SET error_class = 'timeout' WHERE id % 3 = 0`)
-	requireStatsMatch(t, b, "after inserts and a class change")
+	b.exec(t, `UPDATE failed_pois SET failed_at = failed_at - interval '3 hours', error_signature = 'moved' WHERE id % 5 = 0`)
+	requireStatsMatch(t, b, "after inserts, a class change and a move in time and signature")
 
 	_, err := b.store.Ignore(ctx, []int64{1, 2, 3, 4}, "noise", "tester")
 	require.NoError(t, err)
@@ -111,4 +131,6 @@ func TestStats_CountsFollowEveryWriteToFailedPOIs(t *testing.T) {
 	b.exec(t, `TRUNCATE failed_pois`)
 	requireStatsMatch(t, b, "after a truncate")
 	require.Zero(t, b.count(t, `SELECT count(*) FROM failed_pois_counts`))
+	require.Zero(t, b.count(t, `SELECT count(*) FROM failed_pois_signature_counts`))
+	require.Zero(t, b.count(t, `SELECT count(*) FROM failed_pois_hourly_counts`))
 }

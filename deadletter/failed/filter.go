@@ -3,6 +3,7 @@ package failed
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -45,7 +46,20 @@ type Filter struct {
 	Since, Until time.Time
 	// ManualReview, when true, keeps only rows needing manual review.
 	ManualReview bool
+	// POIID matches poi_id exactly.
+	POIID string
+	// Search keeps rows whose error_message contains it, ignoring case (a
+	// substring, not a pattern: % and _ match themselves).
+	Search string
+	// IDs keeps only these rows (at most MaxFilterIDs).
+	IDs []int64
 }
+
+// MaxFilterIDs bounds Filter.IDs.
+const MaxFilterIDs = 10000
+
+// MaxSearchLen bounds Filter.Search, in bytes.
+const MaxSearchLen = 200
 
 // Validate checks the filter's values.
 func (f Filter) Validate() error {
@@ -58,6 +72,17 @@ func (f Filter) Validate() error {
 		if _, err := ParseErrorClass(string(f.ErrorClass)); err != nil {
 			return err
 		}
+	}
+	if len(f.IDs) > MaxFilterIDs {
+		return fmt.Errorf("%d ids: at most %d rows can be named at once", len(f.IDs), MaxFilterIDs)
+	}
+	for _, id := range f.IDs {
+		if id < 1 {
+			return fmt.Errorf("id %d must be a failed_pois id (a positive integer)", id)
+		}
+	}
+	if len(f.Search) > MaxSearchLen {
+		return fmt.Errorf("search text of %d bytes: at most %d", len(f.Search), MaxSearchLen)
 	}
 	if !f.Since.IsZero() && !f.Until.IsZero() && !f.Since.Before(f.Until) {
 		return fmt.Errorf("since %s is not before until %s", f.Since.Format(time.RFC3339), f.Until.Format(time.RFC3339))
@@ -89,6 +114,15 @@ func (f Filter) Describe() map[string]any {
 	}
 	if f.ManualReview {
 		m["manual_review"] = true
+	}
+	if f.POIID != "" {
+		m["poi_id"] = f.POIID
+	}
+	if f.Search != "" {
+		m["search"] = f.Search
+	}
+	if len(f.IDs) > 0 {
+		m["ids"] = slices.Sorted(slices.Values(f.IDs))
 	}
 	return m
 }
@@ -128,8 +162,21 @@ func (f Filter) where(a *queryArgs, alias string) string {
 	if f.ManualReview {
 		conds = append(conds, alias+"manual_review_required")
 	}
+	if f.POIID != "" {
+		conds = append(conds, alias+"poi_id = "+a.add(f.POIID))
+	}
+	if f.Search != "" {
+		conds = append(conds, alias+"error_message ILIKE "+a.add("%"+likeEscaper.Replace(f.Search)+"%"))
+	}
+	if len(f.IDs) > 0 {
+		conds = append(conds, alias+"id = ANY("+a.add(f.IDs)+")")
+	}
 	return strings.Join(conds, " AND ")
 }
+
+// likeEscaper escapes LIKE's wildcards and its escape character (a
+// backslash, the default ESCAPE), so a search is a plain substring.
+var likeEscaper = strings.NewReplacer(`\`, `\\`, `%`, `\%`, `_`, `\_`)
 
 // ErrNotFound is returned for a failed_pois id that does not exist.
 var ErrNotFound = errors.New("failed_pois row not found")

@@ -120,30 +120,201 @@ func scanRecord(row pgx.Row, full bool) (*Record, error) {
 
 // List returns rows matching f, newest failure first.
 func (s *Store) List(ctx context.Context, f Filter, limit int) ([]Record, error) {
-	if err := f.Validate(); err != nil {
-		return nil, err
-	}
 	if limit <= 0 {
 		limit = 50
 	}
+	res, err := s.ListPage(ctx, f, Page{Limit: limit})
+	if err != nil {
+		return nil, err
+	}
+	return res.Rows, nil
+}
+
+// Cursor is a row's position in the listing order: its failed_at and id.
+type Cursor struct {
+	FailedAt time.Time
+	ID       int64
+}
+
+// Page is one page of a listing in time order.
+type Page struct {
+	// After starts the page after this position (nil: at the start).
+	After *Cursor
+	// Limit is the page's length (50 when not positive).
+	Limit int
+	// OldestFirst lists in ascending time order instead of newest first.
+	OldestFirst bool
+	// MaxScan, when positive and the filter has a Search, bounds the rows
+	// the page reads: it returns the matches among the next MaxScan rows
+	// the rest of the filter selects, and Next continues after the last row
+	// read. So a page costs the same whether the text is everywhere or
+	// nowhere.
+	MaxScan int
+}
+
+// PageResult is one page of a listing.
+type PageResult struct {
+	Rows []Record
+	// Next is where the next page starts; nil when nothing follows.
+	Next *Cursor
+	// Scanned is how many rows a bounded search read (Page.MaxScan), and
+	// ScannedTo the last of them.
+	Scanned   int64
+	ScannedTo *Cursor
+}
+
+// ListPage returns one page of the rows matching f, ordered by failed_at
+// then id (newest first unless p.OldestFirst). The next page starts after
+// Next: keyset pagination, so every page costs the same however deep it is
+// (failed_pois_failed_at_idx, or the status and signature indexes, serve
+// the order). A search reads at most p.MaxScan rows when it is set.
+func (s *Store) ListPage(ctx context.Context, f Filter, p Page) (*PageResult, error) {
+	if err := f.Validate(); err != nil {
+		return nil, err
+	}
+	limit := p.Limit
+	if limit <= 0 {
+		limit = 50
+	}
+	cmpOp, dir := "<", "DESC"
+	if p.OldestFirst {
+		cmpOp, dir = ">", "ASC"
+	}
+	after := func(a *queryArgs) string {
+		if p.After == nil {
+			return ""
+		}
+		return ` AND (failed_at, id) ` + cmpOp + ` (` + a.add(p.After.FailedAt) + `, ` + a.add(p.After.ID) + `)`
+	}
+	order := ` ORDER BY failed_at ` + dir + `, id ` + dir
+	res := &PageResult{Rows: []Record{}}
+	var ids []int64
+	if f.Search != "" && p.MaxScan > 0 {
+		// One streaming statement over the next MaxScan rows of the filter
+		// without the search: it returns the matches in order and the
+		// MaxScan-th row read, and stops as soon as limit+1 rows matched.
+		fs := f
+		fs.Search = ""
+		a := &queryArgs{}
+		w := fs.where(a, "") + after(a)
+		like := a.add("%" + likeEscaper.Replace(f.Search) + "%")
+		maxScan := a.add(p.MaxScan)
+		q := `SELECT id, failed_at, hit, rn FROM (
+				SELECT id, failed_at, error_message ILIKE ` + like + ` AS hit, row_number() OVER (` + order + `) AS rn
+				FROM (SELECT id, failed_at, error_message FROM failed_pois WHERE ` + w + order + ` LIMIT ` + maxScan + `) s
+			) t WHERE hit OR rn = ` + maxScan + ` LIMIT ` + a.add(limit+2)
+		rows, err := s.pool.Query(ctx, q, a.vals...)
+		if err != nil {
+			return nil, fmt.Errorf("error searching failed_pois: %w", err)
+		}
+		var hits []Cursor
+		for rows.Next() {
+			var c Cursor
+			var hit bool
+			var rn int64
+			if err := rows.Scan(&c.ID, &c.FailedAt, &hit, &rn); err != nil {
+				rows.Close()
+				return nil, fmt.Errorf("error searching failed_pois: %w", err)
+			}
+			c.FailedAt = c.FailedAt.UTC()
+			if hit && len(hits) <= limit {
+				hits = append(hits, c)
+			}
+			if rn == int64(p.MaxScan) {
+				res.Scanned, res.ScannedTo = rn, &c
+			}
+		}
+		if err := rows.Err(); err != nil {
+			return nil, fmt.Errorf("error searching failed_pois: %w", err)
+		}
+		switch {
+		case len(hits) > limit:
+			hits = hits[:limit]
+			res.Next = &hits[limit-1]
+			res.Scanned, res.ScannedTo = 0, nil
+		case res.ScannedTo != nil:
+			res.Next = res.ScannedTo
+		}
+		for _, h := range hits {
+			ids = append(ids, h.ID)
+		}
+		if len(ids) == 0 {
+			return res, nil
+		}
+		f = Filter{IDs: ids}
+		p = Page{OldestFirst: p.OldestFirst}
+	}
 	a := &queryArgs{}
-	q := `SELECT ` + summaryColumns + ` FROM failed_pois WHERE ` + f.where(a, "") +
-		` ORDER BY failed_at DESC, id DESC LIMIT ` + a.add(limit)
+	q := `SELECT ` + summaryColumns + ` FROM failed_pois WHERE ` + f.where(a, "") + after(a) + order + ` LIMIT ` + a.add(limit+1)
 	rows, err := s.pool.Query(ctx, q, a.vals...)
 	if err != nil {
 		return nil, fmt.Errorf("error listing failed_pois: %w", err)
 	}
 	defer rows.Close()
-	out := []Record{}
 	for rows.Next() {
 		r, err := scanRecord(rows, false)
 		if err != nil {
 			return nil, fmt.Errorf("error reading failed_pois: %w", err)
 		}
-		out = append(out, *r)
+		res.Rows = append(res.Rows, *r)
 	}
 	if err := rows.Err(); err != nil {
 		return nil, fmt.Errorf("error listing failed_pois: %w", err)
+	}
+	if ids == nil && len(res.Rows) > limit {
+		res.Rows = res.Rows[:limit]
+		c := res.Rows[limit-1].Cursor()
+		res.Next = &c
+	}
+	return res, nil
+}
+
+// Cursor is r's position in the listing order.
+func (r *Record) Cursor() Cursor { return Cursor{FailedAt: r.FailedAt, ID: r.ID} }
+
+// Event is one audit event in dead_letter_events.
+type Event struct {
+	ID         int64           `json:"id"`
+	OccurredAt time.Time       `json:"occurred_at"`
+	Actor      string          `json:"actor"`
+	Action     string          `json:"action"`
+	ItemCount  int64           `json:"item_count"`
+	Details    json.RawMessage `json:"details"`
+}
+
+// Events returns the audit events that name row id, newest first, at most
+// limit: ignores and reprocess runs that listed it by id, and the outcomes
+// recorded by the River jobs that worked it (in.Jobs).
+func (s *Store) Events(ctx context.Context, in *Inspection, limit int) ([]Event, error) {
+	if limit <= 0 {
+		limit = 50
+	}
+	jobs := make([]int64, len(in.Jobs))
+	for i, j := range in.Jobs {
+		jobs[i] = j.ID
+	}
+	rows, err := s.pool.Query(ctx, `
+		SELECT id, occurred_at, actor, action, item_count, details::text FROM dead_letter_events
+		WHERE target = 'failed_pois'
+		  AND (details->'ids' @> jsonb_build_array($1::bigint)
+		       OR (action = $2 AND details->>'job_id' = ANY($3::bigint[]::text[])))
+		ORDER BY occurred_at DESC, id DESC LIMIT $4`, in.ID, ActionReprocessOutcome, jobs, limit)
+	if err != nil {
+		return nil, fmt.Errorf("error reading audit events of failed_pois row %d: %w", in.ID, err)
+	}
+	defer rows.Close()
+	out := []Event{}
+	for rows.Next() {
+		var e Event
+		var details string
+		if err := rows.Scan(&e.ID, &e.OccurredAt, &e.Actor, &e.Action, &e.ItemCount, &details); err != nil {
+			return nil, fmt.Errorf("error reading audit events of failed_pois row %d: %w", in.ID, err)
+		}
+		e.OccurredAt, e.Details = e.OccurredAt.UTC(), json.RawMessage(details)
+		out = append(out, e)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("error reading audit events of failed_pois row %d: %w", in.ID, err)
 	}
 	return out, nil
 }
@@ -333,7 +504,11 @@ const HourlyWindow = 7 * 24 * time.Hour
 
 // Analyze groups the rows matching f by error signature and class: the top
 // groups by count with their share, first and last failure and up to three
-// sample POI ids, and the number of failures per hour.
+// sample POI ids, and the number of failures per hour. A filter of at most
+// a status is answered from the counts per signature and per hour
+// (failed_pois_signature_counts and failed_pois_hourly_counts, migration
+// 17) and a few index probes per group, whatever the table's size; any other
+// filter reads the rows it selects.
 func (s *Store) Analyze(ctx context.Context, f Filter, top int) (*Analysis, error) {
 	if err := f.Validate(); err != nil {
 		return nil, err
@@ -341,6 +516,128 @@ func (s *Store) Analyze(ctx context.Context, f Filter, top int) (*Analysis, erro
 	if top <= 0 {
 		top = 20
 	}
+	if f.onlyStatus() {
+		return s.analyzeCounts(ctx, f, top)
+	}
+	return s.analyzeRows(ctx, f, top)
+}
+
+// onlyStatus reports whether f filters by nothing but (perhaps) a status.
+func (f Filter) onlyStatus() bool {
+	g := f
+	g.Status = ""
+	return g.FileID == "" && g.Signature == "" && g.ErrorClass == "" && g.Since.IsZero() && g.Until.IsZero() &&
+		!g.ManualReview && g.POIID == "" && g.Search == "" && len(g.IDs) == 0
+}
+
+// analyzeCounts is Analyze for a filter of at most a status, from the
+// counts tables: each top group's first and last failure and its samples
+// come from failed_pois_signature_failed_at_idx.
+func (s *Store) analyzeCounts(ctx context.Context, f Filter, top int) (*Analysis, error) {
+	an := &Analysis{Filter: f.Describe(), Groups: []SignatureGroup{}, Hourly: []HourCount{}}
+	rows, err := s.pool.Query(ctx, `
+		WITH c AS (
+			SELECT error_signature, error_class, sum(n)::bigint AS n FROM failed_pois_signature_counts
+			WHERE $1 = '' OR status = $1
+			GROUP BY error_signature, error_class HAVING sum(n) > 0
+		), t AS (SELECT coalesce(sum(n), 0)::bigint AS total, count(*) AS groups FROM c)
+		SELECT g.error_signature, g.error_class, g.n, g.n::float8 / t.total, fs.first_seen, s.last_seen,
+		       s.ids, s.poi_ids, t.total, t.groups
+		FROM (SELECT * FROM c ORDER BY n DESC, error_signature, error_class LIMIT $2) g
+		CROSS JOIN t
+		CROSS JOIN LATERAL (
+			SELECT f.failed_at AS first_seen FROM failed_pois f
+			WHERE f.error_signature = g.error_signature AND f.error_class = g.error_class AND ($1 = '' OR f.status = $1)
+			ORDER BY f.failed_at LIMIT 1) fs
+		CROSS JOIN LATERAL (
+			SELECT array_agg(x.id ORDER BY x.failed_at DESC, x.id DESC) AS ids,
+			       array_agg(coalesce(x.poi_id, '') ORDER BY x.failed_at DESC, x.id DESC) AS poi_ids,
+			       max(x.failed_at) AS last_seen
+			FROM (SELECT f.id, f.poi_id, f.failed_at FROM failed_pois f
+			      WHERE f.error_signature = g.error_signature AND f.error_class = g.error_class AND ($1 = '' OR f.status = $1)
+			      ORDER BY f.failed_at DESC, f.id DESC LIMIT 3) x
+		) s
+		ORDER BY g.n DESC, g.error_signature, g.error_class`, string(f.Status), top)
+	if err != nil {
+		return nil, fmt.Errorf("error analyzing failed_pois: %w", err)
+	}
+	if err := collectGroups(rows, an); err != nil {
+		return nil, err
+	}
+	from, err := s.hourlyFrom(ctx, f.Since)
+	if err != nil {
+		return nil, err
+	}
+	if an.Hourly, err = s.Hourly(ctx, from, f.Status); err != nil {
+		return nil, err
+	}
+	return an, nil
+}
+
+// collectGroups reads Analyze's groups into an.
+func collectGroups(rows pgx.Rows, an *Analysis) error {
+	defer rows.Close()
+	var groups int64
+	for rows.Next() {
+		var g SignatureGroup
+		var class string
+		if err := rows.Scan(&g.Signature, &class, &g.Count, &g.Share, &g.FirstSeen, &g.LastSeen,
+			&g.SampleRowIDs, &g.SamplePOIIDs, &an.Total, &groups); err != nil {
+			return fmt.Errorf("error reading failed_pois analysis: %w", err)
+		}
+		g.ErrorClass, g.FirstSeen, g.LastSeen = ErrorClass(class), g.FirstSeen.UTC(), g.LastSeen.UTC()
+		an.Groups = append(an.Groups, g)
+	}
+	if err := rows.Err(); err != nil {
+		return fmt.Errorf("error analyzing failed_pois: %w", err)
+	}
+	an.OtherGroups = max(0, groups-int64(len(an.Groups)))
+	return nil
+}
+
+// hourlyFrom is where Analyze's per-hour distribution starts: HourlyWindow
+// before the database's now(), on the hour, or since if later.
+func (s *Store) hourlyFrom(ctx context.Context, since time.Time) (time.Time, error) {
+	var now time.Time
+	if err := s.pool.QueryRow(ctx, `SELECT now()`).Scan(&now); err != nil {
+		return time.Time{}, fmt.Errorf("error reading the time: %w", err)
+	}
+	if from := now.Add(-HourlyWindow).Truncate(time.Hour); since.Before(from) {
+		return from, nil
+	}
+	return since, nil
+}
+
+// Hourly counts the rows of status (every status when "") per hour (UTC)
+// of failed_at from the hour holding since on, oldest first, hours without
+// failures left out, from failed_pois_hourly_counts: it reads one row per
+// hour and status, however many rows failed.
+func (s *Store) Hourly(ctx context.Context, since time.Time, status Status) ([]HourCount, error) {
+	rows, err := s.pool.Query(ctx, `
+		SELECT hour, sum(n)::bigint FROM failed_pois_hourly_counts
+		WHERE hour >= date_trunc('hour', $1::timestamptz, 'UTC') AND ($2 = '' OR status = $2)
+		GROUP BY hour HAVING sum(n) <> 0 ORDER BY hour`, since, string(status))
+	if err != nil {
+		return nil, fmt.Errorf("error counting failures per hour: %w", err)
+	}
+	defer rows.Close()
+	out := []HourCount{}
+	for rows.Next() {
+		var h HourCount
+		if err := rows.Scan(&h.Hour, &h.Count); err != nil {
+			return nil, fmt.Errorf("error counting failures per hour: %w", err)
+		}
+		h.Hour = h.Hour.UTC()
+		out = append(out, h)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("error counting failures per hour: %w", err)
+	}
+	return out, nil
+}
+
+// analyzeRows is Analyze for any filter: it reads the rows f selects.
+func (s *Store) analyzeRows(ctx context.Context, f Filter, top int) (*Analysis, error) {
 	an := &Analysis{Filter: f.Describe(), Groups: []SignatureGroup{}, Hourly: []HourCount{}}
 	a := &queryArgs{}
 	where := f.where(a, "")
@@ -360,58 +657,58 @@ func (s *Store) Analyze(ctx context.Context, f Filter, top int) (*Analysis, erro
 			       array_agg(coalesce(x.poi_id, '') ORDER BY x.failed_at DESC, x.id DESC) AS poi_ids
 			FROM (SELECT f.id, f.poi_id, f.failed_at FROM failed_pois f
 			      WHERE f.error_signature = g.error_signature AND f.error_class = g.error_class AND ` + fWhere + `
-			      ORDER BY f.failed_at DESC LIMIT 3) x
+			      ORDER BY f.failed_at DESC, f.id DESC LIMIT 3) x
 		) s
 		ORDER BY g.n DESC, g.error_signature, g.error_class`
 	rows, err := s.pool.Query(ctx, q, a.vals...)
 	if err != nil {
 		return nil, fmt.Errorf("error analyzing failed_pois: %w", err)
 	}
-	var groups int64
-	for rows.Next() {
-		var g SignatureGroup
-		var class string
-		if err := rows.Scan(&g.Signature, &class, &g.Count, &g.Share, &g.FirstSeen, &g.LastSeen,
-			&g.SampleRowIDs, &g.SamplePOIIDs, &an.Total, &groups); err != nil {
-			rows.Close()
-			return nil, fmt.Errorf("error reading failed_pois analysis: %w", err)
-		}
-		g.ErrorClass, g.FirstSeen, g.LastSeen = ErrorClass(class), g.FirstSeen.UTC(), g.LastSeen.UTC()
-		an.Groups = append(an.Groups, g)
+	if err := collectGroups(rows, an); err != nil {
+		return nil, err
 	}
-	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("error analyzing failed_pois: %w", err)
-	}
-	an.OtherGroups = max(0, groups-int64(len(an.Groups)))
 
 	hf := f
-	var now time.Time
-	if err := s.pool.QueryRow(ctx, `SELECT now()`).Scan(&now); err != nil {
-		return nil, fmt.Errorf("error reading the time: %w", err)
+	if hf.Since, err = s.hourlyFrom(ctx, f.Since); err != nil {
+		return nil, err
 	}
-	if from := now.Add(-HourlyWindow).Truncate(time.Hour); hf.Since.Before(from) {
-		hf.Since = from
+	if !hf.Until.IsZero() && !hf.Since.Before(hf.Until) {
+		return an, nil // the window ends before the hourly window starts
 	}
-	ha := &queryArgs{}
-	rows, err = s.pool.Query(ctx, `
-		SELECT date_trunc('hour', failed_at, 'UTC'), count(*) FROM failed_pois WHERE `+hf.where(ha, "")+`
-		GROUP BY 1 ORDER BY 1`, ha.vals...)
+	if an.Hourly, err = s.PerHour(ctx, hf); err != nil {
+		return nil, err
+	}
+	return an, nil
+}
+
+// PerHour counts the rows matching f per hour (UTC) of failed_at, oldest
+// first, hours without failures left out. Bound f.Since: the count reads
+// every matching row.
+func (s *Store) PerHour(ctx context.Context, f Filter) ([]HourCount, error) {
+	if err := f.Validate(); err != nil {
+		return nil, err
+	}
+	a := &queryArgs{}
+	rows, err := s.pool.Query(ctx, `
+		SELECT date_trunc('hour', failed_at, 'UTC'), count(*) FROM failed_pois WHERE `+f.where(a, "")+`
+		GROUP BY 1 ORDER BY 1`, a.vals...)
 	if err != nil {
 		return nil, fmt.Errorf("error counting failures per hour: %w", err)
 	}
 	defer rows.Close()
+	out := []HourCount{}
 	for rows.Next() {
 		var h HourCount
 		if err := rows.Scan(&h.Hour, &h.Count); err != nil {
 			return nil, fmt.Errorf("error counting failures per hour: %w", err)
 		}
 		h.Hour = h.Hour.UTC()
-		an.Hourly = append(an.Hourly, h)
+		out = append(out, h)
 	}
 	if err := rows.Err(); err != nil {
 		return nil, fmt.Errorf("error counting failures per hour: %w", err)
 	}
-	return an, nil
+	return out, nil
 }
 
 // Export calls fn for every row matching f, in id order, with every column,

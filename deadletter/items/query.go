@@ -59,6 +59,12 @@ type Filter struct {
 	Since, Until time.Time
 	// IncludeReprocessed also selects rows already reprocessed.
 	IncludeReprocessed bool
+	// Signature matches error_signature exactly.
+	Signature string
+	// ErrorType matches error_type.
+	ErrorType agent.ErrorType
+	// ItemID matches item_id.
+	ItemID string
 }
 
 // where renders f as a WHERE clause with numbered parameters.
@@ -84,6 +90,15 @@ func (f Filter) where() (string, []any) {
 	if !f.IncludeReprocessed {
 		conds = append(conds, "status <> 'reprocessed'")
 	}
+	if f.Signature != "" {
+		add("error_signature = ?", f.Signature)
+	}
+	if f.ErrorType != "" {
+		add("error_type = ?", string(f.ErrorType))
+	}
+	if f.ItemID != "" {
+		add("item_id = ?", f.ItemID)
+	}
 	return strings.Join(conds, " AND "), args
 }
 
@@ -103,6 +118,77 @@ func (s *Store) List(ctx context.Context, f Filter, limit int) ([]*Item, int, er
 	}
 	items, err := collectItems(rows)
 	return items, total, err
+}
+
+// Cursor is an item's position in the listing order: its last_attempt and
+// id.
+type Cursor struct {
+	LastAttempt time.Time
+	ID          int64
+}
+
+// Cursor is it's position in the listing order.
+func (it *Item) Cursor() Cursor { return Cursor{LastAttempt: it.LastAttempt, ID: it.ID} }
+
+// ListPage returns up to limit items matching f after the position after
+// (nil: from the start), most recent failure first: keyset pagination, so
+// a page costs the same however deep it is. Unlike List it does not count
+// every match.
+func (s *Store) ListPage(ctx context.Context, f Filter, after *Cursor, limit int) ([]*Item, error) {
+	where, args := f.where()
+	if after != nil {
+		args = append(args, after.LastAttempt, after.ID)
+		where += fmt.Sprintf(" AND (last_attempt, id) < ($%d, $%d)", len(args)-1, len(args))
+	}
+	args = append(args, max(limit, 0))
+	rows, err := s.pool.Query(ctx, `SELECT `+itemColumns+` FROM dead_lettered_items WHERE `+where+
+		fmt.Sprintf(` ORDER BY last_attempt DESC, id DESC LIMIT $%d`, len(args)), args...)
+	if err != nil {
+		return nil, fmt.Errorf("error listing dead-lettered items: %w", err)
+	}
+	return collectItems(rows)
+}
+
+// Event is one audit event in dead_letter_events.
+type Event struct {
+	ID         int64           `json:"id"`
+	OccurredAt time.Time       `json:"occurred_at"`
+	Actor      string          `json:"actor"`
+	Action     string          `json:"action"`
+	ItemCount  int64           `json:"item_count"`
+	Details    json.RawMessage `json:"details"`
+}
+
+// Events returns the audit events about item itemID of job jobID, newest
+// first, at most limit: those naming the item, and the job's events that
+// name no single item (retries, purges, clears).
+func (s *Store) Events(ctx context.Context, jobID, itemID string, limit int) ([]Event, error) {
+	if limit <= 0 {
+		limit = 50
+	}
+	rows, err := s.pool.Query(ctx, `
+		SELECT id, occurred_at, actor, action, item_count, details::text FROM dead_letter_events
+		WHERE target = 'dead_lettered_items' AND details->>'job_id' = $1
+		  AND (details->>'item_id' = $2 OR NOT details ? 'item_id')
+		ORDER BY occurred_at DESC, id DESC LIMIT $3`, jobID, itemID, limit)
+	if err != nil {
+		return nil, fmt.Errorf("error reading audit events of item %q of job %q: %w", itemID, jobID, err)
+	}
+	defer rows.Close()
+	out := []Event{}
+	for rows.Next() {
+		var e Event
+		var details string
+		if err := rows.Scan(&e.ID, &e.OccurredAt, &e.Actor, &e.Action, &e.ItemCount, &details); err != nil {
+			return nil, fmt.Errorf("error reading audit events of item %q of job %q: %w", itemID, jobID, err)
+		}
+		e.OccurredAt, e.Details = e.OccurredAt.UTC(), json.RawMessage(details)
+		out = append(out, e)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("error reading audit events of item %q of job %q: %w", itemID, jobID, err)
+	}
+	return out, nil
 }
 
 func collectItems(rows pgx.Rows) ([]*Item, error) {

@@ -13,8 +13,9 @@ import (
 // DeadLetter is phase 5: the failed.Store calls behind `relay failed
 // list` (first page), `inspect`, `stats` and `analyze` on a failed_pois
 // table of FailedRows rows, each the median of 5 wall-clock runs over
-// loopback (an upper bound of their in-database time), and the rate of
-// `relay reprocess` (failed.Reprocessor.Run) on ReprocessRows of them.
+// loopback (an upper bound of their in-database time), every page of the
+// web console (its handler's time), and the rate of `relay reprocess`
+// (failed.Reprocessor.Run) on ReprocessRows of them.
 type DeadLetter struct {
 	Rows int64 `json:"rows"`
 	// Source says what was timed: "store", relay's own failed.Store and
@@ -30,6 +31,10 @@ type DeadLetter struct {
 	ReprocessJobs       int64   `json:"reprocess_jobs"`
 	ReprocessSeconds    float64 `json:"reprocess_seconds"`
 	ReprocessRowsPerSec float64 `json:"reprocess_rows_per_sec"`
+	// Console is each web console page's server time (before the
+	// reprocess), and ConsoleMaxMS the slowest.
+	Console      []PageTime `json:"console"`
+	ConsoleMaxMS float64    `json:"console_max_ms"`
 }
 
 func (b *bench) deadLetter(ctx context.Context, res *Result) error {
@@ -94,6 +99,9 @@ func (b *bench) deadLetter(ctx context.Context, res *Result) error {
 			return fmt.Errorf("error timing the dead-letter queries: %w", err)
 		}
 		*q.out = ms
+	}
+	if err := b.consolePages(ctx, d); err != nil {
+		return err
 	}
 	if err := b.reprocess(ctx, d); err != nil {
 		return err

@@ -137,6 +137,9 @@ func (r *Result) evaluate() {
 		add("failed stats (ms)", d.StatsMS, "< 100 ms", d.StatsMS < 100)
 		add("failed analyze (ms)", d.AnalyzeMS, "< 2000 ms", d.AnalyzeMS < 2000)
 		add("reprocess (rows/s)", d.ReprocessRowsPerSec, ">= 20000", d.ReprocessRowsPerSec >= 20000)
+		if len(d.Console) > 0 {
+			add("web console, slowest page (ms)", d.ConsoleMaxMS, "< 200 ms", d.ConsoleMaxMS < 200)
+		}
 	}
 	if m := r.Memory; m != nil {
 		add("RSS large / RSS small", m.RSSRatio, "<= 1.5", m.RSSRatio <= 1.5)
@@ -186,6 +189,9 @@ func (r *Result) WriteTable(w io.Writer) error {
 	if d := r.DeadLetter; d != nil {
 		fmt.Fprintf(w, "\ndead letters (%d rows, %s): list %.1f ms, inspect %.2f ms, stats %.1f ms, analyze %.1f ms; reprocess %d rows in %d jobs at %.0f rows/s\n",
 			d.Rows, d.Source, d.ListMS, d.InspectMS, d.StatsMS, d.AnalyzeMS, d.ReprocessRows, d.ReprocessJobs, d.ReprocessRowsPerSec)
+		for _, pt := range d.Console {
+			fmt.Fprintf(w, "  web console %-40s %8.2f ms\n", pt.Page, pt.MS)
+		}
 	}
 	if s := r.Stdlib; s != nil {
 		fmt.Fprintf(w, "\nstdlib: %s: %d files skipped (parse errors), %d rejected\n", s.Dir, s.SkippedFiles, s.RejectedFiles)

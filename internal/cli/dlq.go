@@ -11,7 +11,6 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"github.com/jackc/pgx/v5"
 	"github.com/spf13/cobra"
 
 	"github.com/relay-dev/relay/deadletter/items"
@@ -438,14 +437,7 @@ succeeded.`,
 				}
 				retries := intOrDefault(maxRetries, -1, job.MaxRetries)
 				store := mapreduce.NewStore(pool)
-				var ids []string
-				err = pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error {
-					var err error
-					if ids, err = dlq.ClaimForRetryTx(ctx, tx, job.ID, filter, force); err != nil {
-						return err
-					}
-					return store.RequeueTx(ctx, tx, client, job, ids, retries)
-				})
+				ids, err := store.RetryDeadLettered(ctx, dlq, client, job, filter, force, retries)
 				var bad *items.InvalidFilterError
 				if errors.As(err, &bad) {
 					return usageError{err}

@@ -15,6 +15,7 @@ var timeFlagHelp = timeRangeHelp("failed_at, the time of a row's latest failure"
 // filterFlags are the flags that select failed_pois rows.
 type filterFlags struct {
 	status, fileID, signature, errorClass string
+	poiID, search                         string
 	manualReview                          bool
 	times                                 timeRange
 }
@@ -25,6 +26,8 @@ func (f *filterFlags) register(cmd *cobra.Command, statusHelp string) {
 	fl.StringVar(&f.fileID, "file-id", "", "only rows of this file")
 	fl.StringVar(&f.signature, "signature", "", "only rows with this error signature (a raw error message works too: it is normalized the same way)")
 	fl.StringVar(&f.errorClass, "error-class", "", "only rows of this class: validation, panic, timeout, resolver or storage")
+	fl.StringVar(&f.poiID, "poi-id", "", "only rows of this POI id")
+	fl.StringVar(&f.search, "search", "", "only rows whose error message contains this text (ignoring case; % and _ are literal)")
 	f.times.register(cmd)
 	fl.BoolVar(&f.manualReview, "manual-review", false, "only rows needing manual review")
 }
@@ -51,6 +54,7 @@ func (f *filterFlags) filter(now time.Time) (failed.Filter, error) {
 		return out, err
 	}
 	out.FileID, out.Signature, out.ManualReview = f.fileID, f.signature, f.manualReview
+	out.POIID, out.Search = f.poiID, f.search
 	if err := out.Validate(); err != nil {
 		return out, usageError{err}
 	}

@@ -273,3 +273,20 @@ func TestFailed_InjectionAttemptsMatchNothingAndHarmNothing(t *testing.T) {
 	require.Equal(t, 4, testdb.Count(t, db.Pool, `SELECT count(*) FROM failed_pois WHERE status = 'new'`))
 	require.Equal(t, 0, testdb.Count(t, db.Pool, `SELECT count(*) FROM river_job`))
 }
+
+func TestFailedList_FiltersByPOIIDAndMessageText(t *testing.T) {
+	t.Parallel()
+	db := testdb.New(t)
+	require.Equal(t, cli.ExitOK, run(t, db, "", nil, "demo").code)
+	for _, args := range [][]string{{"--poi-id", "demo-math-bad-line"}, {"--search", "GOT STRING \"TWELVE"}} {
+		r := run(t, db, "", nil, append([]string{"failed", "list", "--json"}, args...)...)
+		require.Equal(t, cli.ExitOK, r.code, r.stderr)
+		var rows []map[string]any
+		require.NoError(t, json.Unmarshal([]byte(r.stdout), &rows))
+		require.Len(t, rows, 1, "%v", args)
+		require.Equal(t, "demo-math-bad-line", rows[0]["poi_id"])
+	}
+	r := run(t, db, "", nil, "failed", "list", "--search", "100%", "--json")
+	require.Equal(t, cli.ExitOK, r.code, r.stderr)
+	require.JSONEq(t, "[]", r.stdout)
+}

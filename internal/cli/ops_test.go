@@ -106,3 +106,79 @@ func TestWorker_ServesHealthAndMetricsAndStopsCleanly(t *testing.T) {
 		t.Fatal("worker did not stop within 60s of being told to")
 	}
 }
+
+// worker_console mounts the web console under /ui/ in the worker's server,
+// forms and all: its posts keep their bodies, which the health endpoints'
+// server never reads.
+func TestWorker_MountsTheWebConsoleWithWorkerConsole(t *testing.T) {
+	t.Parallel()
+	db := testdb.New(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	stderrR, stderrW := io.Pipe()
+	var stdout strings.Builder
+	done := make(chan int, 1)
+	go func() {
+		done <- cli.Main(ctx, []string{"worker", "--http-addr", "127.0.0.1:0", "--worker-console", "--ui-read-only=false",
+			"--database-url", db.URL, "--database-schema", db.Schema}, cli.Env{
+			Stdin: strings.NewReader(""), Stdout: &stdout, Stderr: stderrW,
+			LookupEnv: func(string) (string, bool) { return "", false },
+		})
+		_ = stderrW.Close()
+	}()
+	addrRE := regexp.MustCompile(`serving (.*) on http://(127\.0\.0\.1:\d+)`)
+	lines := bufio.NewScanner(stderrR)
+	var base, endpoints string
+	for lines.Scan() {
+		if m := addrRE.FindStringSubmatch(lines.Text()); m != nil {
+			endpoints, base = m[1], "http://"+m[2]
+			break
+		}
+	}
+	require.NotEmpty(t, base, "the worker never said where it serves")
+	require.Contains(t, endpoints, "/ui/")
+	var rest strings.Builder
+	copied := make(chan struct{})
+	go func() { _, _ = io.Copy(&rest, stderrR); close(copied) }()
+
+	resp, err := http.Get(base + "/ui/failed")
+	require.NoError(t, err)
+	page, err := io.ReadAll(resp.Body)
+	_ = resp.Body.Close()
+	require.NoError(t, err)
+	require.Equal(t, http.StatusOK, resp.StatusCode, string(page))
+	m := regexp.MustCompile(`name="csrf" value="([^"]+)"`).FindSubmatch(page)
+	require.NotNil(t, m)
+	resp, err = http.PostForm(base+"/ui/failed/purge", map[string][]string{"csrf": {string(m[1])}, "older_than_days": {"3"}})
+	require.NoError(t, err)
+	body, err := io.ReadAll(resp.Body)
+	_ = resp.Body.Close()
+	require.NoError(t, err)
+	require.Equal(t, http.StatusOK, resp.StatusCode, string(body))
+	require.Contains(t, string(body), "0 rows not updated for 3 days")
+
+	resp, err = http.Get(base + "/healthz")
+	require.NoError(t, err)
+	_ = resp.Body.Close()
+	require.Equal(t, http.StatusOK, resp.StatusCode)
+
+	// Stopped once River runs (/readyz ok), the worker exits 0.
+	require.Eventually(t, func() bool {
+		resp, err := http.Get(base + "/readyz")
+		if err != nil {
+			return false
+		}
+		var rd ops.Readiness
+		err = json.NewDecoder(resp.Body).Decode(&rd)
+		_ = resp.Body.Close()
+		return err == nil && rd.Status == ops.StatusOK
+	}, 30*time.Second, 20*time.Millisecond)
+	cancel()
+	select {
+	case code := <-done:
+		<-copied
+		require.Equal(t, cli.ExitOK, code, rest.String())
+	case <-time.After(60 * time.Second):
+		t.Fatal("worker did not stop within 60s of being told to")
+	}
+}

@@ -12,6 +12,7 @@ import (
 	"github.com/riverqueue/river"
 	"github.com/spf13/cobra"
 
+	"github.com/relay-dev/relay/internal/console"
 	"github.com/relay-dev/relay/internal/database"
 	"github.com/relay-dev/relay/internal/liveness"
 	"github.com/relay-dev/relay/internal/ops"
@@ -38,10 +39,16 @@ within ` + worker.IdleGrace.String() + ` (batch mode for scripts and tests).
 
 With --http-addr (e.g. 127.0.0.1:9090) it serves /healthz (process alive),
 /readyz (database, migrations, River; "degraded" past the dead-letter
-thresholds) and /metrics (Prometheus). See docs/operations.md. An address
+thresholds) and /metrics (Prometheus); with --worker-console also the web
+console under /ui/ (see relay ui). See docs/operations.md. An address
 that is not host:port with a valid port is a usage error (exit 2).`,
 		Args: exactArgs(0),
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if a.cfg.WorkerConsole {
+				if err := console.CheckAddr(a.cfg.HTTPAddr, uiAuth(a.cfg)); err != nil {
+					return usageError{fmt.Errorf("worker_console: %w", err)}
+				}
+			}
 			ctx := cmd.Context()
 			worker.SetGCPercent(a.cfg, a.logger)
 			pool, err := a.open(ctx, "worker")
@@ -101,7 +108,19 @@ that is not host:port with a valid port is a usage error (exit 2).`,
 				// The server stops when the command returns (--until-idle
 				// returns without ctx ending), before the pools close.
 				serveCtx, stopServing := context.WithCancel(ctx)
-				addr, served, err := ops.Serve(serveCtx, a.cfg.HTTPAddr, health.Handler(), a.logger)
+				srv := &ops.Server{Handler: health.Handler(), Logger: a.logger}
+				endpoints := "/healthz /readyz /metrics"
+				if a.cfg.WorkerConsole {
+					h, err := mountConsole(serveCtx, a, pool, srv.Handler)
+					if err != nil {
+						stopServing()
+						return err
+					}
+					srv.Handler, srv.BodyPrefix = h, workerConsolePrefix+"/"
+					endpoints += " " + workerConsolePrefix + "/"
+					srv.Endpoints = endpoints
+				}
+				addr, served, err := srv.Serve(serveCtx, a.cfg.HTTPAddr)
 				if err != nil {
 					stopServing()
 					return err
@@ -112,7 +131,7 @@ that is not host:port with a valid port is a usage error (exit 2).`,
 						a.logger.WarnContext(ctx, "health and metrics server", slog.String("error", err.Error()))
 					}
 				}()
-				fmt.Fprintf(a.env.Stderr, "relay worker: serving /healthz /readyz /metrics on http://%s\n", addr)
+				fmt.Fprintf(a.env.Stderr, "relay worker: serving %s on http://%s\n", endpoints, addr)
 			}
 			start := time.Now()
 			if untilIdle {

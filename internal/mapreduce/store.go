@@ -15,6 +15,7 @@ import (
 	"github.com/riverqueue/river"
 	"github.com/riverqueue/river/rivertype"
 
+	"github.com/relay-dev/relay/deadletter/items"
 	"github.com/relay-dev/relay/internal/agent"
 )
 
@@ -379,4 +380,45 @@ func (s *Store) CountSucceeded(ctx context.Context, jobID string, itemIDs []stri
 		return 0, fmt.Errorf("error counting succeeded items of job %q: %w", jobID, err)
 	}
 	return n, nil
+}
+
+// Jobs returns up to limit jobs, newest first.
+func (s *Store) Jobs(ctx context.Context, limit int) ([]*Job, error) {
+	rows, err := s.pool.Query(ctx, `SELECT `+jobColumns+` FROM mapreduce_jobs ORDER BY created_at DESC, job_id LIMIT $1`, max(limit, 0))
+	if err != nil {
+		return nil, fmt.Errorf("error listing MapReduce jobs: %w", err)
+	}
+	defer rows.Close()
+	out := []*Job{}
+	for rows.Next() {
+		j, err := scanJob(rows, "")
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, j)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("error listing MapReduce jobs: %w", err)
+	}
+	return out, nil
+}
+
+// RetryDeadLettered puts job's dead-lettered items matching filter (a
+// JSONPath predicate, items.Store.ClaimForRetryTx; only reprocess_eligible
+// items unless force) back in the work queue with maxRetries retries, in
+// one transaction, and returns their ids: what `relay dlq retry` does. A bad
+// filter gives *items.InvalidFilterError.
+func (s *Store) RetryDeadLettered(ctx context.Context, dlq *items.Store, ins Inserter, job *Job, filter string, force bool, maxRetries int) ([]string, error) {
+	var ids []string
+	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		var err error
+		if ids, err = dlq.ClaimForRetryTx(ctx, tx, job.ID, filter, force); err != nil {
+			return err
+		}
+		return s.RequeueTx(ctx, tx, ins, job, ids, maxRetries)
+	})
+	if err != nil {
+		return nil, err
+	}
+	return ids, nil
 }

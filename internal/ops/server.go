@@ -9,6 +9,7 @@ import (
 	"net"
 	"net/http"
 	"strconv"
+	"strings"
 	"time"
 )
 
@@ -47,6 +48,14 @@ type Server struct {
 	WriteTimeout      time.Duration
 	IdleTimeout       time.Duration
 	MaxHeaderBytes    int
+	// BodyPrefix, when set, is a path prefix whose requests keep their
+	// body (the web console's forms, mounted in the worker's server): the
+	// handler under it bounds what it reads. Every other request's body is
+	// never read (see bodyless).
+	BodyPrefix string
+	// Endpoints names what is served, for the log ("/healthz /readyz
+	// /metrics" when empty).
+	Endpoints string
 }
 
 // Serve listens on addr and serves handler with the default limits until
@@ -86,15 +95,15 @@ func (s *Server) Serve(ctx context.Context, addr string) (net.Addr, <-chan error
 		done <- err
 	}()
 	if s.Logger != nil {
-		s.Logger.Info("serving health and metrics", slog.String("addr", ln.Addr().String()),
-			slog.String("endpoints", "/healthz /readyz /metrics"))
+		s.Logger.Info("serving HTTP", slog.String("addr", ln.Addr().String()),
+			slog.String("endpoints", cmp.Or(s.Endpoints, "/healthz /readyz /metrics")))
 	}
 	return ln.Addr(), done, nil
 }
 
 func (s *Server) httpServer() *http.Server {
 	srv := &http.Server{
-		Handler:           bodyless(s.Handler),
+		Handler:           bodyless(s.Handler, s.BodyPrefix),
 		ReadHeaderTimeout: cmp.Or(s.ReadHeaderTimeout, ReadHeaderTimeoutDefault),
 		ReadTimeout:       cmp.Or(s.ReadTimeout, ReadTimeoutDefault),
 		WriteTimeout:      cmp.Or(s.WriteTimeout, WriteTimeoutDefault),
@@ -120,8 +129,12 @@ func (s *Server) httpServer() *http.Server {
 //     headers, with the Content-Length GET's body would have, and the
 //     connection closed, so a client that reads until the end of the
 //     response (curl -X HEAD, a script) finishes at once.
-func bodyless(next http.Handler) http.Handler {
+func bodyless(next http.Handler, bodyPrefix string) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if bodyPrefix != "" && strings.HasPrefix(r.URL.Path, bodyPrefix) {
+			next.ServeHTTP(w, r)
+			return
+		}
 		if r.ContentLength != 0 {
 			// Not read: fail at once the reads net/http would make, before
 			// the response and after it, to drain the body.

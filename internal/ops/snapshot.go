@@ -193,9 +193,14 @@ func RecentActivity(ctx context.Context, pool *pgxpool.Pool, minutes, n int) (*A
 		return nil, fmt.Errorf("error reading throughput: %w", err)
 	}
 
+	// The counts per signature and per hour are sums of the deltas in
+	// failed_pois_signature_counts and failed_pois_hourly_counts
+	// (migration 17), not counts of the rows.
 	rows, err = pool.Query(ctx, `
-		SELECT error_signature, min(error_class), count(*) FROM failed_pois WHERE status = 'new'
-		GROUP BY error_signature ORDER BY count(*) DESC, error_signature LIMIT $1`, n)
+		SELECT error_signature, min(error_class), sum(n)::bigint FROM (
+			SELECT error_signature, error_class, sum(n) AS n FROM failed_pois_signature_counts WHERE status = 'new'
+			GROUP BY 1, 2 HAVING sum(n) > 0) c
+		GROUP BY error_signature ORDER BY sum(n) DESC, error_signature LIMIT $1`, n)
 	if err != nil {
 		return nil, fmt.Errorf("error reading top signatures: %w", err)
 	}
@@ -216,7 +221,7 @@ func RecentActivity(ctx context.Context, pool *pgxpool.Pool, minutes, n int) (*A
 		act.FailuresPerHour = append(act.FailuresPerHour, HourCount{Hour: firstHour.Add(time.Duration(i) * time.Hour)})
 	}
 	rows, err = pool.Query(ctx, `
-		SELECT date_trunc('hour', failed_at), count(*) FROM failed_pois WHERE failed_at >= $1 GROUP BY 1`, firstHour)
+		SELECT hour, sum(n)::bigint FROM failed_pois_hourly_counts WHERE hour >= $1 GROUP BY 1`, firstHour)
 	if err != nil {
 		return nil, fmt.Errorf("error reading failures per hour: %w", err)
 	}

@@ -1,0 +1,239 @@
+package console_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+	"github.com/stretchr/testify/require"
+
+	"github.com/relay-dev/relay/internal/console"
+	"github.com/relay-dev/relay/internal/testdb"
+)
+
+// chromiumPath finds headless Chromium, or fails the test saying what to
+// install: the browser tests are never skipped.
+func chromiumPath(t *testing.T) string {
+	t.Helper()
+	for _, name := range []string{"chromium", "chromium-browser", "google-chrome"} {
+		if p, err := exec.LookPath(name); err == nil {
+			return p
+		}
+	}
+	t.Fatal("the web console's browser tests need headless Chromium: install Debian's chromium package " +
+		"(make chromium, or apt-get install chromium)")
+	return ""
+}
+
+// browser is one headless Chromium tab on a fixture.
+type browser struct {
+	t    *testing.T
+	ctx  context.Context
+	base string
+	// shots is where screenshots go (UPDATE_SCREENSHOTS=1), or "".
+	shots string
+}
+
+func newBrowser(t *testing.T, f *fixture) *browser {
+	t.Helper()
+	opts := append(chromedp.DefaultExecAllocatorOptions[:], chromedp.ExecPath(chromiumPath(t)), chromedp.NoSandbox,
+		chromedp.DisableGPU, chromedp.WindowSize(1360, 900), chromedp.UserDataDir(t.TempDir()))
+	actx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
+	tab, cancelTab := chromedp.NewContext(actx)
+	// The first run starts the browser, which lives as long as its context:
+	// that context has no deadline; the actions after it do.
+	require.NoError(t, chromedp.Do(tab), "starting Chromium")
+	ctx, cancelTimeout := context.WithTimeout(tab, 3*time.Minute)
+	t.Cleanup(func() {
+		cancelTimeout()
+		cancelTab()
+		cancelAlloc()
+	})
+	b := &browser{t: t, ctx: ctx, base: f.srv.URL}
+	if os.Getenv("UPDATE_SCREENSHOTS") == "1" {
+		b.shots = filepath.Join("..", "..", "docs", "ui")
+		require.NoError(t, os.MkdirAll(b.shots, 0o755))
+	}
+	return b
+}
+
+func (b *browser) run(steps ...chromedp.Action[chromedp.Void]) {
+	b.t.Helper()
+	require.NoError(b.t, chromedp.Do(b.ctx, steps...))
+}
+
+func get[T any](b *browser, a chromedp.Action[T]) T {
+	b.t.Helper()
+	v, err := chromedp.Run(b.ctx, a)
+	require.NoError(b.t, err)
+	return v
+}
+
+func (b *browser) open(path, waitFor string) {
+	b.t.Helper()
+	b.run(chromedp.Navigate(b.base+path), chromedp.WaitVisible(chromedp.CSS(waitFor)))
+}
+
+// click clicks sel, which loads a page, and waits for waitFor on the new
+// page: the old page's body is marked first, so an element of the old page
+// never satisfies the wait.
+func (b *browser) click(sel, waitFor string) {
+	b.t.Helper()
+	b.run(chromedp.Func(func(ctx context.Context, t *chromedp.Target) error {
+		_, err := chromedp.Evaluate[bool](`document.body.dataset.stale = "1"; true`)(ctx, t)
+		return err
+	}), chromedp.Click(chromedp.CSS(sel)), chromedp.WaitVisible(chromedp.CSS("body:not([data-stale]) "+waitFor)))
+}
+
+func (b *browser) text(sel string) string {
+	b.t.Helper()
+	return strings.TrimSpace(get(b, chromedp.Text(chromedp.CSS(sel))))
+}
+
+func (b *browser) exists(sel string) bool {
+	b.t.Helper()
+	return get(b, chromedp.Evaluate[bool](fmt.Sprintf(`document.querySelector(%q) !== null`, sel)))
+}
+
+// post sends a form post from the page (same origin) with fetch and
+// returns the status.
+func (b *browser) post(path, body string) int {
+	b.t.Helper()
+	return get(b, chromedp.Evaluate[int](fmt.Sprintf(`fetch(%q, {method: "POST", headers: {"Content-Type": "application/x-www-form-urlencoded"}, body: %q}).then(r => r.status)`,
+		path, body), chromedp.EvalAwaitPromise))
+}
+
+// shot writes the page to docs/ui/name.png when UPDATE_SCREENSHOTS=1.
+func (b *browser) shot(name string) {
+	b.t.Helper()
+	if b.shots == "" {
+		return
+	}
+	png := get(b, chromedp.FullScreenshot(100))
+	require.NoError(b.t, os.WriteFile(filepath.Join(b.shots, name+".png"), png, 0o644))
+}
+
+// TestBrowser_OperatorFlow drives the console in headless Chromium the way
+// an operator would: the overview; filter failed POIs and open one;
+// reprocess it and see its status change once a real worker has run;
+// ignore another; group by signature; retry a dead-lettered item.
+func TestBrowser_OperatorFlow(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, nil)
+	f.publish(t, "src/app.go",
+		poi("app.Run", "Run", "src/app.go", 3),
+		poi("app.broken", "broken", "src/app.go", "three"),
+		poi("app.other", "other", "src/app.go", "four"))
+	f.work(t)
+	f.seedFailed(t, 40)
+	f.seedDeadLettered(t, "mr-demo", "item-1", "item-2", "item-3")
+	require.Equal(t, 2, testdb.Count(t, f.db.Pool, `SELECT count(*) FROM failed_pois WHERE file_id = 'src/app.go' AND status = 'new'`))
+	b := newBrowser(t, f)
+
+	// 1. The overview.
+	b.open("/", "#depth")
+	require.Contains(t, b.text("#depth"), "failed_pois new")
+	b.shot("overview")
+
+	// 2. Filter failed POIs and open one.
+	b.open("/failed", "#filters")
+	b.shot("failed_list")
+	b.run(chromedp.SendKeys(chromedp.CSS(`input[name="poi"]`), "app.broken"))
+	b.click("#apply", "a.row-link")
+	require.Equal(t, 1, get(b, chromedp.Evaluate[int](`document.querySelectorAll("a.row-link").length`)))
+	b.click(`a.row-link`, "#detail")
+	require.Equal(t, "new", b.text("#status"))
+	require.Contains(t, b.text("#poi-data"), `"name": "broken"`)
+	b.shot("failed_detail")
+	detailURL := get(b, chromedp.Location())
+
+	// 3. Reprocess it, with its data corrected first (as an operator would
+	// with SQL), and see its status change after the worker runs.
+	f.exec(t, `UPDATE failed_pois SET original_poi_data = jsonb_set(original_poi_data, '{lineNumber}', '5') WHERE poi_id = 'app.broken'`)
+	b.click("#reprocess", "#confirm")
+	require.Contains(t, b.text("#confirm"), "Dry run: 1 rows of 1 files")
+	b.shot("confirm_reprocess")
+	b.click("#confirm-button", "#result")
+	require.Contains(t, b.text("#result"), "1 rows moved to reprocessing")
+	b.run(chromedp.Navigate(detailURL), chromedp.WaitVisible(chromedp.CSS("#status")))
+	require.Equal(t, "reprocessing", b.text("#status"))
+	f.work(t)
+	b.run(chromedp.Navigate(detailURL), chromedp.WaitVisible(chromedp.CSS("#status")))
+	require.Equal(t, "reprocessed", b.text("#status"))
+	require.Contains(t, b.text("#events"), "reprocess_outcome")
+
+	// 4. Ignore another.
+	b.open("/failed?poi=app.other", "a.row-link")
+	b.click("a.row-link", "#ignore")
+	b.click("#ignore", "#reason")
+	b.run(chromedp.SendKeys(chromedp.CSS("#reason"), "lineNumber is spelled out; fixed upstream"))
+	b.click("#confirm-button", "#result")
+	require.Contains(t, b.text("#result"), "1 rows ignored")
+	b.click(`#result a`, "#status")
+	require.Equal(t, "ignored", b.text("#status"))
+	require.Equal(t, "lineNumber is spelled out; fixed upstream", b.text("#ignored-reason"))
+	require.Contains(t, b.text("#events"), "ui:")
+
+	// 5. Group by signature.
+	b.open("/failed/groups", "#groups")
+	require.Contains(t, b.text("#groups"), "failure cause a")
+	b.shot("failed_groups")
+	b.click(`a.group-link`, "#failed-rows")
+
+	// 6. Retry a dead-lettered item with a JSONPath filter.
+	b.open("/items?job=mr-demo", "#items")
+	b.shot("items_list")
+	b.open("/items/mr-demo/item-2", "#attempts")
+	require.Contains(t, b.text("#logs"), "/var/log/relay/item-2-2.log")
+	b.shot("item_detail")
+	b.open("/items/groups", "#groups")
+	b.shot("items_groups")
+	b.open("/items?job=mr-demo", "#retry-form")
+	b.run(chromedp.SendKeys(chromedp.CSS("#retry-filter"), `$.item_id == "item-2"`))
+	b.click("#retry", "#confirm")
+	require.Contains(t, b.text("#confirm"), "Dry run: 1 eligible dead-lettered items of job mr-demo")
+	b.click("#confirm-button", "#result")
+	require.Contains(t, b.text("#result"), "1 items of job mr-demo are back in the work queue")
+	f.work(t)
+	b.open("/items/mr-demo/item-2", "#status")
+	require.Equal(t, "reprocessed", b.text("#status"))
+	b.open("/jobs/mr-demo", "#counts")
+	b.shot("job_detail")
+	b.open("/jobs", "#mr-jobs")
+	b.shot("jobs")
+
+	// River UI is served under /river/ and links from the detail pages land
+	// there.
+	b.open("/river/jobs?state=completed", "body")
+	require.True(t, get(b, chromedp.Poll[bool](`document.body.innerText.includes("resolve_file")`, chromedp.WithPollingTimeout(30*time.Second))))
+	b.shot("river_ui")
+
+	// A form posted without its CSRF token is refused.
+	b.open("/failed", "#filters")
+	require.Equal(t, 403, b.post("/failed/ignore", "id=1&reason=x&confirm=yes"))
+}
+
+// TestBrowser_ReadOnly: no action is shown, and a post is answered 403.
+func TestBrowser_ReadOnly(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, func(c *console.Config) { c.ReadOnly = true })
+	f.seedFailed(t, 5)
+	f.seedDeadLettered(t, "mr-demo", "item-1")
+	b := newBrowser(t, f)
+	b.open("/failed/1", "#detail")
+	require.False(t, b.exists("#reprocess"))
+	require.False(t, b.exists("#ignore"))
+	b.open("/failed", "#failed-rows")
+	require.False(t, b.exists(`input[type="checkbox"][name="id"]`))
+	require.False(t, b.exists("form[method=post]"))
+	b.open("/items", "#items")
+	require.False(t, b.exists("#retry-form"))
+	require.Equal(t, 403, b.post("/failed/ignore", "id=1&reason=x&confirm=yes"))
+	require.Equal(t, 5, testdb.Count(t, f.db.Pool, `SELECT count(*) FROM failed_pois WHERE status = 'new'`))
+}

@@ -1,0 +1,278 @@
+package console
+
+import (
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/relay-dev/relay/deadletter/failed"
+	"github.com/relay-dev/relay/deadletter/items"
+	"github.com/relay-dev/relay/internal/agent"
+)
+
+// inputLayouts are the times the filters take, read as UTC unless they say
+// otherwise: what <input type="datetime-local"> sends, RFC 3339, a date.
+var inputLayouts = []string{"2006-01-02T15:04", "2006-01-02T15:04:05", time.RFC3339Nano, "2006-01-02 15:04:05", "2006-01-02 15:04", time.DateOnly}
+
+func parseInputTime(s string) (time.Time, bool) {
+	for _, l := range inputLayouts {
+		if t, err := time.ParseInLocation(l, s, time.UTC); err == nil {
+			return t.UTC(), true
+		}
+	}
+	return time.Time{}, false
+}
+
+// maxTextInput bounds a free-text filter field, in bytes.
+const maxTextInput = 500
+
+// form reads and validates query or form values, collecting every invalid
+// field.
+type form struct {
+	v    url.Values
+	errs invalidInput
+}
+
+func (f *form) bad(field, format string) {
+	f.errs = append(f.errs, fieldError{Field: field, Msg: format})
+}
+
+func (f *form) text(field string) string {
+	s := strings.TrimSpace(f.v.Get(field))
+	if len(s) > maxTextInput {
+		f.bad(field, "at most "+strconv.Itoa(maxTextInput)+" bytes")
+		return ""
+	}
+	return s
+}
+
+func (f *form) time(field string) time.Time {
+	s := f.text(field)
+	if s == "" {
+		return time.Time{}
+	}
+	t, ok := parseInputTime(s)
+	if !ok {
+		f.bad(field, "not a time: use 2026-01-21T14:00 or 2026-01-21 (UTC)")
+	}
+	return t
+}
+
+func (f *form) intIn(field string, def, lo, hi int) int {
+	s := f.text(field)
+	if s == "" {
+		return def
+	}
+	n, err := strconv.Atoi(s)
+	if err != nil || n < lo || n > hi {
+		f.bad(field, "must be a whole number from "+strconv.Itoa(lo)+" to "+strconv.Itoa(hi))
+		return def
+	}
+	return n
+}
+
+func (f *form) bool(field string) bool {
+	switch f.v.Get(field) {
+	case "", "0", "false":
+		return false
+	case "1", "on", "true", "yes":
+		return true
+	}
+	f.bad(field, "must be on or off")
+	return false
+}
+
+// ids reads every value of field as a row id.
+func (f *form) ids(field string) []int64 {
+	vals := f.v[field]
+	if len(vals) > failed.MaxFilterIDs {
+		f.bad(field, "at most "+strconv.Itoa(failed.MaxFilterIDs)+" rows at once")
+		return nil
+	}
+	out := make([]int64, 0, len(vals))
+	for _, s := range vals {
+		id, err := strconv.ParseInt(strings.TrimSpace(s), 10, 64)
+		if err != nil || id < 1 {
+			f.bad(field, "\""+s+"\" is not a row id (a positive integer)")
+			return nil
+		}
+		out = append(out, id)
+	}
+	return out
+}
+
+// failedQuery is the failed_pois list's filter form.
+type failedQuery struct {
+	Status, Class, File, Signature, Search, POI, Since, Until string
+	Manual                                                    bool
+	Oldest                                                    bool
+	Limit                                                     int
+	filter                                                    failed.Filter
+	after                                                     *failed.Cursor
+}
+
+// Params are the filter as query parameters (without the page position),
+// for links and hidden form fields.
+func (q failedQuery) Params() url.Values {
+	v := url.Values{}
+	for k, s := range map[string]string{"status": q.Status, "class": q.Class, "file": q.File, "signature": q.Signature,
+		"q": q.Search, "poi": q.POI, "since": q.Since, "until": q.Until} {
+		if s != "" {
+			v.Set(k, s)
+		}
+	}
+	if q.Manual {
+		v.Set("manual", "1")
+	}
+	if q.Oldest {
+		v.Set("order", "oldest")
+	}
+	if q.Limit != defaultPageSize {
+		v.Set("limit", strconv.Itoa(q.Limit))
+	}
+	return v
+}
+
+// The list pages' sizes.
+const (
+	defaultPageSize = 50
+	maxPageSize     = 500
+)
+
+// parseFailedQuery validates the failed_pois filter in v.
+func parseFailedQuery(v url.Values) (failedQuery, error) {
+	f := &form{v: v}
+	q := failedQuery{Status: f.text("status"), Class: f.text("class"), File: f.text("file"), Signature: f.text("signature"),
+		Search: f.text("q"), POI: f.text("poi"), Since: f.text("since"), Until: f.text("until"),
+		Manual: f.bool("manual"), Limit: f.intIn("limit", defaultPageSize, 1, maxPageSize)}
+	switch f.text("order") {
+	case "", "newest":
+	case "oldest":
+		q.Oldest = true
+	default:
+		f.bad("order", "must be newest or oldest")
+	}
+	if q.Status != "" {
+		st, err := failed.ParseStatus(q.Status)
+		if err != nil {
+			f.bad("status", err.Error())
+		}
+		q.filter.Status = st
+	}
+	if q.Class != "" {
+		c, err := failed.ParseErrorClass(q.Class)
+		if err != nil {
+			f.bad("class", err.Error())
+		}
+		q.filter.ErrorClass = c
+	}
+	if len(q.Search) > failed.MaxSearchLen {
+		f.bad("q", "at most "+strconv.Itoa(failed.MaxSearchLen)+" bytes")
+	}
+	q.filter.FileID, q.filter.Signature, q.filter.Search, q.filter.POIID, q.filter.ManualReview =
+		q.File, q.Signature, q.Search, q.POI, q.Manual
+	q.filter.Since, q.filter.Until = f.time("since"), f.time("until")
+	if !q.filter.Since.IsZero() && !q.filter.Until.IsZero() && !q.filter.Since.Before(q.filter.Until) {
+		f.bad("until", "must be after since")
+	}
+	if s := f.text("after"); s != "" {
+		c, ok := parseCursor(s)
+		if !ok {
+			f.bad("after", "not a page position")
+		}
+		q.after = &failed.Cursor{FailedAt: c.at, ID: c.id}
+	}
+	if len(f.errs) > 0 {
+		return q, f.errs
+	}
+	return q, nil
+}
+
+// cursor is a page position in a URL: "<unix nanoseconds>.<id>".
+type cursor struct {
+	at time.Time
+	id int64
+}
+
+func formatCursor(at time.Time, id int64) string {
+	return strconv.FormatInt(at.UnixNano(), 10) + "." + strconv.FormatInt(id, 10)
+}
+
+func parseCursor(s string) (cursor, bool) {
+	ns, id, ok := strings.Cut(s, ".")
+	if !ok {
+		return cursor{}, false
+	}
+	n, err1 := strconv.ParseInt(ns, 10, 64)
+	i, err2 := strconv.ParseInt(id, 10, 64)
+	if err1 != nil || err2 != nil || i < 1 {
+		return cursor{}, false
+	}
+	return cursor{at: time.Unix(0, n).UTC(), id: i}, true
+}
+
+// itemsQuery is the dead_lettered_items list's filter form.
+type itemsQuery struct {
+	Job, Signature, Type, Item, Since, Until string
+	Eligible, Reprocessed                    bool
+	Limit                                    int
+	filter                                   items.Filter
+	after                                    *items.Cursor
+}
+
+// Params are the filter as query parameters (without the page position).
+func (q itemsQuery) Params() url.Values {
+	v := url.Values{}
+	for k, s := range map[string]string{"job": q.Job, "signature": q.Signature, "type": q.Type, "item": q.Item,
+		"since": q.Since, "until": q.Until} {
+		if s != "" {
+			v.Set(k, s)
+		}
+	}
+	if q.Eligible {
+		v.Set("eligible", "1")
+	}
+	if q.Reprocessed {
+		v.Set("reprocessed", "1")
+	}
+	if q.Limit != defaultPageSize {
+		v.Set("limit", strconv.Itoa(q.Limit))
+	}
+	return v
+}
+
+func parseItemsQuery(v url.Values) (itemsQuery, error) {
+	f := &form{v: v}
+	q := itemsQuery{Job: f.text("job"), Signature: f.text("signature"), Type: f.text("type"), Item: f.text("item"),
+		Since: f.text("since"), Until: f.text("until"), Eligible: f.bool("eligible"), Reprocessed: f.bool("reprocessed"),
+		Limit: f.intIn("limit", defaultPageSize, 1, maxPageSize)}
+	if q.Type != "" && !knownErrorType(q.Type) {
+		f.bad("type", "unknown error type \""+q.Type+"\"")
+	}
+	q.filter = items.Filter{JobID: q.Job, Signature: q.Signature, ErrorType: agent.ErrorType(q.Type), ItemID: q.Item,
+		EligibleOnly: q.Eligible, IncludeReprocessed: q.Reprocessed, Since: f.time("since"), Until: f.time("until")}
+	if !q.filter.Since.IsZero() && !q.filter.Until.IsZero() && !q.filter.Since.Before(q.filter.Until) {
+		f.bad("until", "must be after since")
+	}
+	if s := f.text("after"); s != "" {
+		c, ok := parseCursor(s)
+		if !ok {
+			f.bad("after", "not a page position")
+		}
+		q.after = &items.Cursor{LastAttempt: c.at, ID: c.id}
+	}
+	if len(f.errs) > 0 {
+		return q, f.errs
+	}
+	return q, nil
+}
+
+func knownErrorType(s string) bool {
+	for _, t := range agent.ErrorTypes() {
+		if string(t) == s {
+			return true
+		}
+	}
+	return false
+}
