@@ -517,12 +517,15 @@ func queueStaleRefs(b *pgx.Batch, fileID string, changed []string, publishXID in
 // such references are simply cleared; the other references are looked up
 // one by one with the same rule as the batch's own, and a reference whose
 // target changed gets its new one (or none). A derived reference
-// (resolver.IsDerived: found through the names it looks up) is written whether its
-// target changed or not, stamped with resolvedXmin: the changers of its
-// other names are not serialized with this one by a name lock, so its stamp
-// must show what this resolution saw (see queueLocks). The rows are written
-// in key order, so two changers rewriting the same references cannot
-// deadlock.
+// (resolver.IsDerived: found through the names it looks up) is left stamped
+// at or below resolvedXmin: the changers of its other names are not
+// serialized with this one by a name lock, and one whose publish this
+// reading missed must find it again (see queueLocks). So it is written,
+// stamped with resolvedXmin, when its target changed or its stamp is above
+// resolvedXmin; one whose target is unchanged and whose stamp is not above
+// resolvedXmin is not written (a lower stamp only makes more changers
+// resolve it again). The rows are written in key order, so two changers
+// rewriting the same references cannot deadlock.
 func queueReresolve(b *pgx.Batch, jobID int64, fileID, resolvedXmin string, changed []string, cands map[string][]resolver.Candidate, refs []storedRef, written *int64) int {
 	type nameType struct{ name, typ string }
 	ambiguous := map[nameType]bool{}
@@ -579,7 +582,7 @@ func queueReresolve(b *pgx.Batch, jobID int64, fileID, resolvedXmin string, chan
 			    resolved_xmin = CASE WHEN r.depends IS NULL THEN r.resolved_xmin ELSE $7::xid8 END
 			FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[]) AS u(src, name, type, tgt, tgt_file)
 			WHERE r.source_poi_id = u.src AND r.type = u.type AND r.name = u.name
-			  AND (r.target_poi_id IS DISTINCT FROM u.tgt OR r.depends IS NOT NULL)
+			  AND (r.target_poi_id IS DISTINCT FROM u.tgt OR (r.depends IS NOT NULL AND r.resolved_xmin > $7::xid8))
 			RETURNING r.target_poi_id IS NOT NULL`,
 			e.src, e.name, e.typ, e.tgt, e.tgtFile, jobID, resolvedXmin).Query(func(rows pgx.Rows) error {
 			for rows.Next() {
