@@ -105,15 +105,21 @@
 //     x.m()        -> {f}.m    x the value of a call (`x := f(…)`, `x, err :=
 //     f(…)`): a method of f's first result type; likewise {q.F}.m
 //     (`x := q.F(…)`), {(.T).M}.m (`x := y.M(…)` with y of type T) and
-//     any call form inside the braces ({{f}.M}.m)
+//     any such call form inside the braces ({{f}.M}.m, {{.T:f}.M}.m)
 //     x.f.m()      -> {.T:f}.m  x of type T: a method of the type of T's
-//     field f; likewise {q.T:f}.m, {{g}:f}.m, and `x := y.f` then x.m()
+//     field f; likewise {q.T:f}.m, and `x := y.f` then x.m()
 //     q.V.m()      -> (q).m    q not declared: a method of package q
 //     f().m(), x[i].m(), local of unknown type -> .m   a method of any package
 //
-//     A derived reference (one with braces) nests at most three deep, and
-//     its selector chain is at most four names (a.b.c.d.m()); beyond that
-//     the call is .m. For `a, b := f()` only a takes f's result type.
+//     Only a call whose form pins its target's package or receiver (f,
+//     q.F, (.T).M, (q.T).M, {…}.M) gives its value a derived type: the
+//     value of a guessed call (`x := y.M()` with y of unknown type, or
+//     q.V.M()) is of unknown type, and x.m() is .m. A field of a derived
+//     value (x.a.b.m(), or x.f.m() with `x := g()`) is of unknown type too:
+//     its struct is known only while resolving. A derived reference nests
+//     at most three deep, and its selector chain is at most four names
+//     (a.b.c.d.m()); beyond that the call is .m. For `a, b := f()` only a
+//     takes f's result type.
 //
 //     In a test file of the corpus's root directory (an external test
 //     package reaches its package under test through a qualifier the root
@@ -210,25 +216,31 @@
 //     nothing);
 //   - .m: methods anywhere, without file preference;
 //   - {X}.m: methods declared on the type X denotes (Candidate.Receiver),
-//     in its package: for a call form X, the first result type of X's
-//     target (Candidate.Result: "R" is a type of the target's directory,
-//     "q.R" one of a directory named q, "-" a type without methods); for
-//     T:f, the type of field f of the one struct type T (Candidate.Fields,
-//     embedded types as fields named after them); a conversion T(v) to a
-//     type of the source's package is of type T. A type outside the corpus
-//     or without methods has none: s.mu.Lock() on a sync.Mutex field links
-//     to nothing. When X's type cannot be told (X unresolved or ambiguous,
-//     no result or field shown), the call resolves as the form it had
-//     without types: (.).m for a call f, (q).m for q.F, .m otherwise;
+//     in its package: for a call form X that pins its target (f, q.f,
+//     (.T).M, (q.T).M, {…}.M), the first result type of X's target
+//     (Candidate.Result: "R" is a type of the target's directory, "q.R"
+//     one of a directory named q, "-" a type without methods); for T:f
+//     with T of the form .T or q.T, the type of field f of the one struct
+//     type T (Candidate.Fields, embedded types as fields named after
+//     them); a conversion T(v) to a type of the source's package is of
+//     type T. A type outside the corpus or without methods has none:
+//     s.mu.Lock() on a sync.Mutex field links to nothing. When X's type
+//     cannot be told (X unresolved, ambiguous or a guess (.M, (.).M, ().M,
+//     (q).M), a field of a derived struct, no result or field shown), the
+//     call resolves as the form it had without types: (.).m for a call f,
+//     (q).m for q.F, .m otherwise;
 //   - ^.N: functions (types for EXTENDS) of the root directory, outside the
 //     source file (which declares its own package's names, unqualified).
 //
 // ResultType and FieldTypes read a Go POI's header (its first 4 KiB), which
 // DecodeSymbol keeps. LookupNames lists the names a reference's lookup
-// reads candidates of: its target name and, for {X}.m, every name X
-// spells (functions, methods, struct types); when a publish changes one of
-// them (a POI's result or fields changing changes its name), the reference
-// is resolved again.
+// reads candidates of: its target name and, for {X}.m, the names X spells
+// whose candidates the lookup reads (functions, methods, struct types).
+// Lookup given only the candidates of LookupNames(ref) resolves ref as
+// given every candidate: no form reads a name its reference does not
+// spell (a field of a derived struct is not read). When a publish changes
+// one of them (a POI's result or fields changing changes its name), the
+// reference is resolved again.
 //
 // A member call never resolves to a function, a plain call never to a
 // method. ReferenceNames lists the reference names a POI can be the target

@@ -280,25 +280,33 @@ func (g *goScope) valueType(z *tokenizer, i int) goType {
 }
 
 // derivedExpr is the type expression of the value of call reference ref,
-// "" when that would nest deeper than maxTypeDepth.
+// "" when its type is not read: ref's form does not pin its target's
+// package or receiver (pinsTarget: .M, (.).M, ().M, (q).M are guesses), or
+// it would nest deeper than maxTypeDepth.
 func derivedExpr(ref string) string {
 	if ref == "" || strings.Count(ref, "{") >= maxTypeDepth {
+		return ""
+	}
+	if form, _ := goRefForm(ref); !pinsTarget(form) {
 		return ""
 	}
 	return "{" + ref + "}"
 }
 
-// fieldExpr is the type expression of the value of the selector chain
-// x.f.g (x a local name), "" when x's type is not known.
+// fieldExpr is the type expression of the value of the selector x.f, where
+// x is a local name of a named type (.T or q.T): {.T:f}; "" otherwise. A
+// field of a derived value (x.a.b, or x.f with x := g()) has no type
+// expression: its struct is known only while resolving, so LookupNames
+// could not name it, and a call on it is the plain member call .m.
 func (g *goScope) fieldExpr(chain []string) string {
-	t := typeExpr(g.locals[chain[0]])
-	for _, f := range chain[1:] {
-		if t == "" || strings.Count(t, "{") >= maxTypeDepth {
-			return ""
-		}
-		t = "{" + t + ":" + f + "}"
+	if len(chain) != 2 {
+		return ""
 	}
-	return t
+	t := typeExpr(g.locals[chain[0]])
+	if t == "" || t[0] == '{' {
+		return ""
+	}
+	return "{" + t + ":" + chain[1] + "}"
 }
 
 // goTypeOf judges a type expression's tokens.

@@ -3,6 +3,7 @@ package resolver
 import (
 	"context"
 	"path"
+	"slices"
 	"strings"
 )
 
@@ -18,10 +19,13 @@ import (
 //
 //	{X}.m     method m of the type X denotes
 //
-// where X is either a call reference (any Go CALLS form, derived ones
-// included: f, q.f, (.T).M, {…}.M): the type of its target's first result;
-// or T:fld with T one of .T, q.T, {…}: the type of field fld of struct type
-// T. A derived reference nests at most maxTypeDepth braces.
+// where X is either a call reference that pins its target's package or
+// receiver (pinsTarget: f, q.f, (.T).M, (q.T).M, {…}.M): the type of its
+// target's first result; or T:fld with T one of .T, q.T: the type of field
+// fld of struct type T. Any other X (a guessed call .M, a field of a
+// derived struct {…}:fld) has a type that cannot be told, so the call
+// resolves as derivedFallback. A derived reference nests at most
+// maxTypeDepth braces.
 
 // maxShapeBytes bounds the RawCode that ResultType and FieldTypes read: a
 // function's header, a struct's fields. DecodeSymbol decodes at least this
@@ -45,10 +49,11 @@ func shapeCode(code string) string {
 // ResultType returns the type of a Go function's or method's first result,
 // as its header shows it: "Tx" for `func (db *DB) Begin() (*Tx, error)`,
 // "pgconn.PgConn" for `func f() (c *pgconn.PgConn)`, "List" for `func New()
-// *List[T]`, "-" for a result without methods (error, []T, a type
-// parameter's constraint is not told apart from a type). It is "" for a
-// function without results, any other POI, and a header it cannot read. It
-// is the Result of the POI's Candidate.
+// *List[T]`, "-" for a result without methods (error, []T). It is "" for a
+// function without results, a result whose type is a type parameter (the
+// function's or its receiver's: T of `func Must[T any](v T, err error) T`),
+// any other POI, and a header it cannot read. It is the Result of the POI's
+// Candidate.
 func ResultType(p POI) string {
 	if (p.Type != TypeFunction && p.Type != TypeMethod) || languageOf(p.FilePath) != langGo {
 		return ""
@@ -57,9 +62,11 @@ func ResultType(p POI) string {
 	if !z.next().isIdent("func") {
 		return ""
 	}
+	var params []string // type parameters: the receiver's and the function's
 	t := z.next()
 	if t.isPunct("(") { // the receiver
-		if !skipBalanced(z, "(", ")") {
+		var ok bool
+		if params, ok = receiverTypeParams(z); !ok {
 			return ""
 		}
 		t = z.next()
@@ -69,7 +76,8 @@ func ResultType(p POI) string {
 	}
 	t = z.next()
 	if t.isPunct("[") { // type parameters
-		if !skipBalanced(z, "[", "]") {
+		var ok bool
+		if params, ok = typeParamNames(z, params); !ok {
 			return ""
 		}
 		t = z.next()
@@ -77,18 +85,81 @@ func ResultType(p POI) string {
 	if !t.isPunct("(") || !skipBalanced(z, "(", ")") {
 		return ""
 	}
+	var toks []token
 	if z.peek().isPunct("(") {
 		z.next()
-		return typeName(firstResult(z))
-	}
-	var toks []token
-	for t := z.next(); t.kind != tokEOF && !t.isPunct("{") && len(toks) < maxParamTokens; t = z.next() {
-		if t.nlBefore && len(toks) > 0 {
-			break
+		toks = firstResult(z)
+	} else {
+		for t := z.next(); t.kind != tokEOF && !t.isPunct("{") && len(toks) < maxParamTokens; t = z.next() {
+			if t.nlBefore && len(toks) > 0 {
+				break
+			}
+			toks = append(toks, t)
 		}
-		toks = append(toks, t)
 	}
-	return typeName(toks)
+	return typeNameOutside(toks, params)
+}
+
+// typeNameOutside is typeName(toks), or "" (not known) when toks name one
+// of the type parameters params: a type parameter is not a named type of
+// the package (its methods are its constraint's).
+func typeNameOutside(toks []token, params []string) string {
+	typ := typeName(toks)
+	if slices.Contains(params, typ) {
+		return ""
+	}
+	return typ
+}
+
+// typeParamNames consumes a type parameter list whose "[" is consumed, up
+// to its "]", and appends its names: the first name of each element (K and
+// V of [K comparable, V any], of [K, V any], and of a receiver's [K, V]).
+func typeParamNames(z *tokenizer, names []string) ([]string, bool) {
+	start := true
+	for depth := 1; ; {
+		t := z.next()
+		switch {
+		case t.kind == tokEOF:
+			return names, false
+		case t.isPunct("[") || t.isPunct("(") || t.isPunct("{"):
+			depth++
+		case t.isPunct("]") || t.isPunct(")") || t.isPunct("}"):
+			if depth--; depth == 0 {
+				return names, true
+			}
+		case depth == 1 && t.isPunct(","):
+			start = true
+			continue
+		case depth == 1 && start && t.kind == tokIdent:
+			names = append(names, t.text)
+		}
+		start = false
+	}
+}
+
+// receiverTypeParams consumes a method's receiver whose "(" is consumed, up
+// to its ")", and returns the type parameters its type names (T of `(s
+// *Stack[T])`).
+func receiverTypeParams(z *tokenizer) ([]string, bool) {
+	var names []string
+	for depth := 1; ; {
+		t := z.next()
+		switch {
+		case t.kind == tokEOF:
+			return nil, false
+		case t.isPunct("[") && depth == 1:
+			var ok bool
+			if names, ok = typeParamNames(z, names); !ok {
+				return nil, false
+			}
+		case t.isPunct("("):
+			depth++
+		case t.isPunct(")"):
+			if depth--; depth == 0 {
+				return names, true
+			}
+		}
+	}
 }
 
 // skipBalanced consumes tokens up to the close matching an open already
@@ -177,19 +248,22 @@ func typeName(toks []token) string {
 // as "name type" pairs separated by spaces: `type Conn struct { pgConn
 // *pgconn.PgConn; a, b int; Config }` gives "pgConn pgconn.PgConn a - b -
 // Config Config" (an embedded type is the field named after it). Fields
-// nested in a literal struct type are left out. It is "" for any other POI.
+// nested in a literal struct type, and fields whose type is one of the
+// struct's type parameters, are left out. It is "" for any other POI.
 // It is the Fields of the POI's Candidate.
 func FieldTypes(p POI) string {
 	if p.Type != TypeClass || languageOf(p.FilePath) != langGo {
 		return ""
 	}
 	z := newTokenizer(context.Background(), shapeCode(p.RawCode))
+	var params []string
 	for t := z.next(); ; t = z.next() {
 		switch {
 		case t.kind == tokEOF:
 			return ""
 		case t.isPunct("["): // type parameters
-			if !skipBalanced(z, "[", "]") {
+			var ok bool
+			if params, ok = typeParamNames(z, params); !ok {
 				return ""
 			}
 			continue
@@ -206,7 +280,7 @@ func FieldTypes(p POI) string {
 	var line []token
 	flush := func() {
 		if len(line) > 0 {
-			writeFields(&b, line)
+			writeFields(&b, line, params)
 		}
 		line = line[:0]
 	}
@@ -237,8 +311,9 @@ func FieldTypes(p POI) string {
 }
 
 // writeFields writes the fields of one struct body line: `a, b T "tag"`,
-// `T`, `*q.T`.
-func writeFields(b *strings.Builder, line []token) {
+// `T`, `*q.T`. A field whose type is one of the struct's type parameters
+// params is left out: its type is not known.
+func writeFields(b *strings.Builder, line []token, params []string) {
 	if name := embeddedType(line, true); name != "" {
 		_, short, _ := strings.Cut(name, ".")
 		if short == "" {
@@ -262,6 +337,9 @@ func writeFields(b *strings.Builder, line []token) {
 		return
 	}
 	typ := typeName(line[i:])
+	if slices.Contains(params, typ) {
+		return
+	}
 	if typ == "" {
 		typ = noMethods
 	}
@@ -320,12 +398,14 @@ func splitField(x string) (typ, field string, ok bool) {
 	return "", "", false
 }
 
-// derivedNames appends the names the type expression x depends on: the
-// candidates its lookup reads.
+// derivedNames appends the names the type expression x depends on: every
+// name whose candidates typeOf reads (the functions and methods of the
+// calls X spells, the struct type T of T:fld), so that Lookup given only
+// the candidates of LookupNames resolves as given every candidate.
 func derivedNames(x string, names []string) []string {
 	if typ, _, ok := splitField(x); ok {
-		if inner, ok := splitDerived(typ); ok {
-			return derivedNames(inner, names)
+		if _, derived := splitDerived(typ); derived {
+			return names // a field of a derived struct: typeOf reads nothing
 		}
 		_, name := goRefForm(typ)
 		return append(names, name)
@@ -336,6 +416,23 @@ func derivedNames(x string, names []string) []string {
 		return derivedNames(inner, names)
 	}
 	return names
+}
+
+// pinsTarget reports whether a call reference's form pins its target's
+// package or receiver: f, q.f, (.T).M, (q.T).M and {…}.M do; .M, (.).M,
+// ().M, (q).M and ^.N are guesses among the methods (functions) of a
+// package or of any, so the type of their value is not read from their
+// target's result.
+func pinsTarget(form string) bool {
+	switch {
+	case form == "" || form[0] == '{':
+		return true
+	case form == "." || form == "()" || form == "(.)" || form == "^":
+		return false
+	case form[0] == '(':
+		return strings.Contains(form, ".") // (.T), (q.T); not (q)
+	}
+	return true // q
 }
 
 // goTypeRef is a named type a derived reference found: type name in the
@@ -378,19 +475,17 @@ func typeOf(sourceID, sourceFile, x string, cands []Candidate, depth int) (t goT
 		return goTypeRef{}, false, false
 	}
 	if typ, field, isField := splitField(x); isField {
+		if _, derived := splitDerived(typ); derived {
+			// A field of a derived struct: the struct's name is known only
+			// while resolving, so LookupNames cannot list its candidates.
+			return goTypeRef{}, false, false
+		}
 		var st goTypeRef
-		if inner, derived := splitDerived(typ); derived {
-			var m bool
-			if st, m, ok = typeOf(sourceID, sourceFile, inner, cands, depth+1); !ok || !m {
-				return st, m, ok
-			}
+		q, name := goRefForm(typ)
+		if q == "." {
+			st = goTypeRef{dir: path.Dir(sourceFile), name: name}
 		} else {
-			q, name := goRefForm(typ)
-			if q == "." {
-				st = goTypeRef{dir: path.Dir(sourceFile), name: name}
-			} else {
-				st = goTypeRef{pkg: q, name: name}
-			}
+			st = goTypeRef{pkg: q, name: name}
 		}
 		var found distinctIDs
 		var fields, dir string
@@ -406,9 +501,12 @@ func typeOf(sourceID, sourceFile, x string, cands []Candidate, depth int) (t goT
 		}
 		return typeIn(typeOfField(fields, field), dir)
 	}
+	form, name := goRefForm(x)
+	if !pinsTarget(form) {
+		return goTypeRef{}, false, false
+	}
 	target, outcome := lookupGo(sourceID, sourceFile, Reference{Name: x, Type: Calls}, cands, depth+1)
 	if outcome != Resolved {
-		form, name := goRefForm(x)
 		if form != "" || outcome != Unknown {
 			return goTypeRef{}, false, false
 		}
@@ -424,7 +522,6 @@ func typeOf(sourceID, sourceFile, x string, cands []Candidate, depth int) (t goT
 		}
 		return goTypeRef{dir: path.Dir(sourceFile), name: name}, true, true
 	}
-	_, name := goRefForm(x)
 	for _, c := range cands {
 		if c.POIID == target && c.Name == name {
 			return typeIn(c.Result, path.Dir(c.FileID))

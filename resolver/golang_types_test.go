@@ -1,6 +1,7 @@
 package resolver
 
 import (
+	"slices"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -21,6 +22,10 @@ func TestResultType(t *testing.T) {
 		{"ErrorResult", TypeMethod, "func (r *Rows) Err() error {", "-"},
 		{"SliceResult", TypeFunction, "func f() []*T {", "-"},
 		{"NoResult", TypeFunction, "func f(x interface{}) {", ""},
+		{"TypeParameterResult", TypeFunction, "func Must[T any](v T, err error) T {", ""},
+		{"TypeParametersSharingAConstraint", TypeFunction, "func Pick[K, V comparable](m map[K]V) *V {", ""},
+		{"ReceiverTypeParameterResult", TypeMethod, "func (s *Stack[T]) Pop() (T, bool) {", ""},
+		{"GenericTypeOfATypeParameter", TypeMethod, "func (s *Stack[T]) Top() *Node[T] {", "Node"},
 		{"NotAGoFunction", TypeClass, "T struct{}", ""},
 	}
 	for _, tt := range tests {
@@ -44,6 +49,7 @@ func TestFieldTypes(t *testing.T) {
 			"a Conn b Conn n - m - fn -"},
 		{"NestedLiteralStruct", "T struct {\n\tinner struct {\n\t\tx Conn\n\t}\n\tc *Conn\n}", "inner - c Conn"},
 		{"SemicolonsAndGenerics", "List[T any] struct { head *Node[T]; n int }", "head Node n -"},
+		{"TypeParameterFieldsAreLeftOut", "Pair[K comparable, V any] struct {\n\tk K\n\tv *V\n\tnext *Pair[K, V]\n}", "next Pair"},
 		{"NotAStruct", "Level int", ""},
 		{"Alias", "Tx = pgx.Tx", ""},
 	}
@@ -95,7 +101,11 @@ func TestLookup_GoDerived(t *testing.T) {
 		{"UnknownFunctionFallsBackToThePackage", "sql/sql.go", "{missing}.Err", "Err", Resolved},
 		{"FieldOfTheReceiverType", "pgx/conn.go", "{.Conn:pgConn}.Exec", "PgConn.Exec", Resolved},
 		{"FieldOfAnExternalType", "pgx/conn.go", "{.Conn:mu}.Lock", "", Unknown},
-		{"FieldOfAField", "pgx/conn.go", "{{.Conn:cfg}:Config}.Copy", "Config.Copy", Resolved},
+		// A field of a derived struct is read as the plain member call: its
+		// struct's name is known only while resolving, so LookupNames
+		// cannot list it.
+		{"FieldOfAFieldFallsBackToAnyPackage", "pgx/conn.go", "{{.Conn:cfg}:Config}.Copy", "Config.Copy", Resolved},
+		{"FieldOfAResultFallsBackToAnyPackage", "sql/sql_test.go", "{{newTestDB}:conn}.Close", "", Ambiguous},
 		{"FieldOfATypeOfANamedPackage", "cmd/main.go", "{pgx.Conn:pgConn}.Exec", "PgConn.Exec", Resolved},
 		{"UnknownFieldFallsBackToAnyPackage", "pgx/conn.go", "{.Conn:other}.Lock", "Lock", Resolved},
 	}
@@ -105,7 +115,81 @@ func TestLookup_GoDerived(t *testing.T) {
 			got, outcome := Lookup("src", tt.file, Reference{Name: tt.ref, Type: Calls}, cands)
 			require.Equal(t, tt.outcome, outcome)
 			require.Equal(t, tt.want, got)
+			requireLookupNamesSuffice(t, tt.file, Reference{Name: tt.ref, Type: Calls}, cands)
 		})
+	}
+}
+
+// requireLookupNamesSuffice checks the invariant the worker and
+// internal/accuracy rely on: Lookup given only the candidates named by
+// LookupNames(ref) resolves ref as Lookup given every candidate.
+func requireLookupNamesSuffice(t *testing.T, file string, ref Reference, cands []Candidate) {
+	t.Helper()
+	names := LookupNames(ref)
+	var sub []Candidate
+	for _, c := range cands {
+		if slices.Contains(names, c.Name) {
+			sub = append(sub, c)
+		}
+	}
+	wantT, wantO := Lookup("src", file, ref, cands)
+	gotT, gotO := Lookup("src", file, ref, sub)
+	require.Equal(t, wantO, gotO, "%s: LookupNames %v", ref.Name, names)
+	require.Equal(t, wantT, gotT, "%s: LookupNames %v", ref.Name, names)
+}
+
+// TestLookup_GoDerivedReadsOnlyLookupNames: a field of a derived struct
+// ({{.Conn:cfg}:Config}.Copy, {{newConn}:Config}.Copy) reads a struct whose
+// name its reference does not spell; it resolves as the plain member call,
+// from the candidates LookupNames lists.
+func TestLookup_GoDerivedReadsOnlyLookupNames(t *testing.T) {
+	t.Parallel()
+
+	cands := []Candidate{
+		{POIID: "Conn", FileID: "pgx/conn.go", Name: "Conn", Type: TypeClass, Fields: "cfg ConnConfig"},
+		{POIID: "ConnConfig", FileID: "pgx/conn.go", Name: "ConnConfig", Type: TypeClass, Fields: "Config pgconn.Config"},
+		{POIID: "Config.Copy", FileID: "pgx/pgconn/config.go", Name: "Copy", Type: TypeMethod, Receiver: "Config"},
+		{POIID: "other.Copy", FileID: "x/other.go", Name: "Copy", Type: TypeMethod, Receiver: "Other"},
+		{POIID: "newConn", FileID: "pgx/conn.go", Name: "newConn", Type: TypeFunction, Result: "ConnConfig"},
+	}
+	for _, name := range []string{"{{.Conn:cfg}:Config}.Copy", "{{newConn}:Config}.Copy", "{{{newConn}.x}:Config}.Copy",
+		"{.Conn:cfg}.Copy", "{newConn}.Copy", "{{.Conn:cfg}.x}.Copy"} {
+		requireLookupNamesSuffice(t, "pgx/conn.go", Reference{Name: name, Type: Calls}, cands)
+	}
+	_, outcome := Lookup("src", "pgx/conn.go", Reference{Name: "{{newConn}:Config}.Copy", Type: Calls}, cands)
+	require.Equal(t, Ambiguous, outcome)
+}
+
+// TestLookup_GoDerivedTrustsOnlyAPinnedCall: the type of a call's value is
+// read from its target's result only when the call's form pins a package or
+// a receiver (f, q.f, (.T).M, (q.T).M, {…}.M). A call on a value of unknown
+// type (.M, (.).M, ().M, (q).M) is a guess: the method call on its value
+// resolves as the plain member call.
+func TestLookup_GoDerivedTrustsOnlyAPinnedCall(t *testing.T) {
+	t.Parallel()
+
+	cands := []Candidate{
+		{POIID: "Store.Open", FileID: "store/store.go", Name: "Open", Type: TypeMethod, Receiver: "Store", Result: "File"},
+		{POIID: "File.Close", FileID: "store/file.go", Name: "Close", Type: TypeMethod, Receiver: "File"},
+		{POIID: "Conn.Close", FileID: "db/conn.go", Name: "Close", Type: TypeMethod, Receiver: "Conn"},
+	}
+	_, before := Lookup("src", "app/run.go", Reference{Name: ".Close", Type: Calls}, cands)
+	require.Equal(t, Ambiguous, before)
+	for _, tt := range []struct{ file, ref, want string }{
+		{"app/run.go", "{.Open}.Close", ""},
+		{"store/run.go", "{(.).Open}.Close", ""},
+		{"store/run.go", "{().Open}.Close", ""},
+		{"app/run.go", "{(store).Open}.Close", ""},
+		{"store/run.go", "{(.Store).Open}.Close", "File.Close"},
+		{"app/run.go", "{(store.Store).Open}.Close", "File.Close"},
+	} {
+		got, outcome := Lookup("src", tt.file, Reference{Name: tt.ref, Type: Calls}, cands)
+		if tt.want == "" {
+			require.Equal(t, Ambiguous, outcome, "%s links to %s", tt.ref, got)
+		} else {
+			require.Equal(t, tt.want, got, tt.ref)
+		}
+		requireLookupNamesSuffice(t, tt.file, Reference{Name: tt.ref, Type: Calls}, cands)
 	}
 }
 
@@ -119,7 +203,7 @@ func TestLookupNames(t *testing.T) {
 		{Reference{Name: "(.DB).Close", Type: Calls}, []string{"Close"}},
 		{Reference{Name: "{newTestDB}.Close", Type: Calls}, []string{"Close", "newTestDB"}},
 		{Reference{Name: "{{newTestDB}.Begin}.Commit", Type: Calls}, []string{"Begin", "Commit", "newTestDB"}},
-		{Reference{Name: "{{.Conn:cfg}:Config}.Copy", Type: Calls}, []string{"Conn", "Copy"}},
+		{Reference{Name: "{{.Conn:cfg}:Config}.Copy", Type: Calls}, []string{"Copy"}},
 		{Reference{Name: "{pgx.Conn:pgConn}.Exec", Type: Calls}, []string{"Conn", "Exec"}},
 		{Reference{Name: "{(.DB).Close}.Close", Type: Calls}, []string{"Close"}},
 		{Reference{Name: "sym:{x}.y", Type: Calls}, []string{"sym:{x}.y"}},

@@ -90,9 +90,20 @@ func TestExtract_GoCalls(t *testing.T) {
 			// on a field of a field, x := s.conn then x.Close().
 			name: "FieldsOfTypedValuesAreDerived",
 			poi: goPOI(TypeMethod, "Exec", "func (c *Conn) Exec(ctx context.Context, s *q.Stmt) {\n\tc.pgConn.Exec(ctx)\n"+
-				"\ts.conn.cfg.Copy()\n\tx := s.conn\n\tx.Close()\n\ty := c.pgConn.Conn()\n\ty.Close()\n\tz := c.a.b.c.d.e()\n}"),
-			want: refs(Calls, ".e", "{.Conn:pgConn}.Conn", "{.Conn:pgConn}.Exec", "{q.Stmt:conn}.Close",
-				"{{.Conn:pgConn}.Conn}.Close", "{{q.Stmt:conn}:cfg}.Copy"),
+				"\ts.conn.cfg.Copy()\n\tx := s.conn\n\tx.Close()\n\ty := c.pgConn.Conn()\n\ty.Close()\n\tz := c.a.b.c.d.e()\n"+
+				"\tw := newW()\n\tw.f.Get()\n\tv := w.f\n\tv.Put()\n}"),
+			// A field of a derived struct (s.conn.cfg, w.f) is read as a value
+			// of unknown type: its struct is known only while resolving.
+			want: refs(Calls, ".Copy", ".Get", ".Put", ".e", "newW", "{.Conn:pgConn}.Conn", "{.Conn:pgConn}.Exec",
+				"{q.Stmt:conn}.Close", "{{.Conn:pgConn}.Conn}.Close"),
+		},
+		{
+			// Only a call whose form pins a package or a receiver gives its
+			// value a derived type: z.Open() on a z of unknown type is a guess.
+			name: "ValuesOfGuessedCallsAreNotDerived",
+			poi: goPOI(TypeMethod, "Run", "func (r *R) Run(z any, p *q.P) {\n\tfor _, s := range stores {\n\t\tf := s.Open()\n\t\tf.Close()\n\t}\n"+
+				"\tg := p.Get()\n\tg.Put()\n\th := q.V.Make()\n\th.Use()\n}"),
+			want: refs(Calls, "(q).Make", "(q.P).Get", ".Close", ".Open", ".Use", "{(q.P).Get}.Put"),
 		},
 		{
 			name: "DerivedTypesNestAtMostThreeDeep",

@@ -149,8 +149,9 @@ func TargetName(ref Reference) string {
 // TargetName(ref) and, for a Go derived reference ({X}.m, see the package
 // documentation), the names X's type is read from (the functions and
 // methods whose result it is, the struct types whose fields it names), each
-// once. A publish that changes the definition of any of them can change
-// ref's resolution.
+// once. Lookup given only the candidates of these names resolves ref as
+// given every candidate. A publish that changes the definition of any of
+// them can change ref's resolution.
 func LookupNames(ref Reference) []string {
 	target := TargetName(ref)
 	if !IsDerived(ref) {

@@ -87,3 +87,41 @@ func TestEndToEnd_DerivedReferencesFollowTheirDependencies(t *testing.T) {
 		"db/db.go:Close CALLS db/conn.go:Close",
 	}, relationships(t, e.db.Pool))
 }
+
+// TestEndToEnd_DerivedReferenceFollowsAStructOfAnotherFile: a method call
+// on a field (s.db.Close() in app/handler.go) whose struct (Server) is
+// declared in another file resolves again when a publish of that file
+// changes the field's type: only through depends, since the referring
+// file is not published again.
+func TestEndToEnd_DerivedReferenceFollowsAStructOfAnotherFile(t *testing.T) {
+	t.Parallel()
+	const (
+		method, class = "method_definition", "class_declaration"
+	)
+	dbFile := goFile("db/db.go",
+		[3]string{class, "DB", "type DB struct{}"},
+		[3]string{method, "Close", "func (d *DB) Close() error {\n\treturn nil\n}"})
+	connFile := goFile("db/conn.go",
+		[3]string{class, "Conn", "type Conn struct{}"},
+		[3]string{method, "Close", "func (c *Conn) Close() error {\n\treturn nil\n}"})
+	serverFile := func(field string) outbox.Analysis {
+		return goFile("app/server.go",
+			[3]string{class, "Server", "type Server struct {\n\tdb *db." + field + "\n}"})
+	}
+	handlerFile := goFile("app/handler.go",
+		[3]string{method, "handle", "func (s *Server) handle() {\n\ts.db.Close()\n}"})
+
+	e := setupE2E(t, 4)
+	e.start(t)
+	for _, a := range []outbox.Analysis{handlerFile, serverFile("DB"), dbFile, connFile} {
+		e.publish(t, a)
+	}
+	waitDrained(t, e.db.Pool)
+	require.Equal(t, []string{"app/handler.go:handle CALLS db/db.go:Close"}, relationships(t, e.db.Pool))
+
+	for _, tt := range []struct{ field, want string }{{"Conn", "db/conn.go:Close"}, {"DB", "db/db.go:Close"}} {
+		e.publish(t, serverFile(tt.field))
+		waitDrained(t, e.db.Pool)
+		require.Equal(t, []string{"app/handler.go:handle CALLS " + tt.want}, relationships(t, e.db.Pool), tt.field)
+	}
+}

@@ -114,12 +114,14 @@ const (
 // in.version (a newer publish replaced its POIs) writes neither its
 // references nor its failures, only the re-resolution of in.changed.
 //
-// Locking order: the file's row (FOR SHARE), the global lock, the barrier
-// and name locks (queueLocks), then the rows of other files whose
-// references are rewritten (FOR SHARE, in file_id order); nothing a
-// publisher waits on is written before. Every lock is transaction-scoped:
-// the protocol keeps no state in the session, so it works through a
-// transaction-pooling connection pooler.
+// Locking order: the file's row (FOR SHARE), the global lock and, for a
+// referrer that changed nothing, its stamp lock (one statement); for a
+// changer, the barrier, then its stamp lock and the name locks
+// (queueLocks); then the rows of other files whose references are
+// rewritten (FOR SHARE, in file_id order), and last the poi_references rows
+// written (in key order); nothing a publisher waits on is written before.
+// Every lock is transaction-scoped: the protocol keeps no state in the
+// session, so it works through a transaction-pooling connection pooler.
 //
 // The batch's own references are upserted: a reprocess job may have stored
 // some of them since the publish, and the batch's resolution replaces
@@ -328,21 +330,37 @@ const stampLockSQL = `pg_advisory_xact_lock_shared($3::bigint + pg_snapshot_xmin
 //
 // A changer holds its stamp lock, from before it reads the symbol table
 // until it commits, whether it refers to names or not: the derived
-// references it re-resolves (resolver.LookupNames: they look up more than
-// one name) get its stamp, and a changer of one of their other names must
-// wait for it in its barrier, as for a referrer.
+// references it re-resolves (resolver.IsDerived: found through the names
+// they look up, resolver.LookupNames) are left stamped at or below its
+// stamp, and a changer of one of their other names must wait for it in its
+// barrier, as for a referrer. Its key is the xmin of the snapshot of the
+// statement that takes it, after the barrier: at least the changer's stamp
+// (taken earlier), and no greater than any publish the changer's reading
+// misses, which is what the barrier needs of a key.
 //
 // Changers of one name must not interleave (each reads the symbol table and
 // rewrites the same references), so a changer holds, until commit, an
 // exclusive lock on each name it changed.
 //
-// Deadlock freedom: a changer takes no stamp lock and no name lock before
-// its barrier, so a changer waiting in its barrier holds none another
-// changer's barrier waits for. Name locks are taken in ascending key order,
-// and only after the barrier, so a chain of waits on them climbs in key
-// order and cannot close. A batch that changed more than maxNameLocks names
-// takes the global lock exclusively instead, which waits out every running
-// batch and keeps new ones out.
+// Deadlock freedom among advisory locks: a changer takes no stamp lock and
+// no name lock before its barrier, so a changer waiting in its barrier
+// holds none another changer's barrier waits for. Name locks are taken in
+// ascending key order, and only after the barrier, so a chain of waits on
+// them climbs in key order and cannot close. A batch that changed more
+// than maxNameLocks names takes the global lock exclusively instead, which
+// waits out every running batch and keeps new ones out.
+//
+// Row locks on files can close a cycle through them: a changer holds its
+// own file's row (FOR SHARE) while it waits in its barrier or for a name
+// lock; the holder of that lock waits to share-lock the row of a referring
+// file; a publish of several files (which locks their rows FOR UPDATE in
+// file_id order) holds that row and waits for the changer's file's row.
+// PostgreSQL's deadlock detector then aborts one of the transactions
+// (SQLSTATE 40P01) and the others go on. A batch so aborted rolls back
+// whole and River retries its job; a publisher so aborted gets the error
+// from PublishTx or PublishManyTx with nothing of the publish written (its
+// savepoint is rolled back) and its own transaction still usable, and may
+// publish again.
 func queueLocks(b *pgx.Batch, changed []string, publishXID int64) {
 	keys := make(map[int64]bool, len(changed))
 	for _, n := range changed {
@@ -517,12 +535,15 @@ func queueStaleRefs(b *pgx.Batch, fileID string, changed []string, publishXID in
 // such references are simply cleared; the other references are looked up
 // one by one with the same rule as the batch's own, and a reference whose
 // target changed gets its new one (or none). A derived reference
-// (resolver.IsDerived: found through the names it looks up) is written whether its
-// target changed or not, stamped with resolvedXmin: the changers of its
-// other names are not serialized with this one by a name lock, so its stamp
-// must show what this resolution saw (see queueLocks). The rows are written
-// in key order, so two changers rewriting the same references cannot
-// deadlock.
+// (resolver.IsDerived: found through the names it looks up) is left stamped
+// at or below resolvedXmin: the changers of its other names are not
+// serialized with this one by a name lock, and one whose publish this
+// reading missed must find it again (see queueLocks). So it is written,
+// stamped with resolvedXmin, when its target changed or its stamp is above
+// resolvedXmin; one whose target is unchanged and whose stamp is not above
+// resolvedXmin is not written (a lower stamp only makes more changers
+// resolve it again). The rows are written in key order, so two changers
+// rewriting the same references cannot deadlock.
 func queueReresolve(b *pgx.Batch, jobID int64, fileID, resolvedXmin string, changed []string, cands map[string][]resolver.Candidate, refs []storedRef, written *int64) int {
 	type nameType struct{ name, typ string }
 	ambiguous := map[nameType]bool{}
@@ -579,7 +600,7 @@ func queueReresolve(b *pgx.Batch, jobID int64, fileID, resolvedXmin string, chan
 			    resolved_xmin = CASE WHEN r.depends IS NULL THEN r.resolved_xmin ELSE $7::xid8 END
 			FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[]) AS u(src, name, type, tgt, tgt_file)
 			WHERE r.source_poi_id = u.src AND r.type = u.type AND r.name = u.name
-			  AND (r.target_poi_id IS DISTINCT FROM u.tgt OR r.depends IS NOT NULL)
+			  AND (r.target_poi_id IS DISTINCT FROM u.tgt OR (r.depends IS NOT NULL AND r.resolved_xmin > $7::xid8))
 			RETURNING r.target_poi_id IS NOT NULL`,
 			e.src, e.name, e.typ, e.tgt, e.tgtFile, jobID, resolvedXmin).Query(func(rows pgx.Rows) error {
 			for rows.Next() {
