@@ -33,7 +33,7 @@ type failedListData struct {
 
 // searchScan is how many rows a page of a message search reads at most:
 // a rare text is searched for a page at a time, in bounded time.
-const searchScan = 50_000
+const searchScan = 20_000
 
 // failedList lists failed_pois rows matching the filter, a keyset page at a
 // time.
