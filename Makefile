@@ -80,6 +80,7 @@ fuzz:
 	$(GO) test -run '^$$' -fuzz '^FuzzDecodeAnalysis$$' -fuzztime $(FUZZTIME) ./outbox/
 	$(GO) test -run '^$$' -fuzz '^FuzzExtract$$' -fuzztime $(FUZZTIME) ./resolver/
 	$(GO) test -run '^$$' -fuzz '^FuzzDecodePOI$$' -fuzztime $(FUZZTIME) ./resolver/
+	$(GO) test -run '^$$' -fuzz '^FuzzLookupNames$$' -fuzztime $(FUZZTIME) ./resolver/
 	$(GO) test -run '^$$' -fuzz '^FuzzSignature$$' -fuzztime $(FUZZTIME) ./deadletter/
 	$(GO) test -run '^$$' -fuzz '^FuzzRedact$$' -fuzztime $(FUZZTIME) ./config/
 	$(GO) test -run '^$$' -fuzz '^FuzzString$$' -fuzztime $(FUZZTIME) ./internal/termout/

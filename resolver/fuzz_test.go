@@ -121,3 +121,59 @@ func FuzzDecodePOI(f *testing.F) {
 		require.Equal(t, p, p2)
 	})
 }
+
+// lookupUniverse is a small Go tree of every kind of candidate a derived
+// lookup reads: functions with result types, structs with fields (embedded,
+// qualified, of type parameters), methods on several receivers, in several
+// packages.
+var lookupUniverse = []Candidate{
+	{POIID: "Conn", FileID: "pgx/conn.go", Name: "Conn", Type: TypeClass, Fields: "cfg ConnConfig, pgConn pgconn.PgConn, Logger"},
+	{POIID: "ConnConfig", FileID: "pgx/conn.go", Name: "ConnConfig", Type: TypeClass, Fields: "Config pgconn.Config"},
+	{POIID: "PgConn", FileID: "pgx/pgconn/pgconn.go", Name: "PgConn", Type: TypeClass, Fields: "conn net.Conn"},
+	{POIID: "Config", FileID: "pgx/pgconn/config.go", Name: "Config", Type: TypeClass},
+	{POIID: "Logger", FileID: "pgx/log.go", Name: "Logger", Type: TypeInterface},
+	{POIID: "Config.Copy", FileID: "pgx/pgconn/config.go", Name: "Copy", Type: TypeMethod, Receiver: "Config"},
+	{POIID: "ConnConfig.Copy", FileID: "pgx/conn.go", Name: "Copy", Type: TypeMethod, Receiver: "ConnConfig", Result: "ConnConfig"},
+	{POIID: "Other.Copy", FileID: "x/other.go", Name: "Copy", Type: TypeMethod, Receiver: "Other"},
+	{POIID: "PgConn.Exec", FileID: "pgx/pgconn/pgconn.go", Name: "Exec", Type: TypeMethod, Receiver: "PgConn", Result: "MultiResultReader"},
+	{POIID: "Conn.Exec", FileID: "pgx/conn.go", Name: "Exec", Type: TypeMethod, Receiver: "Conn", Result: "-"},
+	{POIID: "Conn.Begin", FileID: "pgx/conn.go", Name: "Begin", Type: TypeMethod, Receiver: "Conn", Result: "Tx"},
+	{POIID: "Tx.Commit", FileID: "pgx/tx.go", Name: "Commit", Type: TypeMethod, Receiver: "Tx"},
+	{POIID: "Tx", FileID: "pgx/tx.go", Name: "Tx", Type: TypeClass, Fields: "conn *Conn"},
+	{POIID: "Connect", FileID: "pgx/conn.go", Name: "Connect", Type: TypeFunction, Result: "Conn"},
+	{POIID: "pgconn.Connect", FileID: "pgx/pgconn/pgconn.go", Name: "Connect", Type: TypeFunction, Result: "PgConn"},
+	{POIID: "Must", FileID: "pgx/must.go", Name: "Must", Type: TypeFunction, Result: "T"},
+	{POIID: "New", FileID: "pgx/new.go", Name: "New", Type: TypeFunction, Result: "Conn"},
+	{POIID: "Conn.New", FileID: "pgx/conn.go", Name: "New", Type: TypeMethod, Receiver: "Conn"},
+}
+
+// FuzzLookupNames holds the invariant the worker's single candidate read
+// relies on: a reference's lookup reads only the candidates of the names
+// LookupNames lists. For any reference name, and for every reference the
+// Go extractor emits from any code, Lookup over LookupNames' candidates
+// equals Lookup over the whole tree.
+func FuzzLookupNames(f *testing.F) {
+	for _, s := range []struct{ name, code string }{
+		{"{Connect}.Exec", "func f() {\n\tc := Connect()\n\tc.Exec()\n}"},
+		{"{.Conn:pgConn}.Exec", "func (c *Conn) f() {\n\tc.pgConn.Exec()\n\tc.cfg.Config.Copy()\n}"},
+		{"{{.Conn:cfg}:Config}.Copy", "func f() {\n\ttx, err := Connect().Begin()\n\ttx.Commit()\n}"},
+		{"{{Connect}.Begin}.Commit", "func f() {\n\tc := pgconn.Connect()\n\tc.Exec()\n}"},
+		{"{pgconn.Connect}.Exec", "func f() {\n\tx := Must(g())\n\tx.Copy()\n}"},
+		{"{Must}.Copy", "func f() {\n\tfor _, c := range cs {\n\t\tc.Exec()\n\t}\n}"},
+		{"{New}.New", "func f() {\n\tn := New()\n\tn.New()\n}"},
+		{"(.Conn).Exec", "func (c Conn) g() { c.Exec(); c.cfg.Copy() }"},
+		{"{.Tx:conn}.Begin", "func (tx *Tx) g() { tx.conn.Begin() }"},
+		{"{{{{x}}}}.y", "func f() { a.b.c.d.e() }"},
+	} {
+		f.Add(s.name, s.code)
+	}
+	f.Fuzz(func(t *testing.T, name, code string) {
+		requireLookupNamesSuffice(t, "pgx/conn.go", Reference{Name: name, Type: Calls}, lookupUniverse)
+		p := POI{ID: "p", Type: TypeFunction, Name: "f", FilePath: "pgx/conn.go", RawCode: code}
+		refs, err := Extract(context.Background(), p)
+		require.NoError(t, err)
+		for _, ref := range refs {
+			requireLookupNamesSuffice(t, "pgx/conn.go", ref, lookupUniverse)
+		}
+	})
+}

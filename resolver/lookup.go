@@ -242,7 +242,10 @@ func lookupGo(sourceID, sourceFile string, ref Reference, cands []Candidate, dep
 	switch {
 	case form == "" || form == "()" || form == "(.)" || form == "." || form == "^":
 	case form[0] == '(':
-		// (q), (.T) or (q.T)
+		// (q), (.T) or (q.T); a malformed form names nothing
+		if len(form) < 2 || form[len(form)-1] != ')' {
+			return "", Unknown
+		}
 		pkg = form[1 : len(form)-1]
 		if i := strings.IndexByte(pkg, '.'); i >= 0 {
 			pkg, recv = pkg[:i], pkg[i+1:]
