@@ -272,20 +272,10 @@ func (s *Store) ListPage(ctx context.Context, f Filter, p Page) (*PageResult, er
 // Cursor is r's position in the listing order.
 func (r *Record) Cursor() Cursor { return Cursor{FailedAt: r.FailedAt, ID: r.ID} }
 
-// Event is one audit event in dead_letter_events.
-type Event struct {
-	ID         int64           `json:"id"`
-	OccurredAt time.Time       `json:"occurred_at"`
-	Actor      string          `json:"actor"`
-	Action     string          `json:"action"`
-	ItemCount  int64           `json:"item_count"`
-	Details    json.RawMessage `json:"details"`
-}
-
 // Events returns the audit events that name row id, newest first, at most
 // limit: ignores and reprocess runs that listed it by id, and the outcomes
 // recorded by the River jobs that worked it (in.Jobs).
-func (s *Store) Events(ctx context.Context, in *Inspection, limit int) ([]Event, error) {
+func (s *Store) Events(ctx context.Context, in *Inspection, limit int) ([]deadletter.Event, error) {
 	if limit <= 0 {
 		limit = 50
 	}
@@ -293,7 +283,7 @@ func (s *Store) Events(ctx context.Context, in *Inspection, limit int) ([]Event,
 	for i, j := range in.Jobs {
 		jobs[i] = j.ID
 	}
-	rows, err := s.pool.Query(ctx, `
+	events, err := deadletter.QueryEvents(ctx, s.pool, `
 		SELECT id, occurred_at, actor, action, item_count, details::text FROM dead_letter_events
 		WHERE target = 'failed_pois'
 		  AND (details->'ids' @> jsonb_build_array($1::bigint)
@@ -302,21 +292,7 @@ func (s *Store) Events(ctx context.Context, in *Inspection, limit int) ([]Event,
 	if err != nil {
 		return nil, fmt.Errorf("error reading audit events of failed_pois row %d: %w", in.ID, err)
 	}
-	defer rows.Close()
-	out := []Event{}
-	for rows.Next() {
-		var e Event
-		var details string
-		if err := rows.Scan(&e.ID, &e.OccurredAt, &e.Actor, &e.Action, &e.ItemCount, &details); err != nil {
-			return nil, fmt.Errorf("error reading audit events of failed_pois row %d: %w", in.ID, err)
-		}
-		e.OccurredAt, e.Details = e.OccurredAt.UTC(), json.RawMessage(details)
-		out = append(out, e)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("error reading audit events of failed_pois row %d: %w", in.ID, err)
-	}
-	return out, nil
+	return events, nil
 }
 
 // JobRef is one River job involved with a row.
@@ -617,23 +593,7 @@ func (s *Store) Hourly(ctx context.Context, since time.Time, status Status) ([]H
 		SELECT hour, sum(n)::bigint FROM failed_pois_hourly_counts
 		WHERE hour >= date_trunc('hour', $1::timestamptz, 'UTC') AND ($2 = '' OR status = $2)
 		GROUP BY hour HAVING sum(n) <> 0 ORDER BY hour`, since, string(status))
-	if err != nil {
-		return nil, fmt.Errorf("error counting failures per hour: %w", err)
-	}
-	defer rows.Close()
-	out := []HourCount{}
-	for rows.Next() {
-		var h HourCount
-		if err := rows.Scan(&h.Hour, &h.Count); err != nil {
-			return nil, fmt.Errorf("error counting failures per hour: %w", err)
-		}
-		h.Hour = h.Hour.UTC()
-		out = append(out, h)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("error counting failures per hour: %w", err)
-	}
-	return out, nil
+	return collectHours(rows, err)
 }
 
 // analyzeRows is Analyze for any filter: it reads the rows f selects.
@@ -692,23 +652,7 @@ func (s *Store) PerHour(ctx context.Context, f Filter) ([]HourCount, error) {
 	rows, err := s.pool.Query(ctx, `
 		SELECT date_trunc('hour', failed_at, 'UTC'), count(*) FROM failed_pois WHERE `+f.where(a, "")+`
 		GROUP BY 1 ORDER BY 1`, a.vals...)
-	if err != nil {
-		return nil, fmt.Errorf("error counting failures per hour: %w", err)
-	}
-	defer rows.Close()
-	out := []HourCount{}
-	for rows.Next() {
-		var h HourCount
-		if err := rows.Scan(&h.Hour, &h.Count); err != nil {
-			return nil, fmt.Errorf("error counting failures per hour: %w", err)
-		}
-		h.Hour = h.Hour.UTC()
-		out = append(out, h)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("error counting failures per hour: %w", err)
-	}
-	return out, nil
+	return collectHours(rows, err)
 }
 
 // Export calls fn for every row matching f, in id order, with every column,
@@ -949,4 +893,22 @@ func (s *Store) Purge(ctx context.Context, p PurgeFilter, actor string) (int64, 
 			return total, nil
 		}
 	}
+}
+
+// collectHours reads the (hour, count) rows of a query (rows, err are its
+// results), hours in UTC.
+func collectHours(rows pgx.Rows, err error) ([]HourCount, error) {
+	if err == nil {
+		var out []HourCount
+		out, err = pgx.AppendRows(make([]HourCount, 0), rows, func(row pgx.CollectableRow) (HourCount, error) {
+			var h HourCount
+			err := row.Scan(&h.Hour, &h.Count)
+			h.Hour = h.Hour.UTC()
+			return h, err
+		})
+		if err == nil {
+			return out, nil
+		}
+	}
+	return nil, fmt.Errorf("error counting failures per hour: %w", err)
 }

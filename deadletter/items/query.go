@@ -149,24 +149,14 @@ func (s *Store) ListPage(ctx context.Context, f Filter, after *Cursor, limit int
 	return collectItems(rows)
 }
 
-// Event is one audit event in dead_letter_events.
-type Event struct {
-	ID         int64           `json:"id"`
-	OccurredAt time.Time       `json:"occurred_at"`
-	Actor      string          `json:"actor"`
-	Action     string          `json:"action"`
-	ItemCount  int64           `json:"item_count"`
-	Details    json.RawMessage `json:"details"`
-}
-
 // Events returns the audit events about item itemID of job jobID, newest
 // first, at most limit: those naming the item, and the job's events that
 // name no single item (retries, purges, clears).
-func (s *Store) Events(ctx context.Context, jobID, itemID string, limit int) ([]Event, error) {
+func (s *Store) Events(ctx context.Context, jobID, itemID string, limit int) ([]deadletter.Event, error) {
 	if limit <= 0 {
 		limit = 50
 	}
-	rows, err := s.pool.Query(ctx, `
+	events, err := deadletter.QueryEvents(ctx, s.pool, `
 		SELECT id, occurred_at, actor, action, item_count, details::text FROM dead_letter_events
 		WHERE target = 'dead_lettered_items' AND details->>'job_id' = $1
 		  AND (details->>'item_id' = $2 OR NOT details ? 'item_id')
@@ -174,21 +164,7 @@ func (s *Store) Events(ctx context.Context, jobID, itemID string, limit int) ([]
 	if err != nil {
 		return nil, fmt.Errorf("error reading audit events of item %q of job %q: %w", itemID, jobID, err)
 	}
-	defer rows.Close()
-	out := []Event{}
-	for rows.Next() {
-		var e Event
-		var details string
-		if err := rows.Scan(&e.ID, &e.OccurredAt, &e.Actor, &e.Action, &e.ItemCount, &details); err != nil {
-			return nil, fmt.Errorf("error reading audit events of item %q of job %q: %w", itemID, jobID, err)
-		}
-		e.OccurredAt, e.Details = e.OccurredAt.UTC(), json.RawMessage(details)
-		out = append(out, e)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("error reading audit events of item %q of job %q: %w", itemID, jobID, err)
-	}
-	return out, nil
+	return events, nil
 }
 
 func collectItems(rows pgx.Rows) ([]*Item, error) {

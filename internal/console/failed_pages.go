@@ -13,6 +13,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/relay-dev/relay/deadletter"
 	"github.com/relay-dev/relay/deadletter/failed"
 )
 
@@ -88,7 +89,7 @@ func (c *Console) failedGroups(w http.ResponseWriter, r *http.Request) error {
 
 type failedDetailData struct {
 	Row    *failed.Inspection
-	Events []failed.Event
+	Events []deadletter.Event
 }
 
 func parseID(s, field string) (int64, error) {

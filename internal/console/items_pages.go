@@ -11,6 +11,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/relay-dev/relay/deadletter"
 	"github.com/relay-dev/relay/deadletter/items"
 	"github.com/relay-dev/relay/internal/agent"
 	"github.com/relay-dev/relay/internal/mapreduce"
@@ -72,7 +73,7 @@ func (c *Console) itemsGroups(w http.ResponseWriter, r *http.Request) error {
 
 type itemDetailData struct {
 	Item   *items.Item
-	Events []items.Event
+	Events []deadletter.Event
 }
 
 // itemDetail shows one item: its data, attempt history, log paths and
