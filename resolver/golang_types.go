@@ -565,11 +565,5 @@ func lookupDerived(sourceID, sourceFile, x, name string, cands []Candidate, dept
 			ids.add(c.POIID)
 		}
 	}
-	switch {
-	case ids.count > 1:
-		return "", Ambiguous
-	case ids.count == 1:
-		return ids.first, Resolved
-	}
-	return "", Unknown
+	return decide(ids)
 }

@@ -105,7 +105,21 @@ func Lookup(sourceID, sourceFile string, ref Reference, cands []Candidate) (targ
 		}
 		global.add(c.POIID)
 	}
-	for _, ids := range []distinctIDs{local, global} {
+	return decide(local, global)
+}
+
+// distinctIDs counts distinct ids, up to two.
+type distinctIDs struct {
+	first string
+	count int
+}
+
+// decide is the outcome of a lookup whose candidates were counted in tiers,
+// the preferred first: the first tier holding any candidate decides,
+// Resolved with its one candidate or Ambiguous with more; no candidate in
+// any tier is Unknown.
+func decide(tiers ...distinctIDs) (string, Outcome) {
+	for _, ids := range tiers {
 		switch {
 		case ids.count > 1:
 			return "", Ambiguous
@@ -114,12 +128,6 @@ func Lookup(sourceID, sourceFile string, ref Reference, cands []Candidate) (targ
 		}
 	}
 	return "", Unknown
-}
-
-// distinctIDs counts distinct ids, up to two.
-type distinctIDs struct {
-	first string
-	count int
 }
 
 // add counts id unless it was counted already; it stops counting at two.
@@ -290,13 +298,5 @@ func lookupGo(sourceID, sourceFile string, ref Reference, cands []Candidate, dep
 		}
 		scoped.add(c.POIID)
 	}
-	for _, ids := range []distinctIDs{local, scoped} {
-		switch {
-		case ids.count > 1:
-			return "", Ambiguous
-		case ids.count == 1:
-			return ids.first, Resolved
-		}
-	}
-	return "", Unknown
+	return decide(local, scoped)
 }
