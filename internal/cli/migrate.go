@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -25,16 +26,11 @@ func newMigrateCmd(a *app) *cobra.Command {
 		return &cobra.Command{
 			Use: name, Short: short, Args: exactArgs(0),
 			RunE: func(cmd *cobra.Command, _ []string) error {
-				pool, err := a.openSession(cmd.Context(), "migrate")
+				m, closeAll, err := a.migrator(cmd.Context())
 				if err != nil {
 					return err
 				}
-				defer pool.Close()
-				m, err := migrations.New(pool, a.cfg.DatabaseSchema, a.logger)
-				if err != nil {
-					return err
-				}
-				defer m.Close()
+				defer closeAll()
 				return f(cmd, m)
 			},
 		}
@@ -111,16 +107,11 @@ func newMigrateDownCmd(a *app) *cobra.Command {
 				return usageError{fmt.Errorf("--to %d: want a version, or 0 for all", to)}
 			}
 			ctx := cmd.Context()
-			pool, err := a.open(ctx, "migrate")
+			m, closeAll, err := a.migrator(ctx)
 			if err != nil {
 				return err
 			}
-			defer pool.Close()
-			m, err := migrations.New(pool, a.cfg.DatabaseSchema, a.logger)
-			if err != nil {
-				return err
-			}
-			defer m.Close()
+			defer closeAll()
 
 			current, err := m.Version(ctx)
 			if err != nil {
@@ -258,4 +249,20 @@ func tablesWithCounts(tables []string, counts map[string]int64) string {
 		}
 	}
 	return strings.Join(parts, ", ")
+}
+
+// migrator opens the migrations of relay's schema on a session of their
+// own (openSession: goose's lock is held across transactions, which a
+// transaction pooler does not keep), for every migrate subcommand.
+// closeAll closes the migrator and its pool.
+func (a *app) migrator(ctx context.Context) (m *migrations.Migrator, closeAll func(), err error) {
+	pool, err := a.openSession(ctx, "migrate")
+	if err != nil {
+		return nil, nil, err
+	}
+	if m, err = migrations.New(pool, a.cfg.DatabaseSchema, a.logger); err != nil {
+		pool.Close()
+		return nil, nil, err
+	}
+	return m, func() { m.Close(); pool.Close() }, nil
 }

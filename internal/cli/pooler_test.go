@@ -65,10 +65,12 @@ func TestPooler_EveryCommandBehindPgBouncerMatchesADirectConnection(t *testing.T
 	require.Equal(t, cli.ExitRuntime, r.code)
 	require.Contains(t, r.stderr, "statement_timeout is 0 (relay's statement_timeout is 1m0s)")
 	require.Contains(t, r.stderr, `SET search_path = "relay";`)
-	// migrate needs a session: without database_direct_url it says so.
-	r = runEnv(ctx, pooled, "", "migrate", "status")
-	require.Equal(t, cli.ExitUsage, r.code)
-	require.Contains(t, r.stderr, "set database_direct_url (RELAY_DATABASE_DIRECT_URL)")
+	// migrate needs a session: without database_direct_url every subcommand says so.
+	for _, sub := range []string{"status", "down"} {
+		r = runEnv(ctx, pooled, "", "migrate", sub)
+		require.Equal(t, cli.ExitUsage, r.code, "migrate %s", sub)
+		require.Contains(t, r.stderr, "set database_direct_url (RELAY_DATABASE_DIRECT_URL)", "migrate %s", sub)
+	}
 
 	pooled["RELAY_DATABASE_DIRECT_URL"] = db.URL
 	opts := database.OptionsFromConfig(db.Config(), "test")
