@@ -101,7 +101,7 @@ func ComputeTruth(ctx context.Context, root string, g *Graph, tests bool) (*Trut
 			return "", false
 		}
 		r = filepath.ToSlash(r)
-		return r, inWalk(r)
+		return r, goanalyze.InWalk(r)
 	}
 	// declID is the POI declared at pos named name, if the tree has one.
 	declID := func(fset *token.FileSet, pos token.Pos, name string) (string, bool) {
@@ -141,18 +141,6 @@ func ComputeTruth(ctx context.Context, root string, g *Graph, tests bool) (*Trut
 		}
 	})
 	return t, nil
-}
-
-// inWalk reports whether goanalyze.Walk visits the file at rel: not under
-// testdata, vendor or a directory starting with "." or "_".
-func inWalk(rel string) bool {
-	parts := strings.Split(rel, "/")
-	for _, d := range parts[:len(parts)-1] {
-		if d == "testdata" || d == "vendor" || strings.HasPrefix(d, ".") || strings.HasPrefix(d, "_") {
-			return false
-		}
-	}
-	return true
 }
 
 type truthWalker struct {

@@ -101,7 +101,7 @@ func loadTyped(ctx context.Context, root string, opts Options) (typedTree, error
 			return "", false
 		}
 		r = filepath.ToSlash(r)
-		return r, inWalk(r)
+		return r, InWalk(r)
 	}
 	tree := typedTree{}
 	warned := map[string]bool{}
@@ -221,18 +221,6 @@ func fileDecls(pkg *packages.Package, f *ast.File, typed bool, inTree func(token
 		}
 	}
 	return out
-}
-
-// inWalk reports whether Walk visits the file at rel: not under testdata,
-// vendor or a directory starting with "." or "_".
-func inWalk(rel string) bool {
-	parts := strings.Split(rel, "/")
-	for _, d := range parts[:len(parts)-1] {
-		if d == "testdata" || d == "vendor" || strings.HasPrefix(d, ".") || strings.HasPrefix(d, "_") {
-			return false
-		}
-	}
-	return true
 }
 
 // withTypes gives the POIs of file their symbols and references from tree.

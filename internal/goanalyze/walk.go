@@ -9,6 +9,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/relay-dev/relay/outbox"
@@ -62,7 +63,7 @@ func WalkWith(ctx context.Context, root string, opts Options, fn func(File) erro
 		}
 		name := d.Name()
 		if d.IsDir() {
-			if p != root && (name == "testdata" || name == "vendor" || strings.HasPrefix(name, ".") || strings.HasPrefix(name, "_")) {
+			if p != root && skipsDir(name) {
 				return filepath.SkipDir
 			}
 			return nil
@@ -120,4 +121,19 @@ func analyzeFile(relPath string, src []byte, tree typedTree) (File, error) {
 		a.POIs = append(a.POIs, raw)
 	}
 	return File{Analysis: a}, nil
+}
+
+// skipsDir reports whether Walk leaves out a directory of this name (below
+// the root): testdata, vendor, and names starting with "." or "_", as the
+// go command does.
+func skipsDir(name string) bool {
+	return name == "testdata" || name == "vendor" || strings.HasPrefix(name, ".") || strings.HasPrefix(name, "_")
+}
+
+// InWalk reports whether Walk visits the file at rel (slash-separated,
+// relative to the root) as far as its directories go: none of them is one
+// Walk leaves out.
+func InWalk(rel string) bool {
+	parts := strings.Split(rel, "/")
+	return !slices.ContainsFunc(parts[:len(parts)-1], skipsDir)
 }
