@@ -115,23 +115,35 @@ type failedQuery struct {
 // Params are the filter as query parameters (without the page position),
 // for links and hidden form fields.
 func (q failedQuery) Params() url.Values {
+	order := ""
+	if q.Oldest {
+		order = "oldest"
+	}
+	return queryParams(map[string]string{"status": q.Status, "class": q.Class, "file": q.File, "signature": q.Signature,
+		"q": q.Search, "poi": q.POI, "since": q.Since, "until": q.Until, "manual": flag(q.Manual), "order": order}, q.Limit)
+}
+
+// queryParams are a list page's query parameters: the non-empty values of
+// params, and the page size unless it is the default.
+func queryParams(params map[string]string, limit int) url.Values {
 	v := url.Values{}
-	for k, s := range map[string]string{"status": q.Status, "class": q.Class, "file": q.File, "signature": q.Signature,
-		"q": q.Search, "poi": q.POI, "since": q.Since, "until": q.Until} {
+	for k, s := range params {
 		if s != "" {
 			v.Set(k, s)
 		}
 	}
-	if q.Manual {
-		v.Set("manual", "1")
-	}
-	if q.Oldest {
-		v.Set("order", "oldest")
-	}
-	if q.Limit != defaultPageSize {
-		v.Set("limit", strconv.Itoa(q.Limit))
+	if limit != defaultPageSize {
+		v.Set("limit", strconv.Itoa(limit))
 	}
 	return v
+}
+
+// flag is a checkbox's query value: "1" when set, "" (left out) otherwise.
+func flag(set bool) string {
+	if set {
+		return "1"
+	}
+	return ""
 }
 
 // The list pages' sizes.
@@ -223,23 +235,8 @@ type itemsQuery struct {
 
 // Params are the filter as query parameters (without the page position).
 func (q itemsQuery) Params() url.Values {
-	v := url.Values{}
-	for k, s := range map[string]string{"job": q.Job, "signature": q.Signature, "type": q.Type, "item": q.Item,
-		"since": q.Since, "until": q.Until} {
-		if s != "" {
-			v.Set(k, s)
-		}
-	}
-	if q.Eligible {
-		v.Set("eligible", "1")
-	}
-	if q.Reprocessed {
-		v.Set("reprocessed", "1")
-	}
-	if q.Limit != defaultPageSize {
-		v.Set("limit", strconv.Itoa(q.Limit))
-	}
-	return v
+	return queryParams(map[string]string{"job": q.Job, "signature": q.Signature, "type": q.Type, "item": q.Item,
+		"since": q.Since, "until": q.Until, "eligible": flag(q.Eligible), "reprocessed": flag(q.Reprocessed)}, q.Limit)
 }
 
 func parseItemsQuery(v url.Values) (itemsQuery, error) {
