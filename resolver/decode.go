@@ -170,14 +170,22 @@ var relTypes = []RelType{Calls, Extends, Implements, Imports}
 // symbolString returns the symbol or target id in v, a non-empty string of
 // at most MaxSymbolBytes bytes, or a reason why it is not one.
 func symbolString(v json.RawMessage) (string, string) {
+	s, reason := nonEmptyString(v)
+	if reason == "" && len(s) > MaxSymbolBytes {
+		return "", fmt.Sprintf("is %d bytes, more than the %d-byte limit", len(s), MaxSymbolBytes)
+	}
+	return s, reason
+}
+
+// nonEmptyString returns the non-empty string in v, or a reason why it is
+// not one.
+func nonEmptyString(v json.RawMessage) (string, string) {
 	s, ok := asString(v)
 	switch {
 	case !ok:
 		return "", "must be a non-empty string, got " + describe(v)
 	case s == "":
 		return "", "must be a non-empty string, got empty string"
-	case len(s) > MaxSymbolBytes:
-		return "", fmt.Sprintf("is %d bytes, more than the %d-byte limit", len(s), MaxSymbolBytes)
 	}
 	return s, ""
 }
@@ -266,14 +274,7 @@ func requiredString(fields map[string]json.RawMessage, key string) (string, stri
 	if !present {
 		return "", "is required"
 	}
-	s, ok := asString(v)
-	switch {
-	case !ok:
-		return "", "must be a non-empty string, got " + describe(v)
-	case s == "":
-		return "", "must be a non-empty string, got empty string"
-	}
-	return s, ""
+	return nonEmptyString(v)
 }
 
 // optionalString returns the string in fields[key] ("" when absent or null), or a reason why it is not a string.
