@@ -135,6 +135,9 @@ var DownEffects = map[int64]DownEffect{
 		DropsDerivedTables: []string{"failed_pois_hourly_counts", "failed_pois_signature_counts"},
 		Note:               "drops the failed_pois counts per signature and per hour (migration 17's up recounts them); no data lost",
 	},
+	18: {
+		Note: "compares the keys of files, pois and poi_references under the database's collation again; no data lost",
+	},
 }
 
 // DownEffectOf returns what rolling back version destroys. A version

@@ -4,6 +4,7 @@ import (
 	"context"
 	"testing"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/stretchr/testify/require"
 
 	"github.com/relay-dev/relay/internal/testdb"
@@ -85,8 +86,11 @@ func TestMigrator_OneRowPerReferenceKeepsEveryEdge(t *testing.T) {
 	_, err = m.Up(ctx)
 	require.NoError(t, err)
 	edges := func() []string {
+		// Unprepared: the migrations change the relationships' result type
+		// (a view, then a table, its columns' collation), which a prepared
+		// statement must not see change.
 		rows, err := db.Pool.Query(ctx, `SELECT source_poi_id || '>' || target_poi_id || ' ' || type || ' ' || name || ' ' || target_file_id || ' ' || job_id
-			FROM relationships ORDER BY 1`)
+			FROM relationships ORDER BY 1`, pgx.QueryExecModeExec)
 		require.NoError(t, err)
 		var out []string
 		for rows.Next() {
