@@ -19,6 +19,9 @@ type DownEffect struct {
 	DropsDerivedTables []string `json:"drops_derived_tables,omitempty"`
 	// DropsColumns are the columns it drops, as "table.column".
 	DropsColumns []string `json:"drops_columns,omitempty"`
+	// DropsDerivedColumns are dropped columns computed from other columns
+	// (generated columns): dropping them loses nothing.
+	DropsDerivedColumns []string `json:"drops_derived_columns,omitempty"`
 	// DeletesFrom are the tables it deletes rows from.
 	DeletesFrom []string `json:"deletes_from,omitempty"`
 	// Note says in one line what the rollback does, for the prompt and docs.
@@ -41,7 +44,7 @@ func (e DownEffect) Tables() []string {
 	var out []string
 	out = append(out, e.DropsTables...)
 	out = append(out, e.DropsDerivedTables...)
-	for _, c := range e.DropsColumns {
+	for _, c := range slices.Concat(e.DropsColumns, e.DropsDerivedColumns) {
 		table, _, _ := strings.Cut(c, ".")
 		out = append(out, table)
 	}
@@ -137,6 +140,11 @@ var DownEffects = map[int64]DownEffect{
 	},
 	18: {
 		Note: "compares the keys of files, pois and poi_references under the database's collation again; no data lost",
+	},
+	19: {
+		DropsDerivedColumns: []string{"poi_references.key"},
+		Note:                "drops the references' index keys (generated from their names): the worker reads a publish's " +
+			"stale references by name again; no data lost",
 	},
 }
 

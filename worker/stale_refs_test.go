@@ -9,13 +9,14 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/relay-dev/relay/internal/testdb"
+	"github.com/relay-dev/relay/resolver"
 )
 
 // The load of references that may need resolving again reads, per changed
 // name, only the index range up to the publish: references resolved after
 // it are neither returned nor read from the heap: the generic plan, as an
 // index scan (the test's tables are too small for the planner to pick one
-// unprompted), is an index range on (name, resolved_xmin).
+// unprompted), is an index range on (key, resolved_xmin).
 func TestQueueStaleRefs_ReadsOnlyUpToThePublish(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
@@ -57,7 +58,38 @@ func TestQueueStaleRefs_ReadsOnlyUpToThePublish(t *testing.T) {
 	plan, err := pgx.CollectRows(rows, pgx.RowTo[string])
 	require.NoError(t, err)
 	text := strings.Join(plan, "\n")
-	require.Contains(t, text, "poi_references_name_resolved_xmin_idx", text)
+	require.Contains(t, text, "poi_references_key_resolved_xmin_idx", text)
 	require.Contains(t, text, "resolved_xmin <= ", text)
 	require.NotContains(t, text, "Filter: (resolved_xmin", text)
+}
+
+// Every form of one changed name (resolver.ReferenceNames) has one key
+// (relay_reference_key, migration 19), so the load of stale references
+// descends the index once per changed name; the keys are the documented
+// ones.
+func TestReferenceKey_OnePerChangedName(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	db := testdb.New(t)
+	keysOf := func(names []string) []string {
+		rows, err := db.Pool.Query(ctx, `SELECT DISTINCT relay_reference_key(n) FROM unnest($1::text[]) AS n ORDER BY 1`, names)
+		require.NoError(t, err)
+		keys, err := pgx.CollectRows(rows, pgx.RowTo[string])
+		require.NoError(t, err)
+		return keys
+	}
+	for _, c := range []struct{ file, name, key string }{
+		{"pkg/db/conn.go", "Open", "Open"},
+		{"pkg/db/conn.go", "Conn.Query", "Conn.Query"},
+		{"main.go", "Run", "Run"},
+		{"main.go", "run", "run"},
+		{"main_test.go", "Run", "Run"},
+		{"web/app.js", "render", "render"},
+		{"pkg/db/conn.go", "sym:github.com/x/db.Open", "sym:github.com/x/db.Open"},
+		{"pkg/db/conn.go", "id:f1#open", "id:f1#open"},
+	} {
+		names := resolver.ReferenceNames(c.file, c.name)
+		require.Equal(t, []string{c.key}, keysOf(names), "%s in %s: forms %q", c.name, c.file, names)
+	}
+	require.Equal(t, []string{"{newDB}.Query"}, keysOf([]string{"{newDB}.Query"}), "a derived reference is its own key")
 }

@@ -485,10 +485,11 @@ func candidatesOf(cands map[string][]resolver.Candidate, ref resolver.Reference)
 // queueStaleRefs queues the load of other files' references to the changed
 // names that may have been resolved without this publish: those stored
 // under a snapshot whose xmin is not above the publish's transaction id
-// (all of them when it is unknown, zero). One scan of the index on (name,
-// resolved_xmin) reads every name's range (name = ANY: one descent per
-// name) and ends each at the publish, so the references resolved after it
-// are not read. Derived references that look a changed name up (their
+// (all of them when it is unknown, zero). One scan of the index on (key,
+// resolved_xmin) reads every changed name's range (key = ANY: one descent
+// per key, and every form of one changed name has one key: migration 19)
+// and ends each at the publish, so the references resolved after it are
+// not read; the exact names filter the range. Derived references that look a changed name up (their
 // depends, resolver.LookupNames) are read through the partial index on
 // depends.
 func queueStaleRefs(b *pgx.Batch, fileID string, changed []string, publishXID int64, out *[]storedRef) {
@@ -517,7 +518,8 @@ func queueStaleRefs(b *pgx.Batch, fileID string, changed []string, publishXID in
 	}
 	b.Queue(`
 		SELECT source_poi_id, source_file_id, name, type FROM poi_references
-		WHERE name = ANY($1) AND resolved_xmin <= $3::text::xid8 AND source_file_id <> $2`,
+		WHERE key = ANY(ARRAY(SELECT relay_reference_key(n) FROM unnest($1::text[]) AS n))
+		  AND name = ANY($1) AND resolved_xmin <= $3::text::xid8 AND source_file_id <> $2`,
 		names, fileID, strconv.FormatUint(horizon, 10)).Query(read)
 	b.Queue(`
 		SELECT source_poi_id, source_file_id, name, type FROM poi_references r
@@ -569,7 +571,8 @@ func queueReresolve(b *pgx.Batch, jobID int64, fileID, resolvedXmin string, chan
 				SELECT r.ctid FROM unnest($1::text[], $2::text[]) AS u(name, type)
 				CROSS JOIN LATERAL (
 					SELECT ctid FROM poi_references r
-					WHERE r.name = u.name AND r.type = u.type AND r.target_poi_id IS NOT NULL
+					WHERE r.key = relay_reference_key(u.name) AND r.name = u.name AND r.type = u.type
+					  AND r.target_poi_id IS NOT NULL
 					  AND r.source_file_id <> r.target_file_id AND r.source_file_id <> $3
 					  AND lower(r.source_file_id) NOT LIKE '%.go' -- see resolver.ByNameOnly
 					OFFSET 0) r))`,

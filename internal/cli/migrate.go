@@ -228,6 +228,9 @@ func printDownPlan(w io.Writer, plan []migrations.Rollback, target int64, counts
 			}
 			fmt.Fprintf(w, "        drops columns: %s, of %s\n", strings.Join(e.DropsColumns, ", "), tablesWithCounts(tables, counts))
 		}
+		if len(e.DropsDerivedColumns) > 0 {
+			fmt.Fprintf(w, "        drops derived columns (generated from other columns): %s\n", strings.Join(e.DropsDerivedColumns, ", "))
+		}
 		if len(e.DeletesFrom) > 0 {
 			fmt.Fprintf(w, "        deletes rows from: %s\n", tablesWithCounts(e.DeletesFrom, counts))
 		}
