@@ -161,13 +161,13 @@ func (r *Result) WriteTable(w io.Writer) error {
 	if c := r.Ceiling; c != nil {
 		p("ceiling (COPY)\trows\t%d\tseconds\t%.2f\trows/s\t%.0f\t", c.POIRows+c.RelationshipRows, c.Seconds, c.RowsPerSec)
 	}
-	p("run\tfiles\tPOIs\tjobs/file\trels\tfailed\tpublish POIs/s\twork POIs/s\te2e POIs/s\trows/s\tseconds\tpeak RSS MiB\t")
+	p("run\tfiles\tPOIs\tjobs/file\trels\tfailed\tre-resolved\tpublish POIs/s\twork POIs/s\te2e POIs/s\trows/s\tseconds\tpeak RSS MiB\t")
 	row := func(name string, x *RunResult) {
 		if x == nil {
 			return
 		}
-		p("%s\t%d\t%d\t%.2f\t%d\t%d\t%.0f\t%.0f\t%.0f\t%.0f\t%.1f\t%.0f\t", name, x.Files, x.POIs, x.JobsPerFile, x.Relationships,
-			x.FailedPOIs, x.PublishPOIsPerSec, x.WorkPOIsPerSec, x.E2EPOIsPerSec, x.RowsPerSec, x.TotalSeconds, float64(x.PeakRSSBytes)/(1<<20))
+		p("%s\t%d\t%d\t%.2f\t%d\t%d\t%d\t%.0f\t%.0f\t%.0f\t%.0f\t%.1f\t%.0f\t", name, x.Files, x.POIs, x.JobsPerFile, x.Relationships,
+			x.FailedPOIs, x.Reresolved, x.PublishPOIsPerSec, x.WorkPOIsPerSec, x.E2EPOIsPerSec, x.RowsPerSec, x.TotalSeconds, float64(x.PeakRSSBytes)/(1<<20))
 	}
 	row("relay", r.Relay)
 	row("relay concurrent", r.RelayConcurrent)
