@@ -143,7 +143,7 @@ var DownEffects = map[int64]DownEffect{
 	},
 	19: {
 		DropsDerivedColumns: []string{"poi_references.key"},
-		Note:                "drops the references' index keys (generated from their names): the worker reads a publish's " +
+		Note: "drops the references' index keys (generated from their names): the worker reads a publish's " +
 			"stale references by name again; no data lost",
 	},
 }
