@@ -31,15 +31,16 @@ type noOpWorker struct {
 
 func (noOpWorker) Work(context.Context, *river.Job[noOpArgs]) error { return nil }
 
-// riverNoOp inserts as many no-op jobs as the main corpus has files, then
-// times one River client (RiverNoOpWorkers workers, relay's fetch
-// cooldown, River's pool) working all of them: the rate relay's end-to-end
-// run is compared with.
+// riverNoOp inserts five no-op jobs per file of the main corpus, and at
+// least 50,000 (about two seconds of work: a shorter run measures River's
+// start as much as its rate), then times one River client
+// (RiverNoOpWorkers workers, relay's fetch cooldown, River's pool) working
+// all of them: the rate relay's end-to-end run is compared with.
 func (b *bench) riverNoOp(ctx context.Context, res *Result) error {
 	if err := b.reset(ctx); err != nil {
 		return err
 	}
-	n := max(b.cfg.Files*5, 10_000)
+	n := max(b.cfg.Files*5, 50_000)
 	workers := river.NewWorkers()
 	river.AddWorker(workers, noOpWorker{})
 	client, err := river.NewClient(riverpgxv5.New(b.riverPool), &river.Config{
