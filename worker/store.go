@@ -489,9 +489,9 @@ func candidatesOf(cands map[string][]resolver.Candidate, ref resolver.Reference)
 // resolved_xmin) reads every changed name's range (key = ANY: one descent
 // per key, and every form of one changed name has one key: migration 19)
 // and ends each at the publish, so the references resolved after it are
-// not read; the exact names filter the range. Derived references that look a changed name up (their
-// depends, resolver.LookupNames) are read through the partial index on
-// depends.
+// not read; the exact names filter the range. Derived references that
+// look a changed name up (their depends, resolver.LookupNames) are read
+// through the partial index on depends.
 func queueStaleRefs(b *pgx.Batch, fileID string, changed []string, publishXID int64, out *[]storedRef) {
 	// The names of references that can resolve to a changed name's POIs
 	// (a Go reference's name carries its qualifier: resolver.ReferenceNames).
