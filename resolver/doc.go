@@ -232,7 +232,7 @@
 //   - ^.N: functions (types for EXTENDS) of the root directory, outside the
 //     source file (which declares its own package's names, unqualified).
 //
-// ResultType and FieldTypes read a Go POI's header (its first 4 KiB), which
+// ResultType and FieldTypes read a Go POI's header (its first 16 KiB), which
 // DecodeSymbol keeps. LookupNames lists the names a reference's lookup
 // reads candidates of: its target name and, for {X}.m, the names X spells
 // whose candidates the lookup reads (functions, methods, struct types).

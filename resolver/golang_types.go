@@ -30,7 +30,7 @@ import (
 // maxShapeBytes bounds the RawCode that ResultType and FieldTypes read: a
 // function's header, a struct's fields. DecodeSymbol decodes at least this
 // much, so both read the same prefix whether the POI came whole or not.
-const maxShapeBytes = 4 << 10
+const maxShapeBytes = 16 << 10
 
 // maxTypeDepth bounds the nesting of a derived reference's braces.
 const maxTypeDepth = 3

@@ -2,6 +2,7 @@ package resolver
 
 import (
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -50,6 +51,8 @@ func TestFieldTypes(t *testing.T) {
 		{"NestedLiteralStruct", "T struct {\n\tinner struct {\n\t\tx Conn\n\t}\n\tc *Conn\n}", "inner - c Conn"},
 		{"SemicolonsAndGenerics", "List[T any] struct { head *Node[T]; n int }", "head Node n -"},
 		{"TypeParameterFieldsAreLeftOut", "Pair[K comparable, V any] struct {\n\tk K\n\tv *V\n\tnext *Pair[K, V]\n}", "next Pair"},
+		{"FieldsAfterLongComments", "Command struct {\n" + strings.Repeat("\t// a comment line that documents a field at length.\n", 200) +
+			"\tflags *flag.FlagSet\n}", "flags flag.FlagSet"},
 		{"NotAStruct", "Level int", ""},
 		{"Alias", "Tx = pgx.Tx", ""},
 	}
