@@ -79,12 +79,29 @@ type callScanner struct {
 	pending    []pendingCall
 	closing    pendingCall // the pending call whose ")" was the previous token
 	hasClosing bool
+
+	// For Go: the references of the calls whose "(" is open, innermost
+	// last, and of the call whose ")" was read last (closed, at token
+	// closedAt), so that a member call on a call's value (`x.M().N(`) is
+	// the derived reference {x.M}.N.
+	tok      int
+	open     []openCall
+	closed   string
+	closedAt int
+}
+
+// openCall is a Go call whose argument list is open: its reference ("" for
+// no reference) and the paren depth outside its "(".
+type openCall struct {
+	ref   string
+	depth int
 }
 
 // run scans the whole input.
 func (s *callScanner) run() {
 	for {
 		t := s.z.next()
+		s.tok++
 		if s.hasClosing {
 			s.hasClosing = false
 			if !opensBody(t, s.closing.colonOK) {
@@ -151,7 +168,16 @@ func (s *callScanner) ident(t token) {
 		return
 	case isMemberAccess(s.prev):
 		if s.goScope != nil {
-			s.addRef(s.goScope.member(t.text, &s.hist))
+			ref := s.goScope.member(t.text, &s.hist)
+			if s.hist[1].isPunct(")") && s.closedAt == s.tok-2 {
+				// x.M().N(: a method of the type of M's result, as for
+				// v := x.M(); v.N( (derivedExpr: a pinned call, three deep)
+				if x := derivedExpr(s.closed); x != "" {
+					ref = x + "." + t.text
+				}
+			}
+			s.openCall(ref)
+			s.addRef(ref)
 			return
 		}
 		s.add(t.text)
@@ -166,7 +192,9 @@ func (s *callScanner) ident(t token) {
 	switch c {
 	case ctxCall:
 		if s.goScope != nil {
-			s.addRef(s.goScope.plain(t.text))
+			ref := s.goScope.plain(t.text)
+			s.openCall(ref)
+			s.addRef(ref)
 			return
 		}
 		s.add(t.text)
@@ -176,6 +204,12 @@ func (s *callScanner) ident(t token) {
 		s.pending = append(s.pending, pendingCall{name: t.text, depth: s.parenDepth})
 	case ctxDecl: // a declared name, not a call
 	}
+}
+
+// openCall records a Go call whose "(" is the next token, with its
+// reference, so that its ")" can tell what value it closes.
+func (s *callScanner) openCall(ref string) {
+	s.open = append(s.open, openCall{ref: ref, depth: s.parenDepth})
 }
 
 // addRef adds a reference unless name is empty (not a reference).
@@ -236,6 +270,10 @@ func (s *callScanner) punct(t token) {
 			return
 		}
 		s.parenDepth--
+		if n := len(s.open); n > 0 && s.open[n-1].depth == s.parenDepth {
+			s.closed, s.closedAt = s.open[n-1].ref, s.tok
+			s.open = s.open[:n-1]
+		}
 		if n := len(s.pending); n > 0 && s.pending[n-1].depth == s.parenDepth {
 			s.closing, s.hasClosing = s.pending[n-1], true
 			s.pending = s.pending[:n-1]

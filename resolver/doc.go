@@ -108,8 +108,11 @@
 //     any such call form inside the braces ({{f}.M}.m, {{.T:f}.M}.m)
 //     x.f.m()      -> {.T:f}.m  x of type T: a method of the type of T's
 //     field f; likewise {q.T:f}.m, and `x := y.f` then x.m()
+//     f(…).m()     -> {f}.m    a method called on a call's value directly:
+//     the call's reference in braces, as for `x := f(…)` then x.m()
+//     ({q.F}.m, {(.T).M}.m for y.M(…).m() with y of type T, and so on)
 //     q.V.m()      -> (q).m    q not declared: a method of package q
-//     f().m(), x[i].m(), local of unknown type -> .m   a method of any package
+//     x[i].m(), x.(T).m(), local of unknown type -> .m   a method of any package
 //
 //     Only a call whose form pins its target's package or receiver (f,
 //     q.F, (.T).M, (q.T).M, {…}.M) gives its value a derived type: the

@@ -18,8 +18,10 @@ import (
 //	        `x *T`, `x := &T{…}`, `x := newT()`): a method of that package
 //	(q).N   x.N() where x has a type of package q (`x *q.T`, `x := q.New()`),
 //	        or q.V.N() with q not declared: a method of package q
-//	.N      any other member call (x.f.N(), f().N(), a local of unknown
-//	        type): a method of any package
+//	{X}.N   a member call on the value of the call X (f().N(), x := f();
+//	        x.N()) or of a field (X = T:f): a method of that value's type
+//	.N      any other member call (x[i].N(), a local of unknown type): a
+//	        method of any package
 //
 // Calls that cannot reach a POI of the corpus are not references: builtins
 // and conversions to predeclared types (len(x), string(b)), calls of a
@@ -355,7 +357,7 @@ func (g *goScope) member(name string, hist *[histLen]token) string {
 	n := 0
 	for i := 1; ; i += 2 {
 		if i+1 >= len(hist) || n == maxChain || hist[i].kind != tokIdent {
-			return "." + name // f().N(, x[i].N(, x.(T).N(, a long chain
+			return "." + name // f().N( (the scanner makes it {f}.N), x[i].N(, x.(T).N(, a long chain
 		}
 		buf[n] = hist[i].text
 		n++

@@ -106,6 +106,19 @@ func TestExtract_GoCalls(t *testing.T) {
 			want: refs(Calls, "(q).Make", "(q.P).Get", ".Close", ".Open", ".Use", "{(q.P).Get}.Put"),
 		},
 		{
+			// cobra: rootCmd.Flags().String(…) is a method of Flags' result
+			// type, not any tree method named String.
+			name: "MethodCallsOnCallValuesAreDerived",
+			poi: goPOI(TypeFunction, "f", "func f(c *Command, y any) {\n\tc.Flags().String(name, \"\", usage(x))\n"+
+				"\tnewDB(t, x(1)).Begin().Commit()\n\tq.Open(dsn).Ping()\n\ty.Get().Put()\n\ta().B().C().D().E()\n"+
+				"\tc.Flags().\n\t\tParse()\n\tlen(xs).N()\n}"),
+			// y (any) has no methods; a().B().C().D() nests three deep,
+			// so .E is a guess; len is a builtin, so .N is a guess.
+			want: refs(Calls, "(.Command).Flags", ".E", ".N", ".Put", "a", "newDB", "q.Open", "usage", "x",
+				"{(.Command).Flags}.Parse", "{(.Command).Flags}.String", "{a}.B", "{newDB}.Begin", "{q.Open}.Ping",
+				"{{a}.B}.C", "{{newDB}.Begin}.Commit", "{{{a}.B}.C}.D"),
+		},
+		{
 			name: "DerivedTypesNestAtMostThreeDeep",
 			poi:  goPOI(TypeFunction, "f", "func f() {\n\ta := g()\n\tb := a.H()\n\tc := b.I()\n\td := c.J()\n\td.K()\n}"),
 			want: refs(Calls, ".K", "g", "{g}.H", "{{g}.H}.I", "{{{g}.H}.I}.J"),
