@@ -127,7 +127,8 @@
 //     In a test file of the corpus's root directory (an external test
 //     package reaches its package under test through a qualifier the root
 //     directory's empty name cannot match), every qualified reference q.N
-//     (CALLS or EXTENDS) with N exported also gives ^.N.
+//     (CALLS or EXTENDS) with N exported also gives ^.N, and every member
+//     call (q.T).m on a value of an exported type q.T also gives (^.T).m.
 //
 //     Not references: builtins and conversions to predeclared types
 //     (len(x), close(ch), string(b)), calls of a declared name (a function
@@ -233,7 +234,9 @@
 //     call resolves as the form it had without types: (.).m for a call f,
 //     (q).m for q.F, .m otherwise;
 //   - ^.N: functions (types for EXTENDS) of the root directory, outside the
-//     source file (which declares its own package's names, unqualified).
+//     source file (which declares its own package's names, unqualified);
+//   - (^.T).m: methods declared on type T in the root directory, outside
+//     the source file (pgx's tests' conn.Query on a conn *pgx.Conn).
 //
 // ResultType and FieldTypes read a Go POI's header (its first 16 KiB), which
 // DecodeSymbol keeps. LookupNames lists the names a reference's lookup

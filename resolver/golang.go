@@ -18,6 +18,8 @@ import (
 //	        `x *T`, `x := &T{…}`, `x := newT()`): a method of that package
 //	(q).N   x.N() where x has a type of package q (`x *q.T`, `x := q.New()`),
 //	        or q.V.N() with q not declared: a method of package q
+//	(^.T).N x.N() in an external test of the root package, x of type q.T:
+//	        a method of the root package's type T (besides (q.T).N)
 //	{X}.N   a member call on the value of the call X (f().N(), x := f();
 //	        x.N()) or of a field (X = T:f): a method of that value's type
 //	.N      any other member call (x[i].N(), a local of unknown type): a
@@ -469,13 +471,22 @@ func isRootTestFile(filePath string) bool {
 }
 
 // addRootForms adds, for each qualified reference q.N of refs with N
-// exported, its root form ^.N: N of the root package, whatever q is.
+// exported, its root form ^.N: N of the root package, whatever q is; and
+// for each member call (q.T).N on a value of an exported type q.T, its
+// root form (^.T).N: method N of the root package's type T.
 func addRootForms(refs *refSet) {
 	for _, r := range refs.refs {
 		if r.Type != Calls && r.Type != Extends {
 			continue
 		}
 		form, name := goRefForm(r.Name)
+		if r.Type == Calls && len(form) > 2 && form[0] == '(' && form[len(form)-1] == ')' {
+			q, typ, ok := strings.Cut(form[1:len(form)-1], ".")
+			if ok && q != "" && q != "^" && isExported(typ) {
+				refs.add(Calls, "(^."+typ+")."+name)
+			}
+			continue
+		}
 		if form == "" || form[0] == '(' || form[0] == '{' || form == "." || form == "^" || !isExported(name) {
 			continue
 		}

@@ -201,6 +201,8 @@ func TestLookup_Go(t *testing.T) {
 		recv(c("m-pipe", "pgconn/pipe.go", TypeMethod), "Pipe"),
 		c("fn-io", "internal/io/io.go", TypeFunction),
 		c("fn-root", "root.go", TypeFunction),
+		recv(c("m-root-conn", "root.go", TypeMethod), "Conn"),
+		recv(c("m-root-test-conn", "root_test.go", TypeMethod), "Conn"),
 	}
 	tests := []struct {
 		name, file, ref string
@@ -226,6 +228,8 @@ func TestLookup_Go(t *testing.T) {
 		{"RootPackageQualifiedNotFromItsExternalTests", "root_test.go", "relay.Close", Calls, "", Unknown},
 		{"RootFormFromARootTestFile", "root_test.go", "^.Close", Calls, "fn-root", Resolved},
 		{"RootPackageNotFromOtherPackages", "cmd/main.go", "relay.Close", Calls, "", Unknown},
+		{"RootTypeFormFromARootTestFile", "root_test.go", "(^.Conn).Close", Calls, "m-root-conn", Resolved},
+		{"RootTypeFormNeedsTheType", "root_test.go", "(^.Pipe).Close", Calls, "", Unknown},
 		{"NoSelfEdge", "store/a.go", "Close", Calls, "", Unknown},
 	}
 	for _, tt := range tests {
@@ -270,7 +274,8 @@ func TestReferenceNames(t *testing.T) {
 	require.Equal(t, []string{"close", ".close", "().close", "(.).close"}, ReferenceNames("main.go", "close"))
 	require.Equal(t, []string{"close"}, ReferenceNames("src/a.js", "close"))
 	require.Equal(t, []string{"(.Conn).Close", "(store.Conn).Close"}, ReferenceNames("pkg/store/a.go", ReceiverName("Conn", "Close")))
-	require.Equal(t, []string{"(.Conn).Close"}, ReferenceNames("main.go", "Conn.Close"))
+	require.Equal(t, []string{"(.Conn).Close", "(^.Conn).Close"}, ReferenceNames("main.go", "Conn.Close"))
+	require.Equal(t, []string{"(.conn).Close"}, ReferenceNames("main.go", "conn.Close"))
 	require.Empty(t, ReceiverName("", "Close"))
 	require.True(t, ByNameOnly("a.py"))
 	require.False(t, ByNameOnly("a.go"))
@@ -301,6 +306,16 @@ func TestExtract_GoRootTestFileAddsRootForms(t *testing.T) {
 	got, err := Extract(context.Background(), fn)
 	require.NoError(t, err)
 	require.Equal(t, refs(Calls, "^.Parse", "^.Split", "strings.Split", "url.Parse", "url.unexported"), got)
+
+	// pgx's and net/url's external tests: methods of the root package's
+	// types on values of them (conn *pgx.Conn, v := url.Values{}).
+	typed := POI{ID: "t", Type: TypeFunction, Name: "TestQuery", FilePath: "conn_test.go", LineNumber: 1,
+		RawCode: "func TestQuery(t *testing.T, conn *pgx.Conn) {\n\tconn.Query(ctx)\n\tv := url.Values{}\n\tv.Add(k, x)\n" +
+			"\tvar b strings.builder\n\tb.Grow(1)\n}"}
+	got, err = Extract(context.Background(), typed)
+	require.NoError(t, err)
+	require.Equal(t, refs(Calls, "(^.Conn).Query", "(^.Values).Add", "(pgx.Conn).Query", "(strings.builder).Grow",
+		"(url.Values).Add"), got)
 
 	typ := POI{ID: "w", Type: TypeClass, Name: "W", FilePath: "worker_test.go", LineNumber: 1,
 		RawCode: "type W struct {\n\triver.WorkerDefaults[A]\n}"}

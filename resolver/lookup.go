@@ -194,7 +194,8 @@ func IsDerived(ref Reference) bool {
 //
 // A Go method's receiver-qualified name ("Conn.Query", ReceiverName) gives
 // the forms of member calls on a value of its receiver type: "(.Conn).Query"
-// and "(pkg.Conn).Query".
+// and "(pkg.Conn).Query", or "(^.Conn).Query" in the root directory for an
+// exported type.
 func ReferenceNames(fileID, name string) []string {
 	if languageOf(fileID) != langGo || IsSupplied(name) {
 		return []string{name}
@@ -205,6 +206,8 @@ func ReferenceNames(fileID, name string) []string {
 		names := []string{"(." + recv + ")." + method}
 		if hasPkg {
 			names = append(names, "("+pkg+"."+recv+")."+method)
+		} else if pkg == "." && isExported(recv) {
+			names = append(names, "(^."+recv+")."+method)
 		}
 		return names
 	}
@@ -275,11 +278,15 @@ func lookupGo(sourceID, sourceFile string, ref Reference, cands []Candidate, dep
 		}
 		cdir := path.Dir(c.FileID)
 		switch {
+		case pkg == "^": // (^.T): a type of the root package, from its external tests: not the source's file
+			if cdir != "." || c.FileID == sourceFile {
+				continue
+			}
 		case pkg != "":
 			// The package q is a directory named q. The corpus's root
 			// directory has no name of its own: qualified references never
-			// reach it (its external tests' calls are missed), since a
-			// change of one of its names could not find them again.
+			// reach it (a change of one of its names could not find them
+			// again); its external tests reach it through ^.N and (^.T).m.
 			if cdir == "." || path.Base(cdir) != pkg {
 				continue
 			}

@@ -84,6 +84,7 @@ func TestReferenceKey_OnePerChangedName(t *testing.T) {
 		{"main.go", "Run", "Run"},
 		{"main.go", "run", "run"},
 		{"main_test.go", "Run", "Run"},
+		{"conn.go", "Conn.Query", "Conn.Query"},
 		{"web/app.js", "render", "render"},
 		{"pkg/db/conn.go", "sym:github.com/x/db.Open", "sym:github.com/x/db.Open"},
 		{"pkg/db/conn.go", "id:f1#open", "id:f1#open"},
