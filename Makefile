@@ -74,16 +74,18 @@ chaos-pg:
 
 # Each fuzz target for FUZZTIME (15s by default; a count such as 100000x
 # avoids Go 1.26's spurious "context deadline exceeded" at the deadline,
-# golang/go#75804, which .ci/run does).
+# golang/go#75804, which .ci/run does). Minimizing a new input is bounded
+# by FUZZMINIMIZE, so that a large one cannot stall the run.
 FUZZTIME ?= 15s
+FUZZMINIMIZE ?= 10s
 fuzz:
-	$(GO) test -run '^$$' -fuzz '^FuzzDecodeAnalysis$$' -fuzztime $(FUZZTIME) ./outbox/
-	$(GO) test -run '^$$' -fuzz '^FuzzExtract$$' -fuzztime $(FUZZTIME) ./resolver/
-	$(GO) test -run '^$$' -fuzz '^FuzzDecodePOI$$' -fuzztime $(FUZZTIME) ./resolver/
-	$(GO) test -run '^$$' -fuzz '^FuzzLookupNames$$' -fuzztime $(FUZZTIME) ./resolver/
-	$(GO) test -run '^$$' -fuzz '^FuzzSignature$$' -fuzztime $(FUZZTIME) ./deadletter/
-	$(GO) test -run '^$$' -fuzz '^FuzzRedact$$' -fuzztime $(FUZZTIME) ./config/
-	$(GO) test -run '^$$' -fuzz '^FuzzString$$' -fuzztime $(FUZZTIME) ./internal/termout/
+	$(GO) test -run '^$$' -fuzz '^FuzzDecodeAnalysis$$' -fuzztime $(FUZZTIME) -fuzzminimizetime $(FUZZMINIMIZE) ./outbox/
+	$(GO) test -run '^$$' -fuzz '^FuzzExtract$$' -fuzztime $(FUZZTIME) -fuzzminimizetime $(FUZZMINIMIZE) ./resolver/
+	$(GO) test -run '^$$' -fuzz '^FuzzDecodePOI$$' -fuzztime $(FUZZTIME) -fuzzminimizetime $(FUZZMINIMIZE) ./resolver/
+	$(GO) test -run '^$$' -fuzz '^FuzzLookupNames$$' -fuzztime $(FUZZTIME) -fuzzminimizetime $(FUZZMINIMIZE) ./resolver/
+	$(GO) test -run '^$$' -fuzz '^FuzzSignature$$' -fuzztime $(FUZZTIME) -fuzzminimizetime $(FUZZMINIMIZE) ./deadletter/
+	$(GO) test -run '^$$' -fuzz '^FuzzRedact$$' -fuzztime $(FUZZTIME) -fuzzminimizetime $(FUZZMINIMIZE) ./config/
+	$(GO) test -run '^$$' -fuzz '^FuzzString$$' -fuzztime $(FUZZTIME) -fuzzminimizetime $(FUZZMINIMIZE) ./internal/termout/
 
 migrate:
 	$(GO) run ./cmd/relay migrate up

@@ -66,8 +66,12 @@ func FuzzDecodePOI(f *testing.F) {
 
 	f.Add([]byte(`{"id":"m","type":"method_definition","name":"Begin","filePath":"a.go","lineNumber":1,"rawCode":"func (db *DB) Begin() (*Tx, error) {\n\treturn nil, nil\n}"}`))
 	f.Add([]byte(`{"id":"s","type":"class_declaration","name":"Conn","filePath":"a.go","lineNumber":1,"rawCode":"Conn struct {\n\tpgConn *pgconn.PgConn\n\tConfig\n}"}`))
+	// A struct longer than the code Receiver, ResultType and FieldTypes read
+	// (maxShapeBytes decoded), mostly plain text so the input stays small:
+	// the fuzzer minimizes every new input it finds, and a large one takes
+	// minutes.
 	long := `{"id":"s","type":"class_declaration","name":"T","filePath":"a.go","lineNumber":1,"rawCode":"T struct {` +
-		strings.Repeat(`\n\tf\u00e9 *q.T\t\"x\"`, maxShapeBytes/4) + `\n}"}`
+		`\n\tf\u00e9 *q.T\t\"x\"` + strings.Repeat(`\n\tf *q.T`, maxShapeBytes/8) + `\n}"}`
 	f.Add([]byte(long))
 
 	f.Fuzz(func(t *testing.T, raw []byte) {
