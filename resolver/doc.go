@@ -127,8 +127,10 @@
 //     In a test file of the corpus's root directory (an external test
 //     package reaches its package under test through a qualifier the root
 //     directory's empty name cannot match), every qualified reference q.N
-//     (CALLS or EXTENDS) with N exported also gives ^.N, and every member
-//     call (q.T).m on a value of an exported type q.T also gives (^.T).m.
+//     (CALLS or EXTENDS) with N exported also gives ^.N, every member
+//     call (q.T).m on a value of an exported type q.T also gives (^.T).m,
+//     and every {q.F}.m (a method on the value of q.F(…)) also gives
+//     {^.F}.m, which resolves only through the type the root's F returns.
 //
 //     Not references: builtins and conversions to predeclared types
 //     (len(x), close(ch), string(b)), calls of a declared name (a function

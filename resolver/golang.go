@@ -480,6 +480,14 @@ func addRootForms(refs *refSet) {
 			continue
 		}
 		form, name := goRefForm(r.Name)
+		if x, ok := splitDerived(form); ok && r.Type == Calls {
+			// {q.F}.m: a method of the type q.F's result has; {^.F}.m when
+			// q is the root package.
+			if q, f := goRefForm(x); q != "" && !strings.ContainsAny(q, "(){}.^") && isExported(f) {
+				refs.add(Calls, "{^."+f+"}."+name)
+			}
+			continue
+		}
 		if r.Type == Calls && len(form) > 2 && form[0] == '(' && form[len(form)-1] == ')' {
 			q, typ, ok := strings.Cut(form[1:len(form)-1], ".")
 			if ok && q != "" && q != "^" && isExported(typ) {

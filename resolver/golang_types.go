@@ -419,15 +419,15 @@ func derivedNames(x string, names []string) []string {
 }
 
 // pinsTarget reports whether a call reference's form pins its target's
-// package or receiver: f, q.f, (.T).M, (q.T).M and {…}.M do; .M, (.).M,
-// ().M, (q).M and ^.N are guesses among the methods (functions) of a
-// package or of any, so the type of their value is not read from their
-// target's result.
+// package or receiver: f, q.f, ^.F (the root package's, for {^.F}.m), (.T).M,
+// (q.T).M and {…}.M do; .M, (.).M, ().M and (q).M are guesses among the
+// methods of a package or of any, so the type of their value is not read
+// from their target's result.
 func pinsTarget(form string) bool {
 	switch {
 	case form == "" || form[0] == '{':
 		return true
-	case form == "." || form == "()" || form == "(.)" || form == "^":
+	case form == "." || form == "()" || form == "(.)":
 		return false
 	case form[0] == '(':
 		return strings.Contains(form, ".") // (.T), (q.T); not (q)
@@ -554,6 +554,12 @@ func derivedFallback(x, name string) string {
 func lookupDerived(sourceID, sourceFile, x, name string, cands []Candidate, depth int) (string, Outcome) {
 	t, methods, ok := typeOf(sourceID, sourceFile, x, cands, depth)
 	if !ok {
+		if form, _ := goRefForm(x); form == "^" {
+			// {^.F}.m only adds what F's result type tells ({q.F}.m, which
+			// an external test of the root package gives with it, keeps
+			// its own fallback).
+			return "", Unknown
+		}
 		return lookupGo(sourceID, sourceFile, Reference{Name: derivedFallback(x, name), Type: Calls}, cands, depth)
 	}
 	if !methods {

@@ -311,11 +311,24 @@ func TestExtract_GoRootTestFileAddsRootForms(t *testing.T) {
 	// types on values of them (conn *pgx.Conn, v := url.Values{}).
 	typed := POI{ID: "t", Type: TypeFunction, Name: "TestQuery", FilePath: "conn_test.go", LineNumber: 1,
 		RawCode: "func TestQuery(t *testing.T, conn *pgx.Conn) {\n\tconn.Query(ctx)\n\tv := url.Values{}\n\tv.Add(k, x)\n" +
-			"\tvar b strings.builder\n\tb.Grow(1)\n}"}
+			"\tvar b strings.builder\n\tb.Grow(1)\n\tc, _ := river.NewClient(d)\n\tc.Start(ctx)\n}"}
 	got, err = Extract(context.Background(), typed)
 	require.NoError(t, err)
 	require.Equal(t, refs(Calls, "(^.Conn).Query", "(^.Values).Add", "(pgx.Conn).Query", "(strings.builder).Grow",
-		"(url.Values).Add"), got)
+		"(url.Values).Add", "^.NewClient", "river.NewClient", "{^.NewClient}.Start", "{river.NewClient}.Start"), got)
+
+	// {^.F}.m: a method of the type the root package's F returns; nothing
+	// when the root has no F (not a guess among the root's methods).
+	rootCands := []Candidate{
+		{POIID: "new", FileID: "client.go", Name: "NewClient", Type: TypeFunction, Result: "Client"},
+		{POIID: "start", FileID: "client.go", Name: "Start", Type: TypeMethod, Receiver: "Client"},
+		{POIID: "start-other", FileID: "producer.go", Name: "Start", Type: TypeMethod, Receiver: "producer"},
+	}
+	got2, outcome := Lookup("t", "client_test.go", Reference{Name: "{^.NewClient}.Start", Type: Calls}, rootCands)
+	require.Equal(t, Resolved, outcome)
+	require.Equal(t, "start", got2)
+	_, outcome = Lookup("t", "client_test.go", Reference{Name: "{^.NewClient}.Start", Type: Calls}, rootCands[1:])
+	require.Equal(t, Unknown, outcome)
 
 	typ := POI{ID: "w", Type: TypeClass, Name: "W", FilePath: "worker_test.go", LineNumber: 1,
 		RawCode: "type W struct {\n\triver.WorkerDefaults[A]\n}"}
@@ -333,10 +346,10 @@ func TestExtract_GoRootTestFileAddsRootForms(t *testing.T) {
 		{POIID: "p-own", FileID: "decode_test.go", Name: "Point", Type: TypeClass},
 		{POIID: "p-sub", FileID: "image/point.go", Name: "Point", Type: TypeClass},
 	}
-	_, outcome := Lookup("e", "decode_test.go", Reference{Name: "^.Point", Type: Extends}, cands)
+	_, outcome = Lookup("e", "decode_test.go", Reference{Name: "^.Point", Type: Extends}, cands)
 	require.Equal(t, Unknown, outcome)
 	cands = append(cands, Candidate{POIID: "p-root", FileID: "point.go", Name: "Point", Type: TypeClass})
-	got2, outcome := Lookup("e", "decode_test.go", Reference{Name: "^.Point", Type: Extends}, cands)
+	got2, outcome = Lookup("e", "decode_test.go", Reference{Name: "^.Point", Type: Extends}, cands)
 	require.Equal(t, Resolved, outcome)
 	require.Equal(t, "p-root", got2)
 }
