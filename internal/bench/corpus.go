@@ -49,9 +49,6 @@ func (c corpus) extraIn(k int) int {
 	return (k+1)*e/c.files - k*e/c.files
 }
 
-// pois is the total number of POIs published.
-func (c corpus) pois() int { return c.base() + c.extraTotal() }
-
 // malformedCount is the number of POIs the worker must dead-letter.
 func (c corpus) malformedCount() int { return int(float64(c.base())*c.malformed) + c.extraTotal() }
 

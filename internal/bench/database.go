@@ -121,14 +121,6 @@ func (b *bench) reset(ctx context.Context) error {
 	return nil
 }
 
-// analyze refreshes the planner's statistics (as autovacuum would shortly).
-func (b *bench) analyze(ctx context.Context) error {
-	if _, err := b.pool.Exec(ctx, `ANALYZE`); err != nil {
-		return fmt.Errorf("error analysing tables: %w", err)
-	}
-	return nil
-}
-
 func (b *bench) progress(format string, args ...any) {
 	fmt.Fprintf(b.cfg.Progress, "relay-bench: "+format+"\n", args...)
 }

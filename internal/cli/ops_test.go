@@ -46,65 +46,95 @@ func TestStatus_ShowsQueuesDeadLettersAndSignatures(t *testing.T) {
 	require.Equal(t, cli.ExitUsage, run(t, db, "", nil, "status", "--minutes", "0").code)
 }
 
-func TestWorker_ServesHealthAndMetricsAndStopsCleanly(t *testing.T) {
-	t.Parallel()
-	db := testdb.New(t)
+// servingWorker is `relay worker` running in the test with an HTTP server
+// on a free loopback port.
+type servingWorker struct {
+	// base is the server's URL, endpoints what the worker said it serves.
+	base, endpoints string
+	cancel          context.CancelFunc
+	done            chan int
+	rest            strings.Builder // stderr after the serving line
+	copied          chan struct{}
+}
+
+// startWorker starts `relay worker --http-addr 127.0.0.1:0 args…` against
+// db and waits for the line saying where it serves.
+func startWorker(t *testing.T, db *testdb.DB, args ...string) *servingWorker {
+	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
+	t.Cleanup(cancel)
+	w := &servingWorker{cancel: cancel, done: make(chan int, 1), copied: make(chan struct{})}
 	stderrR, stderrW := io.Pipe()
-	var stdout strings.Builder
-	done := make(chan int, 1)
+	argv := append([]string{"worker", "--http-addr", "127.0.0.1:0"}, args...)
+	argv = append(argv, "--database-url", db.URL, "--database-schema", db.Schema)
 	go func() {
-		done <- cli.Main(ctx, []string{"worker", "--http-addr", "127.0.0.1:0",
-			"--database-url", db.URL, "--database-schema", db.Schema}, cli.Env{
-			Stdin: strings.NewReader(""), Stdout: &stdout, Stderr: stderrW,
+		w.done <- cli.Main(ctx, argv, cli.Env{
+			Stdin: strings.NewReader(""), Stdout: io.Discard, Stderr: stderrW,
 			LookupEnv: func(string) (string, bool) { return "", false },
 		})
 		_ = stderrW.Close()
 	}()
-
-	addrRE := regexp.MustCompile(`on http://(127\.0\.0\.1:\d+)`)
+	addrRE := regexp.MustCompile(`serving (.*) on http://(127\.0\.0\.1:\d+)`)
 	lines := bufio.NewScanner(stderrR)
-	var base string
 	for lines.Scan() {
 		if m := addrRE.FindStringSubmatch(lines.Text()); m != nil {
-			base = "http://" + m[1]
+			w.endpoints, w.base = m[1], "http://"+m[2]
 			break
 		}
 	}
-	require.NotEmpty(t, base, "the worker never said where it serves")
-	go func() { _, _ = io.Copy(io.Discard, stderrR) }()
+	require.NotEmpty(t, w.base, "the worker never said where it serves")
+	go func() { _, _ = io.Copy(&w.rest, stderrR); close(w.copied) }()
+	return w
+}
 
-	// /readyz turns ok once River's client is running.
-	deadline := time.Now().Add(30 * time.Second)
-	poll := time.NewTicker(20 * time.Millisecond)
-	defer poll.Stop()
-	var rd ops.Readiness
-	for ; ; <-poll.C {
-		resp, err := http.Get(base + "/readyz")
-		require.NoError(t, err)
-		require.NoError(t, json.NewDecoder(resp.Body).Decode(&rd))
+// waitReady waits until /readyz says ok: River's client is running.
+func (w *servingWorker) waitReady(t *testing.T) {
+	t.Helper()
+	require.Eventually(t, func() bool {
+		resp, err := http.Get(w.base + "/readyz")
+		if err != nil {
+			return false
+		}
+		var rd ops.Readiness
+		err = json.NewDecoder(resp.Body).Decode(&rd)
 		_ = resp.Body.Close()
-		if rd.Status == ops.StatusOK || time.Now().After(deadline) {
-			break
-		}
-	}
-	require.Equal(t, ops.StatusOK, rd.Status, "%+v", rd)
+		return err == nil && rd.Status == ops.StatusOK
+	}, 30*time.Second, 20*time.Millisecond, "/readyz never said ok")
+}
 
-	resp, err := http.Get(base + "/metrics")
+// stop cancels the worker's context (SIGINT/SIGTERM) and requires it to
+// exit 0 within 60 s.
+func (w *servingWorker) stop(t *testing.T) {
+	t.Helper()
+	w.cancel()
+	select {
+	case code := <-w.done:
+		<-w.copied
+		require.Equal(t, cli.ExitOK, code, w.rest.String())
+	case <-time.After(60 * time.Second):
+		t.Fatal("worker did not stop within 60s of being told to")
+	}
+}
+
+// get returns the body of a GET of path, requiring status 200.
+func (w *servingWorker) get(t *testing.T, path string) string {
+	t.Helper()
+	resp, err := http.Get(w.base + path)
 	require.NoError(t, err)
 	body, err := io.ReadAll(resp.Body)
 	_ = resp.Body.Close()
 	require.NoError(t, err)
-	require.Contains(t, string(body), "relay_failed_pois{status=\"new\"} 0")
+	require.Equal(t, http.StatusOK, resp.StatusCode, string(body))
+	return string(body)
+}
 
-	cancel() // SIGINT/SIGTERM
-	select {
-	case code := <-done:
-		require.Equal(t, cli.ExitOK, code)
-	case <-time.After(60 * time.Second):
-		t.Fatal("worker did not stop within 60s of being told to")
-	}
+func TestWorker_ServesHealthAndMetricsAndStopsCleanly(t *testing.T) {
+	t.Parallel()
+	db := testdb.New(t)
+	w := startWorker(t, db)
+	w.waitReady(t)
+	require.Contains(t, w.get(t, "/metrics"), "relay_failed_pois{status=\"new\"} 0")
+	w.stop(t)
 }
 
 // worker_console mounts the web console under /ui/ in the worker's server,
@@ -113,43 +143,13 @@ func TestWorker_ServesHealthAndMetricsAndStopsCleanly(t *testing.T) {
 func TestWorker_MountsTheWebConsoleWithWorkerConsole(t *testing.T) {
 	t.Parallel()
 	db := testdb.New(t)
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	stderrR, stderrW := io.Pipe()
-	var stdout strings.Builder
-	done := make(chan int, 1)
-	go func() {
-		done <- cli.Main(ctx, []string{"worker", "--http-addr", "127.0.0.1:0", "--worker-console", "--ui-read-only=false",
-			"--database-url", db.URL, "--database-schema", db.Schema}, cli.Env{
-			Stdin: strings.NewReader(""), Stdout: &stdout, Stderr: stderrW,
-			LookupEnv: func(string) (string, bool) { return "", false },
-		})
-		_ = stderrW.Close()
-	}()
-	addrRE := regexp.MustCompile(`serving (.*) on http://(127\.0\.0\.1:\d+)`)
-	lines := bufio.NewScanner(stderrR)
-	var base, endpoints string
-	for lines.Scan() {
-		if m := addrRE.FindStringSubmatch(lines.Text()); m != nil {
-			endpoints, base = m[1], "http://"+m[2]
-			break
-		}
-	}
-	require.NotEmpty(t, base, "the worker never said where it serves")
-	require.Contains(t, endpoints, "/ui/")
-	var rest strings.Builder
-	copied := make(chan struct{})
-	go func() { _, _ = io.Copy(&rest, stderrR); close(copied) }()
+	w := startWorker(t, db, "--worker-console", "--ui-read-only=false")
+	require.Contains(t, w.endpoints, "/ui/")
 
-	resp, err := http.Get(base + "/ui/failed")
-	require.NoError(t, err)
-	page, err := io.ReadAll(resp.Body)
-	_ = resp.Body.Close()
-	require.NoError(t, err)
-	require.Equal(t, http.StatusOK, resp.StatusCode, string(page))
-	m := regexp.MustCompile(`name="csrf" value="([^"]+)"`).FindSubmatch(page)
+	page := w.get(t, "/ui/failed")
+	m := regexp.MustCompile(`name="csrf" value="([^"]+)"`).FindStringSubmatch(page)
 	require.NotNil(t, m)
-	resp, err = http.PostForm(base+"/ui/failed/purge", map[string][]string{"csrf": {string(m[1])}, "older_than_days": {"3"}})
+	resp, err := http.PostForm(w.base+"/ui/failed/purge", map[string][]string{"csrf": {m[1]}, "older_than_days": {"3"}})
 	require.NoError(t, err)
 	body, err := io.ReadAll(resp.Body)
 	_ = resp.Body.Close()
@@ -157,28 +157,9 @@ func TestWorker_MountsTheWebConsoleWithWorkerConsole(t *testing.T) {
 	require.Equal(t, http.StatusOK, resp.StatusCode, string(body))
 	require.Contains(t, string(body), "0 rows not updated for 3 days")
 
-	resp, err = http.Get(base + "/healthz")
-	require.NoError(t, err)
-	_ = resp.Body.Close()
-	require.Equal(t, http.StatusOK, resp.StatusCode)
+	w.get(t, "/healthz")
 
 	// Stopped once River runs (/readyz ok), the worker exits 0.
-	require.Eventually(t, func() bool {
-		resp, err := http.Get(base + "/readyz")
-		if err != nil {
-			return false
-		}
-		var rd ops.Readiness
-		err = json.NewDecoder(resp.Body).Decode(&rd)
-		_ = resp.Body.Close()
-		return err == nil && rd.Status == ops.StatusOK
-	}, 30*time.Second, 20*time.Millisecond)
-	cancel()
-	select {
-	case code := <-done:
-		<-copied
-		require.Equal(t, cli.ExitOK, code, rest.String())
-	case <-time.After(60 * time.Second):
-		t.Fatal("worker did not stop within 60s of being told to")
-	}
+	w.waitReady(t)
+	w.stop(t)
 }

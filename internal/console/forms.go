@@ -185,20 +185,32 @@ func parseFailedQuery(v url.Values) (failedQuery, error) {
 	q.filter.FileID, q.filter.Signature, q.filter.Search, q.filter.POIID, q.filter.ManualReview =
 		q.File, q.Signature, q.Search, q.POI, q.Manual
 	q.filter.Since, q.filter.Until = f.time("since"), f.time("until")
-	if !q.filter.Since.IsZero() && !q.filter.Until.IsZero() && !q.filter.Since.Before(q.filter.Until) {
-		f.bad("until", "must be after since")
-	}
-	if s := f.text("after"); s != "" {
-		c, ok := parseCursor(s)
-		if !ok {
-			f.bad("after", "not a page position")
-		}
+	if c := f.window(q.filter.Since, q.filter.Until); c != nil {
 		q.after = &failed.Cursor{FailedAt: c.at, ID: c.id}
 	}
 	if len(f.errs) > 0 {
 		return q, f.errs
 	}
 	return q, nil
+}
+
+// window checks a list's time range (until after since, when both are
+// given) and reads its page position, "after": nil when there is none or
+// it is invalid (reported as a bad field).
+func (f *form) window(since, until time.Time) *cursor {
+	if !since.IsZero() && !until.IsZero() && !since.Before(until) {
+		f.bad("until", "must be after since")
+	}
+	s := f.text("after")
+	if s == "" {
+		return nil
+	}
+	c, ok := parseCursor(s)
+	if !ok {
+		f.bad("after", "not a page position")
+		return nil
+	}
+	return &c
 }
 
 // cursor is a page position in a URL: "<unix nanoseconds>.<id>".
@@ -249,14 +261,7 @@ func parseItemsQuery(v url.Values) (itemsQuery, error) {
 	}
 	q.filter = items.Filter{JobID: q.Job, Signature: q.Signature, ErrorType: agent.ErrorType(q.Type), ItemID: q.Item,
 		EligibleOnly: q.Eligible, IncludeReprocessed: q.Reprocessed, Since: f.time("since"), Until: f.time("until")}
-	if !q.filter.Since.IsZero() && !q.filter.Until.IsZero() && !q.filter.Since.Before(q.filter.Until) {
-		f.bad("until", "must be after since")
-	}
-	if s := f.text("after"); s != "" {
-		c, ok := parseCursor(s)
-		if !ok {
-			f.bad("after", "not a page position")
-		}
+	if c := f.window(q.filter.Since, q.filter.Until); c != nil {
 		q.after = &items.Cursor{LastAttempt: c.at, ID: c.id}
 	}
 	if len(f.errs) > 0 {
