@@ -231,14 +231,11 @@ func (w *ResolveFileWorker) resolvePOI(ctx context.Context, jobID int64, fileID 
 func (w *ResolveFileWorker) commit(ctx context.Context, job *river.Job[outbox.ResolveFileArgs], results []poiResult) (*BatchSummary, error) {
 	args := job.Args
 	sum := &BatchSummary{JobID: job.ID, FileID: args.FileID, POIs: len(results), FailedByClass: map[failed.ErrorClass]int{}}
-	tx, err := w.db.Begin(ctx)
+	tx, err := w.begin(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("error beginning batch transaction: %w", err)
 	}
 	defer func() { _ = tx.Rollback(ctx) }()
-	if _, err := tx.Exec(ctx, indexPlansSQL); err != nil {
-		return nil, fmt.Errorf("error beginning batch transaction: %w", err)
-	}
 	st := store{tx: tx}
 
 	var ok2 []poiResult
@@ -333,6 +330,30 @@ func (w *ResolveFileWorker) commit(ctx context.Context, job *river.Job[outbox.Re
 		return nil, fmt.Errorf("error committing batch: %w", err)
 	}
 	return sum, nil
+}
+
+// txOptionsBeginner begins a transaction with its own BEGIN statement: a
+// *pgxpool.Pool.
+type txOptionsBeginner interface {
+	BeginTx(ctx context.Context, opts pgx.TxOptions) (pgx.Tx, error)
+}
+
+// begin begins the batch's transaction on index plans (indexPlansSQL): in
+// the BEGIN's own round trip on a pool, or after it on a Beginner that only
+// begins (a test's transaction, whose Begin is a savepoint).
+func (w *ResolveFileWorker) begin(ctx context.Context) (pgx.Tx, error) {
+	if b, ok := w.db.(txOptionsBeginner); ok {
+		return b.BeginTx(ctx, pgx.TxOptions{BeginQuery: "BEGIN; " + indexPlansSQL})
+	}
+	tx, err := w.db.Begin(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := tx.Exec(ctx, indexPlansSQL); err != nil {
+		_ = tx.Rollback(ctx)
+		return nil, err
+	}
+	return tx, nil
 }
 
 // indexPlansSQL runs the rest of a batch's transaction on index plans, and
