@@ -2,6 +2,7 @@ package worker
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -61,6 +62,52 @@ func TestQueueStaleRefs_ReadsOnlyUpToThePublish(t *testing.T) {
 	require.Contains(t, text, "poi_references_key_resolved_xmin_idx", text)
 	require.Contains(t, text, "resolved_xmin <= ", text)
 	require.NotContains(t, text, "Filter: (resolved_xmin", text)
+}
+
+// A publish that changed more names than one read of depends looks up
+// (dependsChunk) still finds every derived reference that depends on any of
+// them, wherever the name falls among the changed ones; one found through
+// two of its names is re-resolved once.
+func TestQueueStaleRefs_ReadsDependsOfManyChangedNames(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	db := testdb.New(t)
+	_, err := db.Pool.Exec(ctx, `
+		INSERT INTO files (file_id) VALUES ('db/db.go'), ('app/a.go');
+		INSERT INTO pois (poi_id, file_id, name, type, line_number, receiver, result) VALUES
+			('open', 'db/db.go', 'Open', 'function_definition', 1, '', 'Conn'),
+			('close', 'db/db.go', 'Close', 'method_definition', 2, 'Conn', ''),
+			('a', 'app/a.go', 'a', 'function_definition', 1, '', '');
+		INSERT INTO poi_references (source_poi_id, source_file_id, name, type, resolved_xmin, depends) VALUES
+			('a', 'app/a.go', '{db.Open}.Close', 'CALLS', '90', '{Close,Open}')`)
+	require.NoError(t, err)
+
+	changed := make([]string, 0, 2*dependsChunk+10)
+	for i := range cap(changed) {
+		changed = append(changed, fmt.Sprintf("filler%05d", i))
+	}
+	changed[dependsChunk+7] = "Open"    // in the second read
+	changed[2*dependsChunk+3] = "Close" // in the third
+	var refs []storedRef
+	b := &pgx.Batch{}
+	queueStaleRefs(b, "db/db.go", changed, 100, &refs)
+	require.NoError(t, db.Pool.SendBatch(ctx, b).Close())
+	want := storedRef{"a", "app/a.go", "{db.Open}.Close", "CALLS"}
+	require.Contains(t, refs, want)
+	for _, r := range refs {
+		require.Equal(t, want, r)
+	}
+
+	cands := map[string][]resolver.Candidate{
+		"Open":  {{POIID: "open", FileID: "db/db.go", Name: "Open", Type: resolver.TypeFunction, Result: "Conn"}},
+		"Close": {{POIID: "close", FileID: "db/db.go", Name: "Close", Type: resolver.TypeMethod, Receiver: "Conn"}},
+	}
+	var written int64
+	b = &pgx.Batch{}
+	require.Equal(t, 1, queueReresolve(b, 7, "db/db.go", "100", []string{"Open", "Close"}, cands, refs, &written))
+	require.NoError(t, db.Pool.SendBatch(ctx, b).Close())
+	require.Equal(t, int64(1), written)
+	require.Equal(t, 1, testdb.Count(t, db.Pool, `SELECT count(*) FROM relationships WHERE source_poi_id = 'a' AND target_poi_id = 'close'`))
 }
 
 // Every form of one changed name (resolver.ReferenceNames) has one key

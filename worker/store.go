@@ -521,12 +521,21 @@ func queueStaleRefs(b *pgx.Batch, fileID string, changed []string, publishXID in
 		WHERE key = ANY(ARRAY(SELECT relay_reference_key(n) FROM unnest($1::text[]) AS n))
 		  AND name = ANY($1) AND resolved_xmin <= $3::text::xid8 AND source_file_id <> $2`,
 		names, fileID, strconv.FormatUint(horizon, 10)).Query(read)
-	b.Queue(`
-		SELECT source_poi_id, source_file_id, name, type FROM poi_references r
-		WHERE r.depends && $1::text[] AND r.depends IS NOT NULL
-		  AND r.resolved_xmin <= $3::text::xid8 AND r.source_file_id <> $2`,
-		changed, fileID, strconv.FormatUint(horizon, 10)).Query(read)
+	// One statement per dependsChunk names: a GIN scan sets up its keys in
+	// time quadratic in their number, and a file's first publish may change
+	// hundreds of thousands of names. A reference found in two chunks is
+	// read twice; queueReresolve resolves it once.
+	for chunk := range slices.Chunk(changed, dependsChunk) {
+		b.Queue(`
+			SELECT source_poi_id, source_file_id, name, type FROM poi_references r
+			WHERE r.depends && $1::text[] AND r.depends IS NOT NULL
+			  AND r.resolved_xmin <= $3::text::xid8 AND r.source_file_id <> $2`,
+			chunk, fileID, strconv.FormatUint(horizon, 10)).Query(read)
+	}
 }
+
+// dependsChunk is the most changed names one read of depends looks up.
+const dependsChunk = 1000
 
 // queueReresolve queues the rewrite of other files' references to the
 // changed names and returns how many references it re-resolves; it adds the
@@ -582,6 +591,8 @@ func queueReresolve(b *pgx.Batch, jobID int64, fileID, resolvedXmin string, chan
 	slices.SortFunc(refs, func(a, b storedRef) int {
 		return cmp.Or(cmp.Compare(a.src, b.src), cmp.Compare(a.typ, b.typ), cmp.Compare(a.name, b.name))
 	})
+	// A reference may have been read twice (by its name and through depends).
+	refs = slices.CompactFunc(refs, func(a, b storedRef) bool { return a.src == b.src && a.typ == b.typ && a.name == b.name })
 	var e references
 	for _, r := range refs {
 		if ambiguous[nameType{r.name, r.typ}] && resolver.ByNameOnly(r.file) {
