@@ -14,8 +14,10 @@ import (
 )
 
 // The load of references that may need resolving again reads, per changed
-// name, only the index range up to the publish: references resolved after
-// it are neither returned nor read from the heap: the generic plan, as an
+// name, only the index range up to the publish, and returns only the
+// references named by one of the changed names' forms (not another
+// qualifier's name of the same key): references resolved after the publish
+// are neither returned nor read from the heap: the generic plan, as an
 // index scan (the test's tables are too small for the planner to pick one
 // unprompted), is an index range on (key, resolved_xmin).
 func TestQueueStaleRefs_ReadsOnlyUpToThePublish(t *testing.T) {
@@ -30,7 +32,8 @@ func TestQueueStaleRefs_ReadsOnlyUpToThePublish(t *testing.T) {
 			('a1', 'a.go', 'fc', 'CALLS', '90'),   -- resolved before the publish (xid 100)
 			('b1', 'b.go', 'fc', 'CALLS', '100'),  -- its xmin is the publish: may not have seen it
 			('a1', 'a.go', 'fb', 'CALLS', '101'),  -- resolved after it
-			('c1', 'c.go', 'fc', 'CALLS', '5')     -- the publishing file's own`)
+			('c1', 'c.go', 'fc', 'CALLS', '5'),    -- the publishing file's own
+			('b1', 'b.go', 'other.fc', 'CALLS', '90') -- fc's key, but another package's fc`)
 	require.NoError(t, err)
 
 	load := func(publishXID int64) []storedRef {

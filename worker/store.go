@@ -489,38 +489,48 @@ func candidatesOf(cands map[string][]resolver.Candidate, ref resolver.Reference)
 // resolved_xmin) reads every changed name's range (key = ANY: one descent
 // per key, and every form of one changed name has one key: migration 19)
 // and ends each at the publish, so the references resolved after it are
-// not read; the exact names filter the range. Derived references that
+// not read; the exact names filter the range, in a set here (as a filter
+// in the statement, each row would be compared with every name). Derived
+// references that
 // look a changed name up (their depends, resolver.LookupNames) are read
 // through the partial index on depends.
 func queueStaleRefs(b *pgx.Batch, fileID string, changed []string, publishXID int64, out *[]storedRef) {
 	// The names of references that can resolve to a changed name's POIs
 	// (a Go reference's name carries its qualifier: resolver.ReferenceNames).
 	names := make([]string, 0, len(changed))
+	named := make(map[string]bool, len(changed))
 	for _, n := range changed {
-		names = append(names, resolver.ReferenceNames(fileID, n)...)
+		for _, rn := range resolver.ReferenceNames(fileID, n) {
+			names = append(names, rn)
+			named[rn] = true
+		}
 	}
 	horizon := uint64(math.MaxUint64) // unknown publish: every reference
 	if publishXID > 0 {
 		horizon = uint64(publishXID)
 	}
-	read := func(rows pgx.Rows) error {
-		for rows.Next() {
-			var r storedRef
-			if err := rows.Scan(&r.src, &r.file, &r.name, &r.typ); err != nil {
+	read := func(keep func(storedRef) bool) func(pgx.Rows) error {
+		return func(rows pgx.Rows) error {
+			for rows.Next() {
+				var r storedRef
+				if err := rows.Scan(&r.src, &r.file, &r.name, &r.typ); err != nil {
+					return fmt.Errorf("error reading references: %w", err)
+				}
+				if keep(r) {
+					*out = append(*out, r)
+				}
+			}
+			if err := rows.Err(); err != nil {
 				return fmt.Errorf("error reading references: %w", err)
 			}
-			*out = append(*out, r)
+			return nil
 		}
-		if err := rows.Err(); err != nil {
-			return fmt.Errorf("error reading references: %w", err)
-		}
-		return nil
 	}
 	b.Queue(`
 		SELECT source_poi_id, source_file_id, name, type FROM poi_references
 		WHERE key = ANY(ARRAY(SELECT relay_reference_key(n) FROM unnest($1::text[]) AS n))
-		  AND name = ANY($1) AND resolved_xmin <= $3::text::xid8 AND source_file_id <> $2`,
-		names, fileID, strconv.FormatUint(horizon, 10)).Query(read)
+		  AND resolved_xmin <= $3::text::xid8 AND source_file_id <> $2`,
+		names, fileID, strconv.FormatUint(horizon, 10)).Query(read(func(r storedRef) bool { return named[r.name] }))
 	// One statement per dependsChunk names: a GIN scan sets up its keys in
 	// time quadratic in their number, and a file's first publish may change
 	// hundreds of thousands of names. A reference found in two chunks is
@@ -530,7 +540,7 @@ func queueStaleRefs(b *pgx.Batch, fileID string, changed []string, publishXID in
 			SELECT source_poi_id, source_file_id, name, type FROM poi_references r
 			WHERE r.depends && $1::text[] AND r.depends IS NOT NULL
 			  AND r.resolved_xmin <= $3::text::xid8 AND r.source_file_id <> $2`,
-			chunk, fileID, strconv.FormatUint(horizon, 10)).Query(read)
+			chunk, fileID, strconv.FormatUint(horizon, 10)).Query(read(func(storedRef) bool { return true }))
 	}
 }
 
