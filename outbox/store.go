@@ -46,7 +46,7 @@ func (s store) write(ctx context.Context, files []fileBatch) (xid int64, rej *Re
 	fileIDs := make([]string, len(files))
 	counts := make([]int32, len(files))
 	// Empty, not nil, when there are no symbols: pgx sends a nil slice as
-	// NULL, and "NOT (poi_id = ANY(NULL))" would keep every old POI.
+	// NULL, not as an empty array.
 	ids, owners, names, types := []string{}, []string{}, []string{}, []string{}
 	lines, symbols, receivers, results, fields := []int32{}, []string{}, []string{}, []string{}, []string{}
 	keys := make([][]symbolKey, len(files))
@@ -136,8 +136,11 @@ func (s store) write(ctx context.Context, files []fileBatch) (xid int64, rej *Re
 		})
 	// ids are unique across the files (checked before) and none belongs to
 	// another file (checked above, or the savepoint is rolled back), so
-	// "not among ids" is "no longer among this file's POIs".
-	b.Queue(`DELETE FROM pois WHERE file_id = ANY($1) AND NOT (poi_id = ANY($2))`, fileIDs, ids)
+	// "not among ids" is "no longer among this file's POIs". The difference
+	// is a set operation, then a lookup by key: a filter comparing each of
+	// the files' rows with every id would take time quadratic in a file's
+	// size once the statement runs on a generic plan.
+	b.Queue(deleteRemovedSQL, fileIDs, ids)
 	// The files' references (and so their relationships), found through
 	// their remaining POIs (the trigger on pois took those of the POIs just
 	// deleted): the table is keyed by source POI, not by file. The LATERAL
@@ -256,3 +259,10 @@ func changedNames(old map[symbolKey]int32, syms []resolver.POI, keys []symbolKey
 	slices.Sort(changed)
 	return changed
 }
+
+// deleteRemovedSQL deletes the POIs of the files $1 that are not among the
+// ids $2.
+const deleteRemovedSQL = `
+	DELETE FROM pois WHERE poi_id = ANY(ARRAY(
+		SELECT poi_id FROM pois WHERE file_id = ANY($1)
+		EXCEPT SELECT unnest($2::text[])))`
