@@ -491,9 +491,8 @@ func candidatesOf(cands map[string][]resolver.Candidate, ref resolver.Reference)
 // and ends each at the publish, so the references resolved after it are
 // not read; the exact names filter the range, in a set here (as a filter
 // in the statement, each row would be compared with every name). Derived
-// references that
-// look a changed name up (their depends, resolver.LookupNames) are read
-// through the partial index on depends.
+// references that look a changed name up (their depends,
+// resolver.LookupNames) are read through the partial index on depends.
 func queueStaleRefs(b *pgx.Batch, fileID string, changed []string, publishXID int64, out *[]storedRef) {
 	// The names of references that can resolve to a changed name's POIs
 	// (a Go reference's name carries its qualifier: resolver.ReferenceNames).
@@ -509,6 +508,7 @@ func queueStaleRefs(b *pgx.Batch, fileID string, changed []string, publishXID in
 	if publishXID > 0 {
 		horizon = uint64(publishXID)
 	}
+	// read appends the rows keep keeps (every row when keep is nil).
 	read := func(keep func(storedRef) bool) func(pgx.Rows) error {
 		return func(rows pgx.Rows) error {
 			for rows.Next() {
@@ -516,7 +516,7 @@ func queueStaleRefs(b *pgx.Batch, fileID string, changed []string, publishXID in
 				if err := rows.Scan(&r.src, &r.file, &r.name, &r.typ); err != nil {
 					return fmt.Errorf("error reading references: %w", err)
 				}
-				if keep(r) {
+				if keep == nil || keep(r) {
 					*out = append(*out, r)
 				}
 			}
@@ -540,7 +540,7 @@ func queueStaleRefs(b *pgx.Batch, fileID string, changed []string, publishXID in
 			SELECT source_poi_id, source_file_id, name, type FROM poi_references r
 			WHERE r.depends && $1::text[] AND r.depends IS NOT NULL
 			  AND r.resolved_xmin <= $3::text::xid8 AND r.source_file_id <> $2`,
-			chunk, fileID, strconv.FormatUint(horizon, 10)).Query(read(func(storedRef) bool { return true }))
+			chunk, fileID, strconv.FormatUint(horizon, 10)).Query(read(nil))
 	}
 }
 
