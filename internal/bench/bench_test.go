@@ -38,7 +38,9 @@ func TestMain_SmokeRunOfPhasesOneToFour(t *testing.T) {
 	require.Equal(t, 2, res.Relay.Malformed)
 	require.EqualValues(t, 2, res.Relay.FailedPOIs, "every malformed POI is in failed_pois")
 	require.Equal(t, res.Ceiling.RelationshipRows, res.Relay.Relationships, "relay writes the ceiling's relationships")
-	require.Zero(t, res.Relay.Reresolved, "every publish is visible before any batch reads: nothing is resolved twice")
+	// Relay.Reresolved is not asserted: a stamp is a snapshot's xmin, and a
+	// transaction of another test on the server can hold it below the
+	// publishes, so that their jobs resolve references again (correctly).
 
 	// Published while the workers run, referrers often resolve before the
 	// files they call are published: the edges must come out the same.
