@@ -3,7 +3,6 @@ package worker
 import (
 	"context"
 	"fmt"
-	"strings"
 	"testing"
 
 	"github.com/jackc/pgx/v5"
@@ -50,18 +49,11 @@ func TestQueueStaleRefs_ReadsOnlyUpToThePublish(t *testing.T) {
 	tx, err := db.Pool.Begin(ctx)
 	require.NoError(t, err)
 	defer func() { _ = tx.Rollback(ctx) }()
-	_, err = tx.Exec(ctx, `SET LOCAL plan_cache_mode = force_generic_plan; SET LOCAL enable_seqscan = off; `+
-		`SET LOCAL enable_hashjoin = off; SET LOCAL enable_mergejoin = off`)
+	_, err = tx.Exec(ctx, `SET LOCAL enable_seqscan = off; SET LOCAL enable_hashjoin = off; SET LOCAL enable_mergejoin = off`)
 	require.NoError(t, err)
 	b := &pgx.Batch{}
 	queueStaleRefs(b, "c.go", nil, 100, new([]storedRef))
-	_, err = tx.Prepare(ctx, "stale_refs", b.QueuedQueries[0].SQL)
-	require.NoError(t, err)
-	rows, err := tx.Query(ctx, `EXPLAIN EXECUTE stale_refs('{fc}', 'c.go', '100')`)
-	require.NoError(t, err)
-	plan, err := pgx.CollectRows(rows, pgx.RowTo[string])
-	require.NoError(t, err)
-	text := strings.Join(plan, "\n")
+	text := testdb.GenericPlan(t, tx, b.QueuedQueries[0].SQL, `'{fc}', 'c.go', '100'`)
 	require.Contains(t, text, "poi_references_key_resolved_xmin_idx", text)
 	require.Contains(t, text, "resolved_xmin <= ", text)
 	require.NotContains(t, text, "Filter: (resolved_xmin", text)

@@ -19,6 +19,7 @@ import (
 	"log/slog"
 	neturl "net/url"
 	"os"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -440,4 +441,28 @@ func (w mainM) Run() int {
 		delete(shared, url)
 	}
 	return code
+}
+
+// GenericPlan returns the EXPLAIN text of sql's generic plan in tx, executed
+// with args (SQL literals, e.g. `'{a}', 'b'`): the plan a cached statement
+// may run on whatever its parameters. The planner settings tx already has
+// apply.
+func GenericPlan(t testing.TB, tx pgx.Tx, sql, args string) string {
+	t.Helper()
+	ctx := context.Background()
+	if _, err := tx.Exec(ctx, `SET LOCAL plan_cache_mode = force_generic_plan`); err != nil {
+		t.Fatalf("error forcing generic plans: %v", err)
+	}
+	if _, err := tx.Prepare(ctx, "generic_plan", sql); err != nil {
+		t.Fatalf("error preparing %q: %v", sql, err)
+	}
+	rows, err := tx.Query(ctx, `EXPLAIN EXECUTE generic_plan(`+args+`)`)
+	if err != nil {
+		t.Fatalf("error explaining %q: %v", sql, err)
+	}
+	plan, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		t.Fatalf("error explaining %q: %v", sql, err)
+	}
+	return strings.Join(plan, "\n")
 }
