@@ -16,6 +16,10 @@ import (
 // AnalyzeSummary is what `relay analyze --json` prints.
 type AnalyzeSummary struct {
 	goanalyze.Summary
+	// References is the reference mode asked for with --references:
+	// "typed" or "lexical" (Warnings lists the packages typed mode fell
+	// back to lexical for).
+	References string `json:"references"`
 	// Worked is set with --work: the batches were resolved in-process.
 	Worked        bool    `json:"worked"`
 	WorkSeconds   float64 `json:"work_seconds,omitempty"`
@@ -28,10 +32,11 @@ func newAnalyzeCmd(a *app) *cobra.Command {
 		asJSON     bool
 		work       bool
 		filesPerTx int
+		references string
 	)
 	cmd := &cobra.Command{
 		Use:   "analyze DIR",
-		Short: "Extract POIs from the Go files under DIR and publish one analysis per file",
+		Short: "Extract POIs from the Go files under DIR, with typed (go/types) or lexical references, and publish one analysis per file",
 		Long: `Analyze walks DIR for .go files (skipping testdata, vendor, directories
 starting with "." or "_", and files the default build excludes by their build
 constraints: a //go:build line or a _GOOS/_GOARCH suffix, as go/build's
@@ -41,6 +46,29 @@ interfaces and imports become POIs whose rawCode is the declaration's source
 text, ids are "<path>:<line>:<name>" and fileId is the path relative to DIR.
 Files that do not parse are reported with file:line and skipped.
 
+--references says where the POIs' references come from:
+
+  typed (the default)
+      DIR's packages, tests included, are first loaded with go/packages and
+      type-checked with go/types, as the go command loads them from DIR
+      (DIR must be in a Go module: a go.mod in it or above it). Each
+      function, method and type POI carries its symbol (its fully qualified
+      name, e.g. "example.com/m/p.(*T).Get") and, as supplied references,
+      its static calls of functions and methods declared under DIR and the
+      types declared under DIR that it embeds; interface calls, calls of
+      function values, recursive calls and calls of anything outside DIR
+      are left out. Import POIs keep lexical references. A package that does not type-check keeps
+      lexical references (its POIs still carry their symbols), with a
+      warning naming it and the first error; when the go command cannot
+      load DIR at all (no go.mod, or no go command), every package does,
+      with one warning.
+  lexical
+      No type checking: POIs carry no symbol and no references, and relay's
+      resolver finds each POI's references by reading its rawCode.
+
+Every warning is printed to standard error (and listed in --json's
+"warnings"); warnings do not change the exit code.
+
 --files-per-tx files share one transaction (each under its own savepoint, so
 a rejected file does not undo the others). With --work an in-process worker
 then resolves every batch, as 'relay worker --until-idle' would.`,
@@ -48,6 +76,10 @@ then resolves every batch, as 'relay worker --until-idle' would.`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx := cmd.Context()
 			dir := args[0]
+			if references != goanalyze.ReferencesTyped && references != goanalyze.ReferencesLexical {
+				return usageError{fmt.Errorf("--references %q is not one of %s, %s", references,
+					goanalyze.ReferencesTyped, goanalyze.ReferencesLexical)}
+			}
 			if st, err := os.Stat(dir); err != nil || !st.IsDir() {
 				return usageError{fmt.Errorf("%s is not a directory", dir)}
 			}
@@ -67,6 +99,7 @@ then resolves every batch, as 'relay worker --until-idle' would.`,
 			last := time.Now()
 			sum, err := goanalyze.Publish(ctx, pool, pub, dir, goanalyze.PublishConfig{
 				FilesPerTx: filesPerTx,
+				References: references,
 				Progress: func(s goanalyze.Summary) {
 					if time.Since(last) >= time.Second {
 						fmt.Fprintf(stderr, "relay analyze: %d files, %d POIs published (%.0f POIs/s)\n", s.Files, s.POIs, float64(s.POIs)/s.Seconds)
@@ -75,6 +108,9 @@ then resolves every batch, as 'relay worker --until-idle' would.`,
 				},
 			})
 			if sum != nil {
+				for _, w := range sum.Warnings {
+					fmt.Fprintf(stderr, "relay analyze: warning: %s\n", w)
+				}
 				for _, s := range sum.Skipped {
 					fmt.Fprintf(stderr, "relay analyze: skipped %s\n", s.Error())
 				}
@@ -85,7 +121,7 @@ then resolves every batch, as 'relay worker --until-idle' would.`,
 			if err != nil {
 				return err
 			}
-			out := AnalyzeSummary{Summary: *sum}
+			out := AnalyzeSummary{Summary: *sum, References: references}
 			if work {
 				client, err := worker.NewClient(pool, a.cfg, a.logger, nil)
 				if err != nil {
@@ -106,8 +142,8 @@ then resolves every batch, as 'relay worker --until-idle' would.`,
 			if asJSON {
 				return a.printJSON(out)
 			}
-			fmt.Fprintf(a.out(), "relay analyze: published %d files, %d POIs in %d jobs in %.1fs; %d files skipped (parse errors), %d rejected\n",
-				out.Files, out.POIs, out.Jobs, out.Seconds, len(out.Skipped), len(out.Rejected))
+			fmt.Fprintf(a.out(), "relay analyze: published %d files, %d POIs in %d jobs in %.1fs; %d files skipped (parse errors), %d rejected; %s references, %d warnings\n",
+				out.Files, out.POIs, out.Jobs, out.Seconds, len(out.Skipped), len(out.Rejected), out.References, len(out.Warnings))
 			if work {
 				fmt.Fprintf(a.out(), "relay analyze: resolved in %.1fs: %d relationships, %d failed POIs in the database\n",
 					out.WorkSeconds, out.Relationships, out.FailedPOIs)
@@ -118,5 +154,7 @@ then resolves every batch, as 'relay worker --until-idle' would.`,
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print the summary as JSON")
 	cmd.Flags().BoolVar(&work, "work", false, "resolve the published batches with an in-process worker before exiting")
 	cmd.Flags().IntVar(&filesPerTx, "files-per-tx", goanalyze.FilesPerTxDefault, "files published per transaction")
+	cmd.Flags().StringVar(&references, "references", goanalyze.ReferencesTyped,
+		"where references come from: typed (go/types supplies symbols and references; a package that does not type-check falls back to lexical, with a warning) or lexical (relay's resolver reads rawCode)")
 	return cmd
 }

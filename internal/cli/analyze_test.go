@@ -1,6 +1,7 @@
 package cli_test
 
 import (
+	"context"
 	"encoding/json"
 	"os"
 	"path/filepath"
@@ -11,6 +12,7 @@ import (
 
 	"github.com/relay-dev/relay/internal/cli"
 	"github.com/relay-dev/relay/internal/testdb"
+	"github.com/relay-dev/relay/outbox"
 )
 
 func TestAnalyze_PublishesOneJobPerGoFileAndResolvesCalls(t *testing.T) {
@@ -73,6 +75,162 @@ func TestAnalyze_ARejectedFileDoesNotStopTheOthersOfItsTransaction(t *testing.T)
 	require.Contains(t, sum.Rejected[0].Error, "1024-byte limit")
 	require.Equal(t, 1, testdb.Count(t, db.Pool, `SELECT count(*) FROM relationships WHERE source_poi_id = 'p/a.go:3:A'`))
 	require.Equal(t, 0, testdb.Count(t, db.Pool, `SELECT count(*) FROM files WHERE file_id = 'p/dup.go'`))
+}
+
+// moduleTree is a tiny Go module that type-checks: typed references find
+// T's embedding of Base and Get's call of helper.
+var moduleTree = map[string]string{
+	"go.mod": "module example.com/m\n\ngo 1.22\n",
+	"p/p.go": "package p\n\nimport \"strings\"\n\ntype Base struct{}\n\ntype T struct{ Base }\n\n" +
+		"func (T) Get() string { return strings.ToUpper(helper()) }\n\nfunc helper() string { return \"\" }\n",
+}
+
+// publishedPOIs reads the POIs relay analyze published, as JSON objects by
+// POI id, from the resolve_file jobs' args.
+func publishedPOIs(t *testing.T, db *testdb.DB) map[string]map[string]json.RawMessage {
+	t.Helper()
+	rows, err := db.Pool.Query(context.Background(), `SELECT args FROM river_job WHERE kind = 'resolve_file'`)
+	require.NoError(t, err)
+	defer rows.Close()
+	pois := map[string]map[string]json.RawMessage{}
+	for rows.Next() {
+		var raw []byte
+		require.NoError(t, rows.Scan(&raw))
+		var args outbox.ResolveFileArgs
+		require.NoError(t, json.Unmarshal(raw, &args))
+		for _, rawPOI := range args.POIs {
+			var p map[string]json.RawMessage
+			require.NoError(t, json.Unmarshal(rawPOI, &p))
+			var id string
+			require.NoError(t, json.Unmarshal(p["id"], &id))
+			pois[id] = p
+		}
+	}
+	require.NoError(t, rows.Err())
+	return pois
+}
+
+func TestAnalyze_ReferencesTypedSuppliesSymbolsAndReferencesLexicalNone(t *testing.T) {
+	t.Parallel()
+	root := writeTree(t, moduleTree)
+	decls := []string{"p/p.go:5:Base", "p/p.go:7:T", "p/p.go:9:Get", "p/p.go:11:helper"}
+
+	// typed is the default.
+	typedDB := testdb.New(t)
+	r := run(t, typedDB, "", nil, "analyze", root, "--json", "--work")
+	require.Equal(t, cli.ExitOK, r.code, r.stderr)
+	var sum cli.AnalyzeSummary
+	require.NoError(t, json.Unmarshal([]byte(r.stdout), &sum))
+	require.Equal(t, "typed", sum.References)
+	require.Empty(t, sum.Warnings, "the module type-checks")
+	require.Equal(t, 5, sum.POIs) // import strings, Base, T, Get, helper
+	pois := publishedPOIs(t, typedDB)
+	require.Len(t, pois, 5)
+	for _, id := range decls {
+		require.Contains(t, pois[id], "symbol", id)
+		require.Contains(t, pois[id], "references", id)
+	}
+	require.JSONEq(t, `"example.com/m/p.T.Get"`, string(pois["p/p.go:9:Get"]["symbol"]))
+	require.JSONEq(t, `[{"type":"CALLS","symbol":"example.com/m/p.helper"}]`, string(pois["p/p.go:9:Get"]["references"]))
+	require.JSONEq(t, `[{"type":"EXTENDS","symbol":"example.com/m/p.Base"}]`, string(pois["p/p.go:7:T"]["references"]))
+	require.JSONEq(t, `[]`, string(pois["p/p.go:11:helper"]["references"]))
+	require.NotContains(t, pois["p/p.go:3:strings"], "symbol", "imports keep lexical references")
+	require.NotContains(t, pois["p/p.go:3:strings"], "references", "imports keep lexical references")
+	require.Equal(t, 4, testdb.Count(t, typedDB.Pool, `SELECT count(*) FROM pois WHERE symbol IS NOT NULL`))
+	require.Equal(t, 1, testdb.Count(t, typedDB.Pool, `SELECT count(*) FROM relationships
+		WHERE source_poi_id = 'p/p.go:9:Get' AND target_poi_id = 'p/p.go:11:helper' AND type = 'CALLS'`))
+
+	// The same module with --references lexical: no POI carries a symbol
+	// or supplied references, and no warning is given.
+	lexicalDB := testdb.New(t)
+	r = run(t, lexicalDB, "", nil, "analyze", root, "--references", "lexical", "--json", "--work")
+	require.Equal(t, cli.ExitOK, r.code, r.stderr)
+	sum = cli.AnalyzeSummary{}
+	require.NoError(t, json.Unmarshal([]byte(r.stdout), &sum))
+	require.Equal(t, "lexical", sum.References)
+	require.Empty(t, sum.Warnings)
+	pois = publishedPOIs(t, lexicalDB)
+	require.Len(t, pois, 5)
+	for id, p := range pois {
+		require.NotContains(t, p, "symbol", id)
+		require.NotContains(t, p, "references", id)
+	}
+	require.Equal(t, 0, testdb.Count(t, lexicalDB.Pool, `SELECT count(*) FROM pois WHERE symbol IS NOT NULL`))
+	// The lexical resolver still finds the call by reading rawCode.
+	require.Equal(t, 1, testdb.Count(t, lexicalDB.Pool, `SELECT count(*) FROM relationships
+		WHERE source_poi_id = 'p/p.go:9:Get' AND target_poi_id = 'p/p.go:11:helper' AND type = 'CALLS'`))
+
+	r = run(t, lexicalDB, "", nil, "analyze", root, "--references", "lexical")
+	require.Equal(t, cli.ExitOK, r.code, r.stderr)
+	require.Contains(t, r.stdout, "published 1 files, 5 POIs in 1 jobs")
+	require.Contains(t, r.stdout, "; lexical references, 0 warnings")
+	require.NotContains(t, r.stderr, "warning")
+}
+
+func TestAnalyze_ReferencesRejectsAnUnknownModeAsAUsageError(t *testing.T) {
+	t.Parallel()
+	r := run(t, nil, "", nil, "analyze", t.TempDir(), "--references", "exact")
+	require.Equal(t, cli.ExitUsage, r.code, r.stderr)
+	require.Contains(t, r.stderr, `relay: --references "exact" is not one of typed, lexical`)
+	require.Contains(t, r.stderr, "Run 'relay --help' for usage.")
+}
+
+func TestAnalyze_HelpDescribesBothReferenceModesAndTheFallback(t *testing.T) {
+	t.Parallel()
+	r := run(t, nil, "", nil, "analyze", "--help")
+	require.Equal(t, cli.ExitOK, r.code, r.stderr)
+	for _, want := range []string{
+		"--references says where the POIs' references come from:",
+		"  typed (the default)",
+		"type-checked with go/types",
+		"A package that does not type-check keeps",
+		"load DIR at all (no go.mod, or no go command), every package does,",
+		"  lexical\n      No type checking: POIs carry no symbol and no references",
+		"Every warning is printed to standard error",
+		`--references string`,
+		`(default "typed")`,
+	} {
+		require.Contains(t, r.stdout, want)
+	}
+	r = run(t, nil, "", nil, "--help") // lists each command's Short
+	require.Equal(t, cli.ExitOK, r.code, r.stderr)
+	require.Contains(t, r.stdout, "with typed (go/types) or lexical references, and publish one analysis per file")
+}
+
+func TestAnalyze_PrintsEveryWarningOutsideAGoModule(t *testing.T) {
+	t.Parallel()
+	db := testdb.New(t)
+	// A copied tree without go.mod: typed references fall back to lexical
+	// for every package, with a warning.
+	files := map[string]string{}
+	for name, src := range moduleTree {
+		if name != "go.mod" {
+			files[name] = src
+		}
+	}
+	root := writeTree(t, files)
+	const fallback = "package ./...: lexical references (does not type-check: "
+	const warning = "relay analyze: warning: " + fallback
+
+	r := run(t, db, "", nil, "analyze", root)
+	require.Equal(t, cli.ExitOK, r.code, r.stderr)
+	require.Contains(t, r.stderr, warning)
+	require.Equal(t, 1, strings.Count(r.stderr, "warning:"), r.stderr)
+	require.Contains(t, r.stdout, "; typed references, 1 warnings")
+
+	// --json lists it too (and stderr still carries it); the exit code is
+	// the same.
+	r = run(t, db, "", nil, "analyze", root, "--json")
+	require.Equal(t, cli.ExitOK, r.code, r.stderr)
+	require.Contains(t, r.stderr, warning)
+	var sum cli.AnalyzeSummary
+	require.NoError(t, json.Unmarshal([]byte(r.stdout), &sum))
+	require.Len(t, sum.Warnings, 1)
+	require.True(t, strings.HasPrefix(sum.Warnings[0], fallback), sum.Warnings[0])
+	require.Contains(t, r.stderr, "relay analyze: warning: "+sum.Warnings[0]+"\n", "the whole warning")
+	for id, p := range publishedPOIs(t, db) {
+		require.NotContains(t, p, "references", "fell back to lexical: %s", id)
+	}
 }
 
 // writeTree writes files (slash-separated paths relative to the root) into a

@@ -108,3 +108,39 @@ func TestWalkWith_TypedFallsBackToLexicalWithAWarning(t *testing.T) {
 	require.Len(t, warnings, 1)
 	require.Contains(t, warnings[0], "package ./...: lexical references (does not type-check: ")
 }
+
+func TestWalkWith_OnlyTypedPOIsCarrySymbolAndReferencesFields(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "go.mod"), []byte("module example.com/m\n\ngo 1.22\n"), 0o644))
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "a.go"),
+		[]byte("package a\n\nimport \"fmt\"\n\nfunc A() { fmt.Println() }\n"), 0o644))
+
+	// fields walks dir in mode and returns each POI's JSON fields by name.
+	fields := func(mode string) map[string]map[string]json.RawMessage {
+		out := map[string]map[string]json.RawMessage{}
+		require.NoError(t, WalkWith(context.Background(), dir, Options{References: mode}, func(f File) error {
+			for _, raw := range f.Analysis.POIs {
+				var p map[string]json.RawMessage
+				require.NoError(t, json.Unmarshal(raw, &p))
+				var name string
+				require.NoError(t, json.Unmarshal(p["name"], &name))
+				out[name] = p
+			}
+			return nil
+		}))
+		return out
+	}
+
+	typed := fields(ReferencesTyped)
+	require.JSONEq(t, `"example.com/m.A"`, string(typed["A"]["symbol"]))
+	require.JSONEq(t, `[]`, string(typed["A"]["references"]), "no call within the tree: present and empty, not lexical")
+	require.NotContains(t, typed["fmt"], "references", "imports are lexical")
+
+	lexical := fields(ReferencesLexical)
+	require.Len(t, lexical, 2)
+	for name, p := range lexical {
+		require.NotContains(t, p, "symbol", name)
+		require.NotContains(t, p, "references", name, "absent, not null")
+	}
+}

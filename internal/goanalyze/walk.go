@@ -13,6 +13,7 @@ import (
 	"strings"
 
 	"github.com/relay-dev/relay/outbox"
+	"github.com/relay-dev/relay/resolver"
 )
 
 // File is one Go file of the walked tree.
@@ -114,13 +115,33 @@ func analyzeFile(relPath string, src []byte, tree typedTree) (File, error) {
 	tree.withTypes(relPath, pois)
 	a := outbox.Analysis{FileID: relPath, POIs: make([]json.RawMessage, 0, len(pois))}
 	for _, p := range pois {
-		raw, err := json.Marshal(p)
+		raw, err := json.Marshal(publishedPOI{POI: p, References: refsField(p.References)})
 		if err != nil {
 			return File{}, fmt.Errorf("error encoding POI %q: %w", p.ID, err)
 		}
 		a.POIs = append(a.POIs, raw)
 	}
 	return File{Analysis: a}, nil
+}
+
+// publishedPOI is a POI as analyzeFile encodes it: resolver.POI, but with
+// references left out when the POI has none supplied (lexical), instead of
+// "references": null, so that a lexical POI carries neither symbol nor
+// references. A typed POI without references still carries
+// "references": [], which tells the resolver not to read its rawCode.
+type publishedPOI struct {
+	resolver.POI
+	// References shadows POI.References (encoding/json prefers the
+	// shallower field of a name).
+	References *[]resolver.SuppliedReference `json:"references,omitempty"`
+}
+
+// refsField is refs as publishedPOI.References: nil when refs is.
+func refsField(refs []resolver.SuppliedReference) *[]resolver.SuppliedReference {
+	if refs == nil {
+		return nil
+	}
+	return &refs
 }
 
 // skipsDir reports whether Walk leaves out a directory of this name (below
