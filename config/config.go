@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/relay-dev/relay/deadletter/failed"
+	"github.com/relay-dev/relay/internal/agent"
 	"github.com/relay-dev/relay/outbox"
 )
 
@@ -168,6 +169,18 @@ type Config struct {
 	// logs are created (empty: a private per-user directory,
 	// agent.DefaultBaseDir: relay/mapreduce in the user's cache directory).
 	MapReduceWorkdir string `mapstructure:"mapreduce_workdir"`
+	// AgentEnv adds variables to MapReduce agents' environment, which is
+	// otherwise an allow-list (agent.AllowedEnv): NAME passes NAME's value in
+	// relay's environment as relay started, NAME=VALUE sets it. RELAY_* and
+	// PG* names are refused: they are relay's own and the database's
+	// credentials. RELAY_AGENT_ENV holds entries separated by blanks; the
+	// flag is repeatable.
+	AgentEnv []string `mapstructure:"agent_env"`
+	// AgentUser is the user MapReduce agents run as when relay runs as root
+	// (its uid and gid, no supplementary groups); relay runs no agent as
+	// root, and refuses to start one until it is set. Empty: agents run as
+	// relay's user, which must not be root.
+	AgentUser string `mapstructure:"agent_user"`
 	// DLQMaxItems caps dead_lettered_items rows per MapReduce job; when full
 	// the oldest 10% are evicted (and the eviction recorded).
 	DLQMaxItems int `mapstructure:"dlq_max_items"`
@@ -367,6 +380,14 @@ func (c *Config) Validate() error {
 	}
 	if c.DLQMaxItems < 10 {
 		bad("dlq_max_items", "%d must be at least 10", c.DLQMaxItems)
+	}
+	for _, spec := range c.AgentEnv {
+		if _, _, _, err := agent.ParseEnvSpec(spec); err != nil {
+			bad("agent_env", "%v", err)
+		}
+	}
+	if strings.ContainsFunc(c.AgentUser, func(r rune) bool { return r <= ' ' || r == ':' || r == '/' }) {
+		bad("agent_user", "%q must be a user name or a numeric uid", c.AgentUser)
 	}
 	return errors.Join(errs...)
 }

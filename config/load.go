@@ -56,7 +56,9 @@ var usage = map[string]string{
 	"mapreduce_max_retries":          "retries per MapReduce item; dead-lettered after this many + 1 failed attempts",
 	"mapreduce_parallel":             "MapReduce agents run at once by one process",
 	"mapreduce_timeout":              "deadline for one MapReduce agent run",
-	"mapreduce_workdir":              "where MapReduce attempt directories and agent logs go (empty: relay/mapreduce in the user's cache directory, private)",
+	"mapreduce_workdir":              "where MapReduce attempt directories and agent logs go (empty: relay/mapreduce in the user's cache directory, private; /var/cache/relay/mapreduce when agents run as agent_user)",
+	"agent_env":                      "variables added to MapReduce agents' environment: NAME (its value in relay's environment) or NAME=VALUE; not RELAY_* or PG*; blank-separated in the environment variable, repeatable as a flag",
+	"agent_user":                     "user MapReduce agents run as when relay runs as root (required then: relay runs no agent as root)",
 	"dlq_max_items":                  "dead_lettered_items kept per MapReduce job; the oldest 10% are evicted when full",
 	"http_addr":                      "worker's /healthz, /readyz and /metrics address, e.g. 127.0.0.1:9090 (empty: off)",
 	"health_max_new_failed_pois":     "above this many new failed_pois rows /readyz reports degraded",
@@ -95,6 +97,8 @@ func formatDefault(key string, v any) string {
 	switch v := v.(type) {
 	case string:
 		return v
+	case []string:
+		return strings.Join(v, " ")
 	case time.Duration:
 		return v.String()
 	default:
@@ -127,6 +131,9 @@ func RegisterFlags(fs *pflag.FlagSet) {
 			fs.Duration(name, v, help)
 		case bool:
 			fs.Bool(name, v, help)
+		case []string:
+			// Repeatable; a value may hold commas (NO_PROXY=a,b).
+			fs.StringArray(name, v, help)
 		default:
 			panic(fmt.Sprintf("config: no flag type for %s (%T)", key, v))
 		}
@@ -195,6 +202,10 @@ func load(fs *pflag.FlagSet, lookupEnv func(string) (string, bool), red *Redacto
 			if isURLKey(key) {
 				red.Add(val)
 			}
+			if _, list := def.Field(i).Interface().([]string); list {
+				v.Set(key, strings.Fields(val)) // entries separated by blanks
+				continue
+			}
 			v.Set(key, val)
 		}
 	}
@@ -204,6 +215,10 @@ func load(fs *pflag.FlagSet, lookupEnv func(string) (string, bool), red *Redacto
 			if f := fs.Lookup(strings.ReplaceAll(key, "_", "-")); f != nil && f.Changed {
 				if isURLKey(key) {
 					red.Add(f.Value.String())
+				}
+				if sv, ok := f.Value.(pflag.SliceValue); ok {
+					v.Set(key, sv.GetSlice()) // a repeated flag's values, as given
+					continue
 				}
 				v.Set(key, f.Value.String())
 			}

@@ -146,6 +146,11 @@ var DownEffects = map[int64]DownEffect{
 		Note: "drops the references' index keys (generated from their names): the worker reads a publish's " +
 			"stale references by name again; no data lost",
 	},
+	20: {
+		DropsColumns: []string{"mapreduce_jobs.agent_env"},
+		Note: "drops the names of the variables MapReduce jobs give their agents (agent_env); " +
+			"resume and retry no longer require them",
+	},
 }
 
 // DownEffectOf returns what rolling back version destroys. A version

@@ -11,18 +11,22 @@ import (
 )
 
 // takeEnv snapshots the environment for the configuration (cli.Env's
-// LookupEnv reads the snapshot) and removes relay's own RELAY_* variables,
-// the database URL among them, from the process environment, so that no
-// process relay starts inherits them by accident. (Agents get an
-// allow-listed environment anyway; see internal/agent.AllowedEnv.)
+// LookupEnv reads the snapshot, and so do agent_env's NAME entries, which
+// pass a variable as relay started with it) and removes relay's own RELAY_*
+// variables, the database URL among them, from the process environment, so
+// that no process relay starts inherits them by accident. (Agents get an
+// allow-listed environment anyway, plus what agent_env adds, which is never
+// RELAY_* or PG*; see internal/agent.AllowedEnv and ResolveEnv.)
 //
 // PG* variables (PGPASSWORD, PGPASSFILE, PGSERVICEFILE, PGSSLKEY, ...) stay:
 // pgx reads them from the process environment when it opens the pool, so
 // removing them would break connections configured that way. They never
-// reach an agent (the allow-list), and no agent can read relay's
-// /proc/<pid>/environ (harden). Note that unsetting a variable does not
-// change /proc/<pid>/environ, which shows the environment relay started
-// with: only non-dumpability protects that.
+// reach an agent, and no agent can read relay's /proc/<pid>/environ: an
+// agent of relay's own user is stopped by non-dumpability (harden), and
+// root, whom that does not stop, is never an agent's user (relay as root
+// runs agents as agent_user; internal/agent.User). Note that unsetting a
+// variable does not change /proc/<pid>/environ, which shows the environment
+// relay started with.
 func takeEnv() func(string) (string, bool) {
 	snapshot := make(map[string]string)
 	for _, kv := range os.Environ() {

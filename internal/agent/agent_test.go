@@ -96,9 +96,9 @@ func TestRunner_ClassifiesOutcomesFromFacts(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			dir := t.TempDir()
+			dir := agentDir(t)
 			r := &agent.Runner{Argv: []string{script(t, dir, tc.body)}, BaseDir: filepath.Join(dir, "work"),
-				Timeout: tc.timeout, KillGrace: 200 * time.Millisecond}
+				Timeout: tc.timeout, KillGrace: 200 * time.Millisecond, User: agentUser(t)}
 			data := tc.data
 			if data == "" {
 				data = `{"id":"x"}`
@@ -123,14 +123,15 @@ func TestRunner_ClassifiesOutcomesFromFacts(t *testing.T) {
 func TestRunner_CommandNotFoundAndUnpreparableWorkdir(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
-	r := &agent.Runner{Argv: []string{filepath.Join(dir, "missing")}, BaseDir: dir}
+	searchable(t, dir)
+	r := &agent.Runner{Argv: []string{filepath.Join(dir, "missing")}, BaseDir: dir, User: agentUser(t)}
 	o := r.Run(context.Background(), agent.Task{JobID: "j", ItemID: "1", Attempt: 1, Data: []byte(`1`)})
-	require.Equal(t, agent.ErrorTypeCommandFailed, o.ErrorType)
+	require.Equal(t, agent.ErrorTypeCommandFailed, o.ErrorType, o.Message)
 	require.Equal(t, 127, *o.ExitCode)
 
 	file := filepath.Join(dir, "not-a-dir")
 	require.NoError(t, os.WriteFile(file, nil, 0o600))
-	r = &agent.Runner{Argv: []string{"true"}, BaseDir: file}
+	r = &agent.Runner{Argv: []string{"true"}, BaseDir: file, User: agentUser(t)}
 	o = r.Run(context.Background(), agent.Task{JobID: "j", ItemID: "1", Attempt: 1, Data: []byte(`1`)})
 	require.Equal(t, agent.ErrorTypeWorktreeError, o.ErrorType)
 	require.Equal(t, agent.StepPrepareWorktree, o.Step)
@@ -141,10 +142,11 @@ func TestRunner_CommandNotFoundAndUnpreparableWorkdir(t *testing.T) {
 // included.
 func TestRunner_TimeoutKillsTheProcessGroup(t *testing.T) {
 	t.Parallel()
-	dir := t.TempDir()
+	dir := agentDir(t)
 	pidFile := filepath.Join(dir, "child.pid")
 	r := &agent.Runner{Argv: []string{script(t, dir, `sleep 60 & echo $! > `+pidFile+`; wait`)},
-		BaseDir: filepath.Join(dir, "work"), Timeout: 300 * time.Millisecond, KillGrace: 200 * time.Millisecond}
+		BaseDir: filepath.Join(dir, "work"), Timeout: 300 * time.Millisecond, KillGrace: 200 * time.Millisecond,
+		User: agentUser(t)}
 	o := r.Run(context.Background(), agent.Task{JobID: "j", ItemID: "1", Attempt: 1, Data: []byte(`{}`)})
 	require.Equal(t, agent.ErrorTypeTimeout, o.ErrorType)
 	b, err := os.ReadFile(pidFile)
@@ -159,12 +161,12 @@ func TestRunner_TimeoutKillsTheProcessGroup(t *testing.T) {
 // RELAY_ITEM_ID: nothing in it is run.
 func TestRunner_HostileItemIsDataOnly(t *testing.T) {
 	t.Parallel()
-	dir := t.TempDir()
+	dir := agentDir(t)
 	work := filepath.Join(dir, "work")
 	hostileID := "$(touch pwned-id)`touch pwned-id2`; rm -rf / #\n../../escape"
 	data := []byte(`{"cmd":"\"; rm -rf / ; $(touch pwned) ` + "`touch pwned2`" + `\nline2 \u0001\u00ff \\x00"}`)
 	r := &agent.Runner{Argv: []string{script(t, dir, `cat > "$RELAY_WORKDIR/stdin"; printf '%s' "$RELAY_ITEM_ID" > "$RELAY_WORKDIR/id"; exit 1`)},
-		BaseDir: work, Env: []string{"PATH=" + os.Getenv("PATH")}}
+		BaseDir: work, Env: []string{"PATH=" + os.Getenv("PATH")}, User: agentUser(t)}
 	o := r.Run(context.Background(), agent.Task{JobID: "job", ItemID: hostileID, Attempt: 2, Data: data})
 	require.Equal(t, agent.ErrorTypeCommandFailed, o.ErrorType)
 
@@ -183,9 +185,10 @@ func TestRunner_HostileItemIsDataOnly(t *testing.T) {
 }
 
 func TestRunner_AgentGetsItsEnvironmentButNoRelaySecrets(t *testing.T) {
-	dir := t.TempDir()
+	dir := agentDir(t)
 	t.Setenv("RELAY_DATABASE_URL", "postgres://relay:secret@db/relay")
-	r := &agent.Runner{Argv: []string{script(t, dir, `env | grep '^RELAY_' | sort`)}, BaseDir: dir}
+	r := &agent.Runner{Argv: []string{script(t, dir, `env | grep '^RELAY_' | sort`)}, BaseDir: filepath.Join(dir, "work"),
+		User: agentUser(t)}
 	o := r.Run(context.Background(), agent.Task{JobID: "j1", ItemID: "i1", Attempt: 3, Data: []byte(`{}`)})
 	require.True(t, o.Succeeded, o.Message)
 	require.Equal(t, "RELAY_ATTEMPT=3\nRELAY_ITEM_ID=i1\nRELAY_JOB_ID=j1\nRELAY_WORKDIR="+o.Workdir+"\n", string(o.Result))

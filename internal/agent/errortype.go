@@ -28,8 +28,11 @@ const (
 	// ErrorTypeValidationFailed: the item is not valid JSON, or the agent
 	// rejected it by exiting with ExitCodeValidationFailed.
 	ErrorTypeValidationFailed ErrorType = "ValidationFailed"
-	// ErrorTypeWorktreeError: the attempt's working directory or log file
-	// could not be prepared.
+	// ErrorTypeWorktreeError: the attempt could not be prepared: its working
+	// directory or log file (step prepare_worktree), or what relay's
+	// configuration must give the agent (step prepare_agent: relay runs as
+	// root without agent_user, or this process does not give a variable the
+	// job's agents need). The agent did not run.
 	ErrorTypeWorktreeError ErrorType = "WorktreeError"
 	// ErrorTypeUnknown: anything else (e.g. an error from the operating
 	// system that is none of the above, or a River-discarded job relay has
@@ -104,8 +107,8 @@ type FailureDetail struct {
 	StackTrace string `json:"stack_trace,omitempty"`
 	// AgentID names the execution: worker host and River job.
 	AgentID string `json:"agent_id,omitempty"`
-	// StepFailed is validate_item, prepare_worktree or run_agent (or the
-	// River job kind for captured River jobs).
+	// StepFailed is validate_item, prepare_agent, prepare_worktree or
+	// run_agent (or the River job kind for captured River jobs).
 	StepFailed  string `json:"step_failed,omitempty"`
 	DurationMS  int64  `json:"duration_ms"`
 	LogLocation string `json:"log_location,omitempty"` // the attempt's stdout+stderr

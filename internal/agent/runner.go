@@ -36,6 +36,7 @@ const (
 // The steps an attempt can fail in (FailureDetail.StepFailed).
 const (
 	StepValidateItem    = "validate_item"
+	StepPrepareAgent    = "prepare_agent"
 	StepPrepareWorktree = "prepare_worktree"
 	StepRunAgent        = "run_agent"
 )
@@ -44,10 +45,15 @@ const (
 // BaseDir are required.
 //
 // What an agent sees: the item's JSON on stdin; a fresh working directory;
-// RELAY_JOB_ID, RELAY_ITEM_ID, RELAY_ATTEMPT and RELAY_WORKDIR; and, of
-// relay's own environment, only the variables in AllowedEnv (PATH, HOME,
-// USER, LOGNAME, SHELL, LANG, LANGUAGE, LC_*, TZ, TMPDIR, TERM). The database
-// URL, PG* variables and every other secret stay out.
+// RELAY_JOB_ID, RELAY_ITEM_ID, RELAY_ATTEMPT and RELAY_WORKDIR; of relay's
+// own environment, only the variables in AllowedEnv (PATH, HOME, USER,
+// LOGNAME, SHELL, LANG, LANGUAGE, LC_*, TZ, TMPDIR, TERM); and the variables
+// the operator adds (AddEnv: agent_env). The database URL, PG* variables and
+// every other secret stay out.
+//
+// Whom an agent runs as: never root. When relay runs as root the agent runs
+// as User (agent_user), and without one Run refuses (ErrRunsAsRoot); see
+// User for why.
 //
 // What an agent leaves: nothing running. The agent leads its own process
 // group, and the whole group is killed (SIGKILL) as soon as the agent exits,
@@ -88,6 +94,16 @@ type Runner struct {
 	// process's environment named in AllowedEnv. RELAY_* variables in Env are
 	// dropped: relay sets its own.
 	Env []string
+	// AddEnv holds NAME=VALUE variables added to the agent's environment
+	// (agent_env, resolved by ResolveEnv); each replaces a variable of the
+	// same name in the base. A name CheckEnvName refuses (RELAY_*, PG*)
+	// fails the attempt.
+	AddEnv []string
+	// User is the account the agent runs as: its uid and gid, no
+	// supplementary groups, its HOME, USER and LOGNAME; the attempt's
+	// directory is made its. nil (or relay's own user) runs the agent as
+	// relay's user, which Run refuses when that is root (CheckRunAs).
+	User *User
 }
 
 // Task is one attempt at one item.
@@ -140,10 +156,14 @@ func (r *Runner) Run(ctx context.Context, t Task) *Outcome {
 		o.fail(ErrorTypeValidationFailed, StepValidateItem, "item data is not valid JSON")
 		return o
 	}
+	if err := cmp.Or(CheckRunAs(r.User), r.checkAddEnv()); err != nil {
+		o.fail(ErrorTypeWorktreeError, StepPrepareAgent, "agent not started: "+err.Error())
+		return o
+	}
 	itemDir := filepath.Join(r.BaseDir, SafeName(t.JobID), SafeName(t.ItemID))
 	o.Workdir = filepath.Join(itemDir, "attempt-"+strconv.Itoa(t.Attempt))
 	o.LogPath = o.Workdir + ".log"
-	logFile, err := prepare(r.BaseDir, itemDir, o.Workdir, o.LogPath)
+	logFile, err := prepare(r.BaseDir, itemDir, o.Workdir, o.LogPath, r.User)
 	if err != nil {
 		o.fail(diskErrorType(err, ErrorTypeWorktreeError), StepPrepareWorktree,
 			fmt.Sprintf("error preparing working directory: %v", err))
@@ -207,6 +227,12 @@ func (p *agentPipes) closeAll() {
 func (r *Runner) run(ctx context.Context, t Task, o *Outcome, lw *logWriter) {
 	fmt.Fprintf(lw, "# relay: job %q item %q attempt %d started %s\n# relay: argv %q\n",
 		t.JobID, t.ItemID, t.Attempt, o.StartedAt.Format(time.RFC3339Nano), r.Argv)
+	if r.User.switches() {
+		fmt.Fprintf(lw, "# relay: runs as %s (uid %d, gid %d)\n", r.User.Name, r.User.UID, r.User.GID)
+	}
+	if len(r.AddEnv) > 0 {
+		fmt.Fprintf(lw, "# relay: agent_env %s\n", strings.Join(EnvNames(r.AddEnv), " "))
+	}
 	defer lw.finish()
 	runCtx, cancel := ctx, context.CancelFunc(func() {})
 	if r.Timeout > 0 {
@@ -243,12 +269,13 @@ func (r *Runner) run(ctx context.Context, t Task, o *Outcome, lw *logWriter) {
 	defer pipes.closeAll()
 	cmd := exec.CommandContext(runCtx, name, r.Argv[1:]...)
 	cmd.Dir = o.Workdir
-	cmd.Env = append(r.baseEnv(), EnvJobID+"="+t.JobID, EnvItemID+"="+t.ItemID,
+	cmd.Env = append(r.agentEnv(), EnvJobID+"="+t.JobID, EnvItemID+"="+t.ItemID,
 		EnvAttempt+"="+strconv.Itoa(t.Attempt), EnvWorkdir+"="+o.Workdir)
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = pipes.inR, pipes.outW, pipes.errW
 	// The agent leads its own process group, so the deadline kills it and
 	// everything it started: SIGTERM first, SIGKILL after the grace period.
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	// It runs as User when that is another user than relay's.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Credential: r.User.credential()}
 	var killTimer *time.Timer
 	var mu sync.Mutex
 	cmd.Cancel = func() error {

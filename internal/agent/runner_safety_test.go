@@ -21,7 +21,7 @@ import (
 // The agent's environment is an allow-list: secrets in relay's environment
 // (the database URL, PG* variables, cloud keys) never reach it.
 func TestRunner_AgentEnvironmentIsAnAllowList(t *testing.T) {
-	dir := t.TempDir()
+	dir := agentDir(t)
 	t.Setenv("RELAY_DATABASE_URL", "postgres://root:s3cr3t-env@db/relay")
 	t.Setenv("RELAY_OTHER_URL", "https://u:s3cr3t-other@example.com")
 	t.Setenv("PGPASSWORD", "s3cr3t-pg")
@@ -32,7 +32,7 @@ func TestRunner_AgentEnvironmentIsAnAllowList(t *testing.T) {
 	t.Setenv("TZ", "UTC")
 	envPath, err := exec.LookPath("env")
 	require.NoError(t, err)
-	r := &agent.Runner{Argv: []string{envPath}, BaseDir: filepath.Join(dir, "work")}
+	r := &agent.Runner{Argv: []string{envPath}, BaseDir: filepath.Join(dir, "work"), User: agentUser(t)}
 	o := r.Run(context.Background(), agent.Task{JobID: "j", ItemID: "i", Attempt: 1, Data: []byte(`{}`)})
 	require.True(t, o.Succeeded, o.Message)
 	require.NotContains(t, string(o.Result), "s3cr3t")
@@ -87,10 +87,10 @@ func gone(pid int) bool {
 // succeeds at once, and the child is killed with the process group.
 func TestRunner_KillsWhatTheAgentLeftBehindOnSuccess(t *testing.T) {
 	t.Parallel()
-	dir := t.TempDir()
+	dir := agentDir(t)
 	pidFile := filepath.Join(dir, "child.pid")
 	r := &agent.Runner{Argv: []string{"sh", "-c", `sleep 300 & echo $! > ` + pidFile + `; echo '{"ok":1}'`},
-		BaseDir: filepath.Join(dir, "work"), KillGrace: 5 * time.Second}
+		BaseDir: filepath.Join(dir, "work"), KillGrace: 5 * time.Second, User: agentUser(t)}
 	start := time.Now()
 	o := r.Run(context.Background(), agent.Task{JobID: "j", ItemID: "1", Attempt: 1, Data: []byte(`{}`)})
 	require.True(t, o.Succeeded, "%s: %s", o.ErrorType, o.Message)
@@ -108,10 +108,10 @@ func TestRunner_KillsWhatTheAgentLeftBehindOnSuccess(t *testing.T) {
 // A failing agent's leftovers are killed too.
 func TestRunner_KillsWhatTheAgentLeftBehindOnFailure(t *testing.T) {
 	t.Parallel()
-	dir := t.TempDir()
+	dir := agentDir(t)
 	pidFile := filepath.Join(dir, "child.pid")
 	r := &agent.Runner{Argv: []string{"sh", "-c", `sleep 300 >/dev/null 2>&1 & echo $! > ` + pidFile + `; exit 3`},
-		BaseDir: filepath.Join(dir, "work")}
+		BaseDir: filepath.Join(dir, "work"), User: agentUser(t)}
 	o := r.Run(context.Background(), agent.Task{JobID: "j", ItemID: "1", Attempt: 1, Data: []byte(`{}`)})
 	require.Equal(t, agent.ErrorTypeCommandFailed, o.ErrorType)
 	pid := pidFrom(t, pidFile)
@@ -126,10 +126,10 @@ func TestRunner_SetsidEscapeeHoldingOutputIsAWarning(t *testing.T) {
 	if err != nil {
 		t.Skip("no setsid on this system")
 	}
-	dir := t.TempDir()
+	dir := agentDir(t)
 	pidFile := filepath.Join(dir, "escapee.pid")
 	r := &agent.Runner{Argv: []string{"sh", "-c", setsid + ` sh -c 'echo $$ > ` + pidFile + `; exec sleep 300' &
-while [ ! -s ` + pidFile + ` ]; do sleep 0.01; done; echo '{}'`}, BaseDir: filepath.Join(dir, "work")}
+while [ ! -s ` + pidFile + ` ]; do sleep 0.01; done; echo '{}'`}, BaseDir: filepath.Join(dir, "work"), User: agentUser(t)}
 	start := time.Now()
 	o := r.Run(context.Background(), agent.Task{JobID: "j", ItemID: "1", Attempt: 1, Data: []byte(`{}`)})
 	pid := pidFrom(t, pidFile)
@@ -144,8 +144,9 @@ while [ ! -s ` + pidFile + ` ]; do sleep 0.01; done; echo '{}'`}, BaseDir: filep
 // being stored cut short.
 func TestRunner_ResultOverMaxResultBytesFailsTheAttempt(t *testing.T) {
 	t.Parallel()
-	dir := t.TempDir()
-	r := &agent.Runner{Argv: []string{"sh", "-c", `head -c 1048586 /dev/zero | tr '\0' x`}, BaseDir: filepath.Join(dir, "work")}
+	dir := agentDir(t)
+	r := &agent.Runner{Argv: []string{"sh", "-c", `head -c 1048586 /dev/zero | tr '\0' x`}, BaseDir: filepath.Join(dir, "work"),
+		User: agentUser(t)}
 	o := r.Run(context.Background(), agent.Task{JobID: "j", ItemID: "1", Attempt: 1, Data: []byte(`{}`)})
 	require.False(t, o.Succeeded)
 	require.Equal(t, agent.ErrorTypeResourceExhausted, o.ErrorType)
@@ -164,10 +165,10 @@ func TestRunner_ResultOverMaxResultBytesFailsTheAttempt(t *testing.T) {
 // The log keeps its head and its tail, and says how much it dropped.
 func TestRunner_LogIsCappedKeepingHeadAndTail(t *testing.T) {
 	t.Parallel()
-	dir := t.TempDir()
+	dir := agentDir(t)
 	const capBytes = 64 << 10
 	r := &agent.Runner{Argv: []string{"sh", "-c", `echo START >&2; head -c 3000000 /dev/zero | tr '\0' x >&2; echo; echo END >&2; echo '{}'`},
-		BaseDir: filepath.Join(dir, "work"), MaxLogBytes: capBytes}
+		BaseDir: filepath.Join(dir, "work"), MaxLogBytes: capBytes, User: agentUser(t)}
 	o := r.Run(context.Background(), agent.Task{JobID: "j", ItemID: "1", Attempt: 1, Data: []byte(`{}`)})
 	require.True(t, o.Succeeded, o.Message)
 	log, err := os.ReadFile(o.LogPath)
@@ -182,19 +183,32 @@ func TestRunner_LogIsCappedKeepingHeadAndTail(t *testing.T) {
 	require.Less(t, strings.Index(s, "dropped here"), strings.LastIndex(s, "END"))
 }
 
-// Attempts' directories and logs are private to relay's user, and relay
-// refuses a workdir that is a symlink, someone else's or writable by others.
+// Attempts' directories and logs are private to relay's user (when agents
+// run as another user, the directories above an attempt's are searchable
+// by them, not listable, and the attempt's is theirs), and relay refuses a
+// workdir that is a symlink, someone else's or writable by others.
 func TestRunner_WorkdirIsPrivateAndSymlinksAreRefused(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
+	searchable(t, dir)
+	require.NoError(t, os.Chmod(dir, 0o711))
 	base := filepath.Join(dir, "state", "mapreduce")
-	r := &agent.Runner{Argv: []string{"true"}, BaseDir: base, KeepSucceeded: true}
+	u := agentUser(t)
+	r := &agent.Runner{Argv: []string{"true"}, BaseDir: base, KeepSucceeded: true, User: u}
 	o := r.Run(context.Background(), agent.Task{JobID: "j", ItemID: "1", Attempt: 1, Data: []byte(`{}`)})
 	require.True(t, o.Succeeded, o.Message)
+	relays := os.FileMode(0o700)
+	if u != nil {
+		relays = 0o711
+	}
 	for _, p := range []string{base, filepath.Dir(base), filepath.Dir(filepath.Dir(o.Workdir)), filepath.Dir(o.Workdir), o.Workdir} {
 		fi, err := os.Stat(p)
 		require.NoError(t, err)
-		require.Equal(t, os.FileMode(0o700), fi.Mode().Perm(), p)
+		want := relays
+		if p == o.Workdir {
+			want = 0o700
+		}
+		require.Equal(t, want, fi.Mode().Perm(), p)
 	}
 	fi, err := os.Stat(o.LogPath)
 	require.NoError(t, err)

@@ -686,7 +686,23 @@ func (h *harness) scenarioMapReduceKill(ctx context.Context, db *scenarioDB, res
 	if err := os.WriteFile(inputPath, []byte(input.String()), 0o600); err != nil {
 		return err
 	}
-	env := h.env(db, map[string]string{"RELAY_MAPREDUCE_WORKDIR": filepath.Join(dir, "work"), "RELAY_MAPREDUCE_PARALLEL": "4"})
+	settings := map[string]string{"RELAY_MAPREDUCE_WORKDIR": filepath.Join(dir, "work"), "RELAY_MAPREDUCE_PARALLEL": "4"}
+	if os.Geteuid() == 0 {
+		// relay runs no agent as root: the agents run as nobody, who must
+		// reach the script (h.workDir is MkdirTemp's, 0700) and append to
+		// runs.log.
+		settings["RELAY_AGENT_USER"] = "nobody"
+		if err := os.Chmod(h.workDir, 0o711); err != nil {
+			return err
+		}
+		if err := os.WriteFile(runs, nil, 0o600); err != nil {
+			return err
+		}
+		if err := os.Chmod(runs, 0o666); err != nil {
+			return err
+		}
+	}
+	env := h.env(db, settings)
 	res.Processes++
 	if err := h.runRelay(ctx, res.Scenario+"-enqueue", env, nil, "mapreduce", "run", "--input", inputPath, "--agent", agent,
 		"--job-id", "chaos", "--max-retries", "1", "--retry-backoff", "10ms", "--timeout", "30s"); err != nil {

@@ -419,7 +419,15 @@ reprocessed, an item_removed event; 'relay dlq clear' deletes them); items
 that fail again stay, with their failure history extended and marked for
 manual review. Without --wait a running 'relay worker' works them; with
 --wait this process does (--parallel agents at once) and prints how many
-succeeded.`,
+succeeded.
+
+A fix may be a variable the agents lacked: --agent-env NAME (from relay's
+environment) or --agent-env NAME=VALUE (repeatable) adds it, and the job
+records its name (never its value) so that every later run of its agents is
+given it too. relay never stores values, so with --wait each variable the
+job already records (see 'relay mapreduce status') must be given again, or
+retry refuses to start; without --wait 'relay worker' must give them all
+(its agent_env), and a VALUE here is refused: it would reach no agent.`,
 		Args: exactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if maxRetries < -1 || maxRetries > 100 {
@@ -428,6 +436,10 @@ succeeded.`,
 			return a.withDeadLetters(cmd, "dlq", func(ctx context.Context, dl *deadLetters) error {
 				pool, dlq := dl.pool, dl.items
 				job, err := loadJob(ctx, pool, args[0])
+				if err != nil {
+					return err
+				}
+				agents, err := agentsFor(cmd, a, job, wait)
 				if err != nil {
 					return err
 				}
@@ -453,17 +465,17 @@ succeeded.`,
 					fmt.Fprintf(a.out(), "no %s of job %s match; nothing to retry\n", what, job.ID)
 					return nil
 				}
-				fmt.Fprintf(a.env.Stderr, "relay dlq: retrying %s of job %s (max %d retries): %s\n",
-					pluralize(len(ids), "item"), job.ID, retries, joinItemIDs(ids, 10))
+				fmt.Fprintf(a.env.Stderr, "relay dlq: retrying %s of job %s (max %d retries%s): %s\n",
+					pluralize(len(ids), "item"), job.ID, retries, agentEnvNote(job.AgentEnv), joinItemIDs(ids, 10))
 				details := map[string]any{"job_id": job.ID, "count": len(ids), "filter": filter, "force": force,
-					"max_retries": retries, "successful": nil}
+					"max_retries": retries, "successful": nil, "agent_env": job.AgentEnv}
 				if !wait {
 					_ = dlq.RecordEvent(ctx, actorOr(actor), items.EventItemsReprocessed, len(ids), details)
 					fmt.Fprintf(a.out(), "enqueued %s; a running 'relay worker' works them ('relay mapreduce status %s')\n",
 						pluralize(len(ids), "item"), job.ID)
 					return nil
 				}
-				c, err := workInProcess(ctx, a, pool, job.ID, intOrDefault(parallel, 0, a.cfg.MapReduceParallel))
+				c, err := workInProcess(ctx, a, pool, job.ID, agents, intOrDefault(parallel, 0, a.cfg.MapReduceParallel))
 				if err != nil {
 					return err
 				}

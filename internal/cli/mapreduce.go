@@ -75,20 +75,35 @@ The agent is run once per attempt with the item's JSON on stdin, in a fresh
 working directory. Its environment is an allow-list: RELAY_JOB_ID,
 RELAY_ITEM_ID, RELAY_ATTEMPT and RELAY_WORKDIR, plus only PATH, HOME, USER,
 LOGNAME, SHELL, LANG, LANGUAGE, LC_*, TZ, TMPDIR and TERM from relay's own
-environment. The database URL, PG* variables and any other secret never
-reach it; give an agent what it needs explicitly, e.g. --agent "env
-KEY_FILE=/etc/agent/key ./agent.sh". Item data never reaches the command
-line. Exit 0 is success and stdout (at most 1 MiB; more fails the attempt
-with ResourceExhausted) is the item's result; exit 65 (EX_DATAERR) means
-"invalid item" (ValidationFailed); any other exit is a failure. When the
-agent exits, every process left in its process group is killed; a process
-started with setsid escapes that, and relay cannot stop it.
+environment, plus what agent_env adds: --agent-env NAME (repeatable) passes
+NAME from relay's environment as relay started, --agent-env NAME=VALUE sets
+it (a value on the command line is visible to every process on the host:
+prefer NAME). RELAY_* and PG* names are refused: they are relay's own and
+the database's credentials. The job records the names, never the values,
+and 'relay mapreduce status' shows them; whoever runs the job's agents must
+give every one of them (see 'relay dlq retry --help'). Without --wait the
+worker gives its agents its own agent_env, so a VALUE here is refused.
+Item data never reaches the command line. Exit 0 is success and stdout (at
+most 1 MiB; more fails the attempt with ResourceExhausted) is the item's
+result; exit 65 (EX_DATAERR) means "invalid item" (ValidationFailed); any
+other exit is a failure. When the agent exits, every process left in its
+process group is killed; a process started with setsid escapes that, and
+relay cannot stop it.
+
+relay runs no agent as root, who could read relay's database password in
+/proc/<relay pid>/environ whatever relay does. When relay runs as root,
+agents run as agent_user (--agent-user, e.g. nobody: its uid and gid, no
+supplementary groups, its HOME), in attempt directories that user owns, and
+until agent_user is set relay refuses to start them. The agent's program
+and --mapreduce-workdir must be reachable by that user.
 
 Each attempt's stdout and stderr go to a log file (at most 8 MiB: the first
 and last 4 MiB are kept) under --mapreduce-workdir, by default relay/mapreduce
-in the user's cache directory ($XDG_CACHE_HOME or ~/.cache). The workdir is
+in the user's cache directory ($XDG_CACHE_HOME or ~/.cache), or
+/var/cache/relay/mapreduce when agents run as agent_user. The workdir is
 created 0700 and must not be a symlink, someone else's or writable by
-others; attempts' directories are 0700 and logs 0600.
+others; attempts' directories are 0700 and logs 0600 (with agent_user, the
+directories above an attempt's are 0711 and the attempt's is that user's).
 
 Without --wait a running 'relay worker' works the items. With --wait this
 process works them, and only them, on a queue of the job's own (--parallel
@@ -127,6 +142,20 @@ JOB_ID --wait' goes on with them (exit code 130).`,
 			if job.Policy.ExcludeErrors, err = agent.ParseErrorTypeList(exclude); err != nil {
 				return usageError{fmt.Errorf("--dlq-exclude-errors: %w", err)}
 			}
+			var agents *agentSetup
+			if wait {
+				// This process runs the agents: it must be able to, and
+				// gives them agent_env's variables.
+				if agents, err = agentsHere(a); err != nil {
+					return err
+				}
+				if err := agent.CheckProgram(argv[0], agents.user); err != nil {
+					return usageError{fmt.Errorf("--agent: %w", err)}
+				}
+				job.AgentEnv = agent.EnvNames(agents.env)
+			} else if job.AgentEnv, err = agentEnvNames(cmd, a); err != nil {
+				return err
+			}
 			if err := job.Validate(); err != nil {
 				return usageError{err}
 			}
@@ -138,9 +167,6 @@ JOB_ID --wait' goes on with them (exit code 130).`,
 			if wait {
 				// Only this process works the job's items.
 				job.Queue = mapreduce.WaitQueue(job.ID)
-				if err := agent.PrepareBaseDir(mapReduceWorkdir(a)); err != nil {
-					return usageError{fmt.Errorf("--mapreduce-workdir: %w", err)}
-				}
 			}
 			items, err := readItems(a, input)
 			if err != nil {
@@ -165,14 +191,14 @@ JOB_ID --wait' goes on with them (exit code 130).`,
 			if err != nil {
 				return err
 			}
-			fmt.Fprintf(a.env.Stderr, "relay mapreduce: job %s: %d items enqueued (max %d retries, timeout %s, backoff %s)\n",
-				job.ID, len(items), job.MaxRetries, job.Timeout, job.RetryBackoff)
+			fmt.Fprintf(a.env.Stderr, "relay mapreduce: job %s: %d items enqueued (max %d retries, timeout %s, backoff %s%s)\n",
+				job.ID, len(items), job.MaxRetries, job.Timeout, job.RetryBackoff, agentEnvNote(job.AgentEnv))
 			if !wait {
 				fmt.Fprintf(a.out(), "%s\n", job.ID)
 				fmt.Fprintf(a.env.Stderr, "relay mapreduce: a running 'relay worker' works them; follow with 'relay mapreduce status %s'\n", job.ID)
 				return nil
 			}
-			return waitAndSummarize(ctx, a, pool, job, job.Parallel, asJSON)
+			return waitAndSummarize(ctx, a, pool, job, agents, job.Parallel, asJSON)
 		},
 	}
 	f := cmd.Flags()
@@ -223,9 +249,108 @@ func resolveAgent(argv []string) ([]string, error) {
 	return append([]string{path}, argv[1:]...), nil
 }
 
-// mapReduceWorkdir is where this process's agents run and log.
-func mapReduceWorkdir(a *app) string {
-	return cmp.Or(a.cfg.MapReduceWorkdir, agent.DefaultBaseDir())
+// agentSetup is what a process that runs MapReduce agents gives them.
+type agentSetup struct {
+	// env is agent_env resolved: NAME=VALUE.
+	env []string
+	// user is agent_user; nil runs agents as relay's user (never root).
+	user *agent.User
+	// workdir is where the agents run and log (mapreduce_workdir).
+	workdir string
+}
+
+// workerConfig is the MapReduce worker's configuration for these agents.
+func (s *agentSetup) workerConfig() *mapreduce.WorkerConfig {
+	return &mapreduce.WorkerConfig{Workdir: s.workdir, Env: s.env, User: s.user}
+}
+
+// resolveAgents reads agent_env and agent_user: NAME entries take their
+// value from relay's environment as relay started (a.env.LookupEnv, the
+// snapshot cmd/relay takes before unsetting RELAY_*).
+func resolveAgents(a *app) (*agentSetup, error) {
+	env, err := agent.ResolveEnv(a.cfg.AgentEnv, a.env.LookupEnv)
+	if err != nil {
+		return nil, usageError{err}
+	}
+	var u *agent.User
+	if a.cfg.AgentUser != "" {
+		if u, err = agent.LookupUser(a.cfg.AgentUser); err != nil {
+			return nil, usageError{err}
+		}
+	}
+	return &agentSetup{env: env, user: u, workdir: cmp.Or(a.cfg.MapReduceWorkdir, agent.DefaultBaseDirFor(u))}, nil
+}
+
+// agentsHere is resolveAgents for a command that runs agents in this
+// process (--wait): it refuses when relay runs as root without agent_user
+// (or cannot switch to it), and prepares the workdir.
+func agentsHere(a *app) (*agentSetup, error) {
+	s, err := resolveAgents(a)
+	if err != nil {
+		return nil, err
+	}
+	if err := agent.CheckRunAs(s.user); err != nil {
+		return nil, usageError{err}
+	}
+	if err := agent.PrepareBaseDir(s.workdir, s.user); err != nil {
+		return nil, usageError{fmt.Errorf("--mapreduce-workdir: %w", err)}
+	}
+	return s, nil
+}
+
+// agentEnvNames returns the names agent_env gives, for a command that runs
+// no agent itself (no --wait): they are recorded on the job, and whoever
+// runs its agents must give them. A value given with --agent-env would
+// reach no agent, so it is refused.
+func agentEnvNames(cmd *cobra.Command, a *app) ([]string, error) {
+	if cmd.Flags().Changed("agent-env") {
+		specs, _ := cmd.Flags().GetStringArray("agent-env")
+		for _, spec := range specs {
+			if name, _, ok := strings.Cut(spec, "="); ok {
+				return nil, usageError{fmt.Errorf("--agent-env %s=...: without --wait this process runs no agent, so the value "+
+					"would reach none ('relay worker' gives its agents its own agent_env); write --agent-env %s to record "+
+					"that the job's agents need it, or add --wait", name, name)}
+			}
+		}
+	}
+	names := make([]string, 0, len(a.cfg.AgentEnv))
+	for _, spec := range a.cfg.AgentEnv {
+		name, _, _, err := agent.ParseEnvSpec(spec)
+		if err != nil {
+			return nil, usageError{fmt.Errorf("agent_env: %w", err)}
+		}
+		names = append(names, name)
+	}
+	return agent.EnvNames(names), nil
+}
+
+// requireAgentEnv refuses to run job's agents without a variable the job
+// records (relay never stores values, so they must be given again), and
+// adds the names given here to the job's.
+func requireAgentEnv(job *mapreduce.Job, s *agentSetup) error {
+	if missing := agent.MissingEnv(job.AgentEnv, s.env); len(missing) > 0 {
+		return usageError{fmt.Errorf("job %s's agents are given %s (recorded on the job; relay never stores values): "+
+			"give %s again, with --agent-env NAME (from relay's environment) or --agent-env NAME=VALUE, or in agent_env",
+			job.ID, strings.Join(missing, ", "), pluralIt(len(missing)))}
+	}
+	job.AgentEnv = agent.EnvNames(append(job.AgentEnv, agent.EnvNames(s.env)...))
+	return nil
+}
+
+func pluralIt(n int) string {
+	if n == 1 {
+		return "it"
+	}
+	return "them"
+}
+
+// agentEnvNote is ", agent_env A B" for a job whose agents are given A and
+// B, or "".
+func agentEnvNote(names []string) string {
+	if len(names) == 0 {
+		return ""
+	}
+	return ", agent_env " + strings.Join(names, " ")
 }
 
 func intOrDefault(v, unset, def int) int {
@@ -265,8 +390,8 @@ const ExitInterrupted = 130
 
 // waitAndSummarize works job's items in this process, then prints the
 // summary; it fails when any item did not succeed.
-func waitAndSummarize(ctx context.Context, a *app, pool *pgxpool.Pool, job *mapreduce.Job, parallel int, asJSON bool) error {
-	c, err := workInProcess(ctx, a, pool, job.ID, parallel)
+func waitAndSummarize(ctx context.Context, a *app, pool *pgxpool.Pool, job *mapreduce.Job, agents *agentSetup, parallel int, asJSON bool) error {
+	c, err := workInProcess(ctx, a, pool, job.ID, agents, parallel)
 	if err != nil && ctx.Err() != nil {
 		return interrupted(a, pool, job.ID)
 	}
@@ -305,18 +430,15 @@ const adoptInterval = 5 * time.Second
 
 // workInProcess runs an in-process River client on jobID's own queue
 // (mapreduce.WaitQueue), so that it works that job's items and no other's,
-// until jobID has no item left to run, with progress on stderr. The job's
-// items waiting on any other queue are moved to it first. The first
-// interrupt (ctx cancelled) stops it starting agents and waits up to
-// shutdown_timeout for running ones; a second (a.env.StopNow) kills them.
-func workInProcess(ctx context.Context, a *app, pool *pgxpool.Pool, jobID string, parallel int) (*mapreduce.Counts, error) {
+// until jobID has no item left to run, with progress on stderr. Its agents
+// get what agents (agentsHere) says. The job's items waiting on any other
+// queue are moved to it first. The first interrupt (ctx cancelled) stops it
+// starting agents and waits up to shutdown_timeout for running ones; a
+// second (a.env.StopNow) kills them.
+func workInProcess(ctx context.Context, a *app, pool *pgxpool.Pool, jobID string, agents *agentSetup, parallel int) (*mapreduce.Counts, error) {
 	cfg := *a.cfg
 	if parallel > 0 {
 		cfg.MapReduceParallel = parallel
-	}
-	workdir := mapReduceWorkdir(a)
-	if err := agent.PrepareBaseDir(workdir); err != nil {
-		return nil, usageError{fmt.Errorf("--mapreduce-workdir: %w", err)}
 	}
 	// River's workers log from their own goroutines while progress is
 	// printed here: both go through one locked writer.
@@ -333,8 +455,9 @@ func workInProcess(ctx context.Context, a *app, pool *pgxpool.Pool, jobID string
 		return nil, err
 	}
 	killNow := make(chan struct{})
-	client, err := worker.NewClient(pool, &cfg, logger, &worker.Options{Queues: []string{mapreduce.Queue},
-		MapReduce: &mapreduce.WorkerConfig{Workdir: workdir, StopNow: killNow}})
+	mr := agents.workerConfig()
+	mr.StopNow = killNow
+	client, err := worker.NewClient(pool, &cfg, logger, &worker.Options{Queues: []string{mapreduce.Queue}, MapReduce: mr})
 	if err != nil {
 		return nil, err
 	}
@@ -449,6 +572,11 @@ func printJobSummary(ctx context.Context, a *app, pool *pgxpool.Pool, job *mapre
 	fmt.Fprintf(out, "MapReduce job %s\n", job.ID)
 	fmt.Fprintf(out, "  agent: %s\n  input: %s (%d items)\n  max retries: %d, timeout: %s, retry backoff: %s\n",
 		job.Agent, job.InputPath, job.ItemCount, job.MaxRetries, job.Timeout, job.RetryBackoff)
+	if len(job.AgentEnv) > 0 {
+		fmt.Fprintf(out, "  agent env: %s (names only: relay never stores the values)\n", strings.Join(job.AgentEnv, ", "))
+	} else {
+		fmt.Fprintf(out, "  agent env: none (only the allow-listed variables)\n")
+	}
 	fmt.Fprintf(out, "\nItems:\n")
 	tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
 	for _, r := range []struct {
@@ -511,11 +639,13 @@ func newMapReduceStatusCmd(a *app) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "status JOB_ID",
 		Short: "Where a MapReduce job's items are, with its dead-letter metrics",
-		Long: `Status counts the job's items: pending (queued, not yet tried), running, failed
-and retrying, succeeded, dead-lettered, awaiting DLQ capture (River ended the
-item's job but the DLQ write failed; the worker's sweep captures it) and
-unfinished (no River job left; 'relay mapreduce resume' re-runs them), and
-prints the job's dead-letter metrics.`,
+		Long: `Status shows what the job runs with, including the names of the variables
+its agents are given (agent env; relay never stores their values), counts the
+job's items: pending (queued, not yet tried), running, failed and retrying,
+succeeded, dead-lettered, awaiting DLQ capture (River ended the item's job
+but the DLQ write failed; the worker's sweep captures it) and unfinished (no
+River job left; 'relay mapreduce resume' re-runs them), and prints the job's
+dead-letter metrics. --json has the names in job.agent_env.`,
 		Args: exactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx := cmd.Context()
@@ -567,7 +697,14 @@ dead-lettered items (status dead_lettered, eligible or not) are put back in
 the work queue too; their history goes on from where it stopped.
 
 Items an interrupted 'run --wait' left queued go on with resume --wait (this
-process works them) or, without --wait, are handed to 'relay worker'.`,
+process works them) or, without --wait, are handed to 'relay worker'.
+
+The job's agents are given the variables it records (agent_env, shown by
+'relay mapreduce status'); relay keeps their names, never their values, so
+resume --wait refuses to start unless each is given again (--agent-env NAME
+or NAME=VALUE, or agent_env). --agent-env may add names: the job records
+them and its agents get them from then on. Without --wait, 'relay worker'
+must give them all (its agent_env).`,
 		Args: exactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx := cmd.Context()
@@ -577,6 +714,10 @@ process works them) or, without --wait, are handed to 'relay worker'.`,
 			}
 			defer pool.Close()
 			job, err := loadJob(ctx, pool, args[0])
+			if err != nil {
+				return err
+			}
+			agents, err := agentsFor(cmd, a, job, wait)
 			if err != nil {
 				return err
 			}
@@ -634,7 +775,7 @@ process works them) or, without --wait, are handed to 'relay worker'.`,
 			if !wait {
 				return nil
 			}
-			return waitAndSummarize(ctx, a, pool, job, intOrDefault(parallel, 0, a.cfg.MapReduceParallel), asJSON)
+			return waitAndSummarize(ctx, a, pool, job, agents, intOrDefault(parallel, 0, a.cfg.MapReduceParallel), asJSON)
 		},
 	}
 	f := cmd.Flags()
@@ -644,6 +785,36 @@ process works them) or, without --wait, are handed to 'relay worker'.`,
 	f.IntVar(&maxRetries, "max-retries", -1, "retries per re-run item (default: the job's)")
 	f.BoolVar(&asJSON, "json", false, "with --wait, print the summary as JSON")
 	return cmd
+}
+
+// agentsFor prepares a command that puts job's items back in the queue
+// (resume, dlq retry). With wait, this process runs the agents: it must be
+// able to (agentsHere), give every variable the job records, and may add
+// some (requireAgentEnv). Without, it records agent_env's names on the job
+// for 'relay worker' to give (agentEnvNames), and runs nothing. Either way
+// job.AgentEnv becomes the names the job records once its items are
+// requeued (mapreduce.Store.RequeueTx).
+func agentsFor(cmd *cobra.Command, a *app, job *mapreduce.Job, wait bool) (*agentSetup, error) {
+	if !wait {
+		names, err := agentEnvNames(cmd, a)
+		if err != nil {
+			return nil, err
+		}
+		job.AgentEnv = agent.EnvNames(append(job.AgentEnv, names...))
+		return nil, nil
+	}
+	agents, err := agentsHere(a)
+	if err != nil {
+		return nil, err
+	}
+	argv, err := agent.Split(job.Agent)
+	if err != nil {
+		return nil, fmt.Errorf("job %s: %w", job.ID, err)
+	}
+	if err := agent.CheckProgram(argv[0], agents.user); err != nil {
+		return nil, usageError{fmt.Errorf("job %s: %w", job.ID, err)}
+	}
+	return agents, requireAgentEnv(job, agents)
 }
 
 // joinItemIDs renders ids for messages, eliding after n.

@@ -30,10 +30,10 @@ func writeAgent(t *testing.T, path, body string) {
 // it was submitted, so a worker started anywhere runs it.
 func TestMapReduce_WaitWorksOnlyItsOwnJobAndAgentPathsAreAbsolute(t *testing.T) {
 	db := testdb.New(t)
-	dirA, dirB := t.TempDir(), t.TempDir()
+	dirA, dirB := agentDir(t), agentDir(t)
 	writeAgent(t, filepath.Join(dirA, "a.sh"), `cat >/dev/null; echo '{"by":"a"}'`)
 	writeAgent(t, filepath.Join(dirB, "b.sh"), `cat >/dev/null; echo '{"by":"b"}'`)
-	env := map[string]string{"RELAY_MAPREDUCE_WORKDIR": t.TempDir()}
+	env := agentsEnv(t, nil)
 
 	t.Chdir(dirA)
 	input := writeInput(t, `{"id":"1"}`, `{"id":"2"}`)
@@ -78,7 +78,7 @@ func TestMapReduce_AgentMustBeAnExecutableFile(t *testing.T) {
 	}
 	require.Equal(t, 0, testdb.Count(t, db.Pool, `SELECT count(*) FROM mapreduce_jobs`))
 
-	r := run(t, db, "", map[string]string{"RELAY_MAPREDUCE_WORKDIR": t.TempDir()}, "mapreduce", "run", "--input", input,
+	r := run(t, db, "", agentsEnv(t, nil), "mapreduce", "run", "--input", input,
 		"--agent", "true", "--job-id", "bare")
 	require.Equal(t, cli.ExitOK, r.code, r.stderr)
 	var agentCmd string
@@ -126,7 +126,7 @@ func (s *syncBuffer) String() string {
 func TestMapReduce_InterruptedWaitSaysWhatItWaitsForAndHowToResume(t *testing.T) {
 	t.Parallel()
 	db := testdb.New(t)
-	dir := t.TempDir()
+	dir := agentDir(t)
 	agentPath := filepath.Join(dir, "agent.sh")
 	writeAgent(t, agentPath, `cat >/dev/null
 [ -e `+dir+`/fast ] && { echo '{}'; exit 0; }
@@ -134,7 +134,7 @@ echo $$ > `+dir+`/pid.$RELAY_ITEM_ID
 trap '' TERM
 sleep 60; sleep 60`)
 	input := writeInput(t, `{"id":"1"}`, `{"id":"2"}`, `{"id":"3"}`)
-	env := map[string]string{"RELAY_MAPREDUCE_WORKDIR": t.TempDir(), "RELAY_SHUTDOWN_TIMEOUT": "1m"}
+	env := agentsEnv(t, map[string]string{"RELAY_SHUTDOWN_TIMEOUT": "1m"})
 
 	ctx, interrupt := context.WithCancel(context.Background())
 	stopNow := make(chan struct{})
@@ -211,11 +211,11 @@ func zombie(pid int) bool {
 func TestMapReduce_ResumeHandsAnInterruptedWaitRunsItemsToTheWorker(t *testing.T) {
 	t.Parallel()
 	db := testdb.New(t)
-	dir := t.TempDir()
+	dir := agentDir(t)
 	agentPath := filepath.Join(dir, "agent.sh")
 	writeAgent(t, agentPath, `cat >/dev/null; echo '{}'`)
 	input := writeInput(t, `{"id":"1"}`, `{"id":"2"}`)
-	env := map[string]string{"RELAY_MAPREDUCE_WORKDIR": t.TempDir()}
+	env := agentsEnv(t, nil)
 	r := run(t, db, "", env, "mapreduce", "run", "--input", input, "--agent", agentPath, "--job-id", "parked")
 	require.Equal(t, cli.ExitOK, r.code, r.stderr)
 	// As an interrupted (or killed) --wait run leaves them: on its queue.

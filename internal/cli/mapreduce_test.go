@@ -19,7 +19,7 @@ import (
 // print a result.
 func testAgent(t *testing.T) (path, fixed string) {
 	t.Helper()
-	dir := t.TempDir()
+	dir := agentDir(t)
 	path = filepath.Join(dir, "agent.sh")
 	fixed = filepath.Join(dir, "fixed")
 	body := `#!/bin/sh
@@ -74,7 +74,7 @@ func TestMapReduce_DeadLettersFailuresAndFilteredRetryEmptiesThem(t *testing.T) 
 	t.Parallel()
 	db := testdb.New(t)
 	agentPath, fixed := testAgent(t)
-	env := map[string]string{"RELAY_MAPREDUCE_WORKDIR": t.TempDir()}
+	env := agentsEnv(t, nil)
 	input := writeInput(t,
 		`{"id":"ok-1","kind":"good"}`, `{"id":"bad-1","kind":"bad"}`, `{"id":"bad-2","kind":"bad"}`,
 		`{"id":"inv","kind":"invalid"}`, `{"id":"slow","kind":"slow"}`, `{"kind":"good"}`)
@@ -194,7 +194,7 @@ func TestMapReduce_ResumeWithAndWithoutDLQItems(t *testing.T) {
 	t.Parallel()
 	db := testdb.New(t)
 	agentPath, fixed := testAgent(t)
-	env := map[string]string{"RELAY_MAPREDUCE_WORKDIR": t.TempDir()}
+	env := agentsEnv(t, nil)
 	input := writeInput(t, `{"id":"a","kind":"good"}`, `{"id":"b","kind":"good"}`, `{"id":"c","kind":"bad"}`, `{"id":"d","kind":"good"}`)
 
 	r := run(t, db, "", env, "mapreduce", "run", "--input", input, "--agent", agentPath, "--job-id", "job2",
@@ -242,7 +242,7 @@ func TestMapReduce_DLQWriteFailureLosesNothing(t *testing.T) {
 	t.Parallel()
 	db := testdb.New(t)
 	agentPath, _ := testAgent(t)
-	env := map[string]string{"RELAY_MAPREDUCE_WORKDIR": t.TempDir()}
+	env := agentsEnv(t, nil)
 	_, err := db.Pool.Exec(t.Context(), `
 		CREATE FUNCTION refuse() RETURNS trigger LANGUAGE plpgsql AS $$
 		BEGIN RAISE EXCEPTION 'dead_lettered_items unwritable (injected by test)'; END $$;
@@ -287,16 +287,16 @@ func TestMapReduce_DLQWriteFailureLosesNothing(t *testing.T) {
 func TestMapReduce_HostileItemIsDataOnly(t *testing.T) {
 	t.Parallel()
 	db := testdb.New(t)
-	dir := t.TempDir()
+	dir := agentDir(t)
 	agentPath := filepath.Join(dir, "echo.sh")
 	require.NoError(t, os.WriteFile(agentPath, []byte("#!/bin/sh\ncat\n"), 0o755))
-	work := t.TempDir()
+	work := workDir(t)
 	hostile := map[string]any{"id": `"; rm -rf / #`, "payload": "$(touch pwned) `touch pwned2` \"; rm -rf /\nline2\t\\x41 ÿ"}
 	line, err := json.Marshal(hostile)
 	require.NoError(t, err)
 	input := writeInput(t, string(line))
 
-	r := run(t, db, "", map[string]string{"RELAY_MAPREDUCE_WORKDIR": work}, "mapreduce", "run", "--input", input,
+	r := run(t, db, "", agentsEnv(t, map[string]string{"RELAY_MAPREDUCE_WORKDIR": work}), "mapreduce", "run", "--input", input,
 		"--agent", agentPath+" --unused-arg", "--job-id", "hostile", "--wait")
 	require.Equal(t, cli.ExitOK, r.code, r.stderr)
 	var result []byte

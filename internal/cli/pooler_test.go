@@ -166,7 +166,7 @@ func TestPooler_EveryCommandBehindPgBouncerMatchesADirectConnection(t *testing.T
 	agent, _ := testAgent(t)
 	input := writeInput(t, `{"id":"ok-1","kind":"good"}`, `{"id":"ok-2","kind":"good"}`, `{"id":"inv","kind":"invalid"}`)
 	for _, env := range []map[string]string{direct, pooled} {
-		r = runEnv(ctx, env, "", "mapreduce", "run", "--input", input, "--agent", agent, "--job-id", "job1", "--wait")
+		r = runEnv(ctx, agentsEnv(t, env), "", "mapreduce", "run", "--input", input, "--agent", agent, "--job-id", "job1", "--wait")
 		require.Equal(t, cli.ExitRuntime, r.code, r.stderr)
 		require.Contains(t, r.stderr, "1 of 3 items did not succeed (1 dead-lettered)")
 		r = runEnv(ctx, env, "", "mapreduce", "status", "job1")

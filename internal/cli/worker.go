@@ -12,6 +12,7 @@ import (
 	"github.com/riverqueue/river"
 	"github.com/spf13/cobra"
 
+	"github.com/relay-dev/relay/internal/agent"
 	"github.com/relay-dev/relay/internal/console"
 	"github.com/relay-dev/relay/internal/database"
 	"github.com/relay-dev/relay/internal/liveness"
@@ -41,7 +42,13 @@ With --http-addr (e.g. 127.0.0.1:9090) it serves /healthz (process alive),
 /readyz (database, migrations, River; "degraded" past the dead-letter
 thresholds) and /metrics (Prometheus); with --worker-console also the web
 console under /ui/ (see relay ui). See docs/operations.md. An address
-that is not host:port with a valid port is a usage error (exit 2).`,
+that is not host:port with a valid port is a usage error (exit 2).
+
+It also runs MapReduce agents, giving them the variables of its agent_env
+(a NAME missing from its environment is a usage error at start) and, when
+it runs as root, running them as agent_user. As root without agent_user it
+starts, but fails every MapReduce item it takes without running the agent
+(see 'relay mapreduce run --help').`,
 		Args: exactArgs(0),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if a.cfg.WorkerConsole {
@@ -50,6 +57,17 @@ that is not host:port with a valid port is a usage error (exit 2).`,
 				}
 			}
 			ctx := cmd.Context()
+			agents, err := resolveAgents(a)
+			if err != nil {
+				return err
+			}
+			if err := agent.CheckRunAs(agents.user); errors.Is(err, agent.ErrRunsAsRoot) {
+				// The worker resolves files too: it starts, and the
+				// MapReduce items it takes fail saying why.
+				a.logger.WarnContext(ctx, "MapReduce items this worker takes fail without running their agent: "+err.Error())
+			} else if err != nil {
+				return usageError{err}
+			}
 			worker.SetGCPercent(a.cfg, a.logger)
 			pool, err := a.open(ctx, "worker")
 			if err != nil {
@@ -66,7 +84,7 @@ that is not host:port with a valid port is a usage error (exit 2).`,
 					"River's statements commit with the server's synchronous_commit",
 					slog.String("river_synchronous_commit", a.cfg.RiverSynchronousCommit))
 			}
-			opts := &worker.Options{RiverPool: riverPool}
+			opts := &worker.Options{RiverPool: riverPool, MapReduce: agents.workerConfig()}
 			var metrics *ops.Metrics
 			if a.cfg.HTTPAddr != "" {
 				metrics = ops.NewMetrics(pool, a.cfg.MetricsRefresh, a.logger)

@@ -102,6 +102,12 @@ func TestInjection_DLQFilterIsAJSONPathParameter(t *testing.T) {
 	input := filepath.Join(dir, "items.ndjson")
 	require.NoError(t, os.WriteFile(input, []byte(`{"id":"a"}`+"\n"+`{"id":"b"}`+"\n"), 0o600))
 	env := []string{"--mapreduce-workdir", t.TempDir()}
+	if os.Geteuid() == 0 {
+		// relay runs no agent as root: it runs this one as nobody, who must
+		// reach the script and the workdir.
+		require.NoError(t, os.Chmod(filepath.Dir(dir), 0o711))
+		env = append(env, "--agent-user", "nobody")
+	}
 
 	r := relay(t, db, nil, append([]string{"mapreduce", "run", "--input", input, "--agent", agent, "--job-id", "inj",
 		"--max-retries", "0", "--retry-backoff", "10ms", "--wait"}, env...)...)

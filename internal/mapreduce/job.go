@@ -22,7 +22,14 @@ type Job struct {
 	RetryBackoff time.Duration `json:"retry_backoff"`
 	DLQMaxItems  int           `json:"dlq_max_items"`
 	Policy       Policy        `json:"dlq_policy"`
-	CreatedAt    time.Time     `json:"created_at"`
+	// AgentEnv names the variables (agent_env) the job's agents are given,
+	// sorted; never their values, which relay does not store. A process
+	// that runs the job's agents must give every one of them: `relay
+	// mapreduce resume --wait` and `relay dlq retry --wait` refuse to start
+	// without them, and a worker without one fails the attempt (step
+	// prepare_agent). Resume and retry may add names.
+	AgentEnv  []string  `json:"agent_env"`
+	CreatedAt time.Time `json:"created_at"`
 	// Queue is the River queue CreateTx and RequeueTx put items on: Queue
 	// (empty) for 'relay worker', WaitQueue(ID) for a --wait run. It is not
 	// stored: it says where this process enqueues, not what the job is.
@@ -60,17 +67,24 @@ func (j *Job) Validate() error {
 	if j.DLQMaxItems < 1 {
 		return fmt.Errorf("dlq max items %d must be at least 1", j.DLQMaxItems)
 	}
+	for _, n := range j.AgentEnv {
+		if err := agent.CheckEnvName(n); err != nil {
+			return fmt.Errorf("agent_env: %w", err)
+		}
+	}
 	return j.Policy.Validate()
 }
 
-// MarshalJSON writes the durations as Go duration strings ("10m0s").
+// MarshalJSON writes the durations as Go duration strings ("10m0s"), and
+// agent_env as a list, empty rather than null.
 func (j *Job) MarshalJSON() ([]byte, error) {
 	type plain Job
 	return json.Marshal(struct {
 		*plain
-		Timeout      string `json:"timeout"`
-		RetryBackoff string `json:"retry_backoff"`
-	}{(*plain)(j), j.Timeout.String(), j.RetryBackoff.String()})
+		Timeout      string   `json:"timeout"`
+		RetryBackoff string   `json:"retry_backoff"`
+		AgentEnv     []string `json:"agent_env"`
+	}{(*plain)(j), j.Timeout.String(), j.RetryBackoff.String(), append([]string{}, j.AgentEnv...)})
 }
 
 // NewJobID returns a job id from the time and random bytes, like

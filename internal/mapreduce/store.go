@@ -44,12 +44,14 @@ func (s *Store) CreateTx(ctx context.Context, tx pgx.Tx, ins Inserter, job *Job,
 		return err
 	}
 	job.ItemCount = len(items)
+	job.AgentEnv = agent.EnvNames(job.AgentEnv)
 	_, err := tx.Exec(ctx, `
 		INSERT INTO mapreduce_jobs (job_id, agent, input_path, item_count, max_retries, parallel, timeout_ms,
-		    retry_backoff_ms, dlq_max_items, dlq_include_errors, dlq_exclude_errors)
-		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)`,
+		    retry_backoff_ms, dlq_max_items, dlq_include_errors, dlq_exclude_errors, agent_env)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)`,
 		job.ID, job.Agent, job.InputPath, job.ItemCount, job.MaxRetries, job.Parallel, job.Timeout.Milliseconds(),
-		job.RetryBackoff.Milliseconds(), job.DLQMaxItems, typeNames(job.Policy.IncludeErrors), typeNames(job.Policy.ExcludeErrors))
+		job.RetryBackoff.Milliseconds(), job.DLQMaxItems, typeNames(job.Policy.IncludeErrors), typeNames(job.Policy.ExcludeErrors),
+		job.AgentEnv)
 	if err != nil {
 		var pgErr *pgconn.PgError
 		if errors.As(err, &pgErr) && pgErr.Code == "23505" {
@@ -105,10 +107,23 @@ func (s *Store) enqueueTx(ctx context.Context, tx pgx.Tx, ins Inserter, job *Job
 }
 
 // RequeueTx puts items of job back in the work queue with maxRetries
-// retries (resume and `relay dlq retry`).
+// retries (resume and `relay dlq retry`), and adds job.AgentEnv's names to
+// those the job records (job.AgentEnv becomes their union): its agents are
+// given them from now on.
 func (s *Store) RequeueTx(ctx context.Context, tx pgx.Tx, ins Inserter, job *Job, itemIDs []string, maxRetries int) error {
 	if len(itemIDs) == 0 {
 		return nil
+	}
+	for _, n := range job.AgentEnv {
+		if err := agent.CheckEnvName(n); err != nil {
+			return fmt.Errorf("job %q: agent_env: %w", job.ID, err)
+		}
+	}
+	// One statement: two retries adding different names keep both.
+	if err := tx.QueryRow(ctx, `
+		UPDATE mapreduce_jobs SET agent_env = ARRAY(SELECT DISTINCT n FROM unnest(agent_env || $2::text[]) AS n ORDER BY n)
+		WHERE job_id = $1 RETURNING agent_env`, job.ID, agent.EnvNames(job.AgentEnv)).Scan(&job.AgentEnv); err != nil {
+		return fmt.Errorf("error recording agent_env of job %q: %w", job.ID, err)
 	}
 	return s.enqueueTx(ctx, tx, ins, job, itemIDs, maxRetries)
 }
@@ -167,7 +182,7 @@ func (s *Store) Job(ctx context.Context, id string) (*Job, error) {
 }
 
 const jobColumns = `job_id, agent, input_path, item_count, max_retries, parallel, timeout_ms, retry_backoff_ms,
-	dlq_max_items, dlq_include_errors, dlq_exclude_errors, created_at`
+	dlq_max_items, dlq_include_errors, dlq_exclude_errors, agent_env, created_at`
 
 func scanJob(row pgx.Row, id string) (*Job, error) {
 	var (
@@ -176,7 +191,7 @@ func scanJob(row pgx.Row, id string) (*Job, error) {
 		include, exclude []string
 	)
 	err := row.Scan(&j.ID, &j.Agent, &j.InputPath, &j.ItemCount, &j.MaxRetries, &j.Parallel, &timeout, &backoff,
-		&j.DLQMaxItems, &include, &exclude, &j.CreatedAt)
+		&j.DLQMaxItems, &include, &exclude, &j.AgentEnv, &j.CreatedAt)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return nil, fmt.Errorf("job %q: %w", id, ErrJobNotFound)
 	}
@@ -232,7 +247,7 @@ func (s *Store) LoadItem(ctx context.Context, jobID, itemID string) (*WorkItem, 
 	)
 	row := s.pool.QueryRow(ctx, `
 		SELECT i.item_data, i.status, i.attempts, i.river_job_id, m.job_id, m.agent, m.input_path, m.item_count, m.max_retries, m.parallel,
-		       m.timeout_ms, m.retry_backoff_ms, m.dlq_max_items, m.dlq_include_errors, m.dlq_exclude_errors, m.created_at
+		       m.timeout_ms, m.retry_backoff_ms, m.dlq_max_items, m.dlq_include_errors, m.dlq_exclude_errors, m.agent_env, m.created_at
 		FROM mapreduce_items i JOIN mapreduce_jobs m USING (job_id)
 		WHERE i.job_id = $1 AND i.item_id = $2`, jobID, itemID)
 	var (
@@ -242,7 +257,7 @@ func (s *Store) LoadItem(ctx context.Context, jobID, itemID string) (*WorkItem, 
 		data             []byte
 	)
 	err := row.Scan(&data, &w.Status, &w.Attempts, &rid, &j.ID, &j.Agent, &j.InputPath, &j.ItemCount, &j.MaxRetries,
-		&j.Parallel, &timeout, &backoff, &j.DLQMaxItems, &include, &exclude, &j.CreatedAt)
+		&j.Parallel, &timeout, &backoff, &j.DLQMaxItems, &include, &exclude, &j.AgentEnv, &j.CreatedAt)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return nil, fmt.Errorf("item %q of job %q: %w", itemID, jobID, ErrItemNotFound)
 	}

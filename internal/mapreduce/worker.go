@@ -24,10 +24,20 @@ import (
 // WorkerConfig tunes ItemWorker.
 type WorkerConfig struct {
 	// Workdir holds per-attempt working directories and logs (default
-	// agent.DefaultBaseDir(): a private per-user directory). The agent
-	// runner creates it 0700 and refuses a symlink, another user's directory
-	// or one others can write to.
+	// agent.DefaultBaseDirFor(User): a private per-user directory, or
+	// agent.SharedBaseDir when agents run as another user). The agent
+	// runner creates it and refuses a symlink, another user's directory or
+	// one others can write to.
 	Workdir string
+	// Env holds the NAME=VALUE variables this process gives every agent
+	// (agent_env, agent.ResolveEnv). An item of a job that records a name
+	// Env lacks fails its attempt without running the agent (error type
+	// WorktreeError, step prepare_agent), saying which.
+	Env []string
+	// User is the account agents run as (agent_user); nil runs them as
+	// this process's user, which the agent runner refuses for root (the
+	// attempt fails, step prepare_agent). See agent.User.
+	User *agent.User
 	// KillGrace is the time between SIGTERM and SIGKILL at an agent's
 	// deadline (default agent.KillGraceDefault).
 	KillGrace time.Duration
@@ -70,7 +80,7 @@ type ItemWorker struct {
 // NewItemWorker returns the mapreduce_item worker.
 func NewItemWorker(pool *pgxpool.Pool, cfg WorkerConfig, logger *slog.Logger) *ItemWorker {
 	if cfg.Workdir == "" {
-		cfg.Workdir = agent.DefaultBaseDir()
+		cfg.Workdir = agent.DefaultBaseDirFor(cfg.User)
 	}
 	if cfg.Actor == "" {
 		cfg.Actor = deadletter.WorkerActor
@@ -165,7 +175,14 @@ func (w *ItemWorker) run(ctx context.Context, item *WorkItem, attempt int) *agen
 			}
 		}()
 	}
-	r := &agent.Runner{Argv: argv, Timeout: item.Job.Timeout, BaseDir: w.cfg.Workdir, KillGrace: w.cfg.KillGrace}
+	if missing := agent.MissingEnv(item.Job.AgentEnv, w.cfg.Env); len(missing) > 0 {
+		return &agent.Outcome{ErrorType: agent.ErrorTypeWorktreeError, Step: agent.StepPrepareAgent, StartedAt: time.Now().UTC(),
+			Message: fmt.Sprintf("agent not started: job %s's agents need %s (its agent_env), which this process does not give them; "+
+				"add %s to the agent_env of the process that runs the job ('relay worker', or --agent-env with --wait), "+
+				"then 'relay dlq retry %s'", item.Job.ID, strings.Join(missing, ", "), strings.Join(missing, " "), item.Job.ID)}
+	}
+	r := &agent.Runner{Argv: argv, Timeout: item.Job.Timeout, BaseDir: w.cfg.Workdir, KillGrace: w.cfg.KillGrace,
+		AddEnv: w.cfg.Env, User: w.cfg.User}
 	out := r.Run(ctx, agent.Task{JobID: item.Job.ID, ItemID: item.ItemID, Attempt: attempt, Data: item.Data})
 	if out.Warning != "" {
 		w.logger.WarnContext(ctx, "agent attempt warning", slog.String("job_id", item.Job.ID), slog.String("item_id", item.ItemID),
