@@ -87,7 +87,9 @@ func RiverOptionsFromConfig(cfg *config.Config, role string) Options {
 func RiverSynchronousCommitApplied(cfg *config.Config) bool { return !cfg.TransactionPooler() }
 
 // Open parses url, applies opts and opens a pool, checking that the server
-// answers. Errors never contain the password: the URL is shown through
+// answers. When nothing listens where url points, the error is an
+// *UnreachableError, which says how to point relay at a database. Errors
+// never contain the password: the URL is shown through
 // config.RedactURL, and pgx's messages are scrubbed of every form of the
 // password (a Redactor that knows it), keeping the error chain so
 // errors.As still finds *pgconn.PgError.
@@ -135,7 +137,7 @@ func Open(ctx context.Context, url string, opts Options) (*pgxpool.Pool, error) 
 	}
 	if err := pool.Ping(ctx); err != nil {
 		pool.Close()
-		return nil, fmt.Errorf("error connecting to database %s: %w", config.RedactURL(url), redactErr(red, err))
+		return nil, unreachable(fmt.Errorf("error connecting to database %s: %w", config.RedactURL(url), redactErr(red, err)))
 	}
 	if opts.TransactionPooler {
 		if err := CheckSessionSettings(ctx, pool, opts); err != nil {

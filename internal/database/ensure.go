@@ -13,6 +13,7 @@ import (
 
 // EnsureExists creates the database named in dbURL when the server says it
 // does not exist, connecting to the server's postgres database to do so.
+// When nothing listens there, the error is an *UnreachableError.
 func EnsureExists(ctx context.Context, dbURL string) error {
 	red := config.NewRedactor(dbURL)
 	cfg, err := pgx.ParseConfig(dbURL)
@@ -25,7 +26,7 @@ func EnsureExists(ctx context.Context, dbURL string) error {
 	}
 	var pgErr *pgconn.PgError
 	if !errors.As(err, &pgErr) || pgErr.Code != "3D000" {
-		return fmt.Errorf("error connecting to %s: %w", config.RedactURL(dbURL), redactErr(red, err))
+		return unreachable(fmt.Errorf("error connecting to %s: %w", config.RedactURL(dbURL), redactErr(red, err)))
 	}
 	// The same server, user and password, any URL or DSN syntax: change
 	// only the database (net/url cannot parse every URL pgx accepts).
