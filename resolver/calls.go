@@ -9,11 +9,16 @@ import (
 func extractCalls(ctx context.Context, p POI, refs *refSet) error {
 	lang := languageOf(p.FilePath)
 	code := p.RawCode
-	if lang == langPython {
+	switch {
+	case lang == langPython:
 		code = pythonOwnCode(code)
+	case lang == langJS && p.Type == TypeClass:
+		code = jsOwnCode(ctx, code)
 	}
+	z := newTokenizer(ctx, code)
+	z.privateNames = lang == langJS
 	s := callScanner{
-		z:          newTokenizer(ctx, code),
+		z:          z,
 		self:       simpleName(p.Name),
 		headerOpen: true,
 		kw:         keywordsOf(lang),
@@ -160,7 +165,7 @@ func (s *callScanner) ident(t token) {
 		s.selfSkipped = true
 		return
 	}
-	if nx := s.z.peek(); !nx.isPunct("(") || nx.nlBefore {
+	if nx := s.z.peek(); nx.nlBefore || !nx.isPunct("(") && !s.goInstantiation(t) {
 		return
 	}
 	switch {
@@ -206,10 +211,30 @@ func (s *callScanner) ident(t token) {
 	}
 }
 
+// goInstantiation reports whether the Go name t is a generic function
+// explicitly instantiated and called: `f[T](x)`, `q.F[K, V](x)`. A name
+// indexed by a local (`fns[i](x)`) or a member of a local (`s.fns[k](x)`,
+// methods have no type parameters) is an index expression.
+func (s *callScanner) goInstantiation(t token) bool {
+	if s.goScope == nil || !s.z.peek().isPunct("[") {
+		return false
+	}
+	if isMemberAccess(s.prev) {
+		q := s.hist[1]
+		if q.kind != tokIdent || isMemberAccess(s.hist[2]) || s.goScope.isLocal(q.text) {
+			return false
+		}
+	}
+	return s.goScope.instantiationAt(s.z, 0) > 0
+}
+
 // openCall records a Go call whose "(" is the next token, with its
 // reference, so that its ")" can tell what value it closes.
 func (s *callScanner) openCall(ref string) {
 	s.open = append(s.open, openCall{ref: ref, depth: s.parenDepth})
+	if ref != "" {
+		s.goScope.callOpened(s.parenDepth)
+	}
 }
 
 // addRef adds a reference unless name is empty (not a reference).
@@ -273,6 +298,7 @@ func (s *callScanner) punct(t token) {
 		if n := len(s.open); n > 0 && s.open[n-1].depth == s.parenDepth {
 			s.closed, s.closedAt = s.open[n-1].ref, s.tok
 			s.open = s.open[:n-1]
+			s.goScope.callClosed(s.closed, s.parenDepth, s.z.peek(), s.z.peekAt(1), s.z.peekAt(2))
 		}
 		if n := len(s.pending); n > 0 && s.pending[n-1].depth == s.parenDepth {
 			s.closing, s.hasClosing = s.pending[n-1], true

@@ -40,8 +40,9 @@
 // pass, in time linear in the size of the code, checking its context every
 // 4 KiB. Everything inside comments and string literals is ignored:
 //
-//   - comments: // and # to end of line (# is a comment everywhere, so a JS
-//     private name like #save or a C preprocessor line is skipped), /* … */;
+//   - comments: // and # to end of line (# is a comment in every language
+//     but JavaScript and TypeScript, where #save is a private name; a C
+//     preprocessor line is skipped), /* … */;
 //   - strings: '…' and "…" (a quote left open ends at the line break), `…`
 //     template literals and Go raw strings, Python triple-quoted strings, all
 //     with backslash escapes (so a Go raw string ending in a backslash runs on);
@@ -78,10 +79,13 @@
 //
 // Languages are told apart by FilePath's extension, where their rules differ:
 //
-//   - keywords: Go (.go) and Python (.py) have their own tables, so a Go
-//     function named lock or with, and Python calls of func, map, range,
-//     type, select, delete, lock or new, are calls; any other file uses the
-//     table of all languages above;
+//   - keywords: Go (.go), Python (.py) and JavaScript/TypeScript (the
+//     extensions listed under IMPORTS) have their own tables, so a Go
+//     function named lock or with, Python calls of func, map, range, type,
+//     select, delete, lock or new, and JavaScript calls of func, fn, def,
+//     map, range, type, select, go, lock, not or lambda (`return func(x)`),
+//     are calls; void is an operator in JavaScript (`void run()` calls
+//     run); any other file uses the table of all languages above;
 //
 //   - Python: a POI's calls are those of its own body. The bodies of the
 //     functions and classes nested in it (lines indented under a nested def
@@ -89,19 +93,31 @@
 //     expressions, class-level statements and its methods' decorators and
 //     default values, not its methods' calls;
 //
+//   - JavaScript and TypeScript: a class's calls are those of its own body:
+//     its decorators, its extends expression, field initializers (an arrow
+//     function assigned to a field included) and static blocks, not the
+//     bodies of its methods (constructor, getters, setters and static
+//     methods included), which are their own POIs. A method is a class
+//     body member whose head is only names, modifiers, a computed [name],
+//     "*", "?", "!" and type parameters, followed by its parameters, an
+//     optional return type and "{";
+//
 //   - Go: a name followed by "(" at the start of a statement is a call (Go
 //     defines functions only after func), so `if x := f(); g(y) {` calls f
 //     and g. The scanner follows what the POI declares (receiver,
-//     parameters, results, `x := …`, `var x T`, closures' parameters, one
-//     scope for the whole POI) and writes what the call's form says about
-//     its target into the reference's Name:
+//     parameters, results, `x := …`, `var x T`, `var ( … )`, closures'
+//     parameters, one scope for the whole POI) and writes what the call's
+//     form says about its target into the reference's Name. An explicitly
+//     instantiated call, f[T](x) or q.F[K, V](x), is a call of f or q.F (an
+//     index by a declared name, fns[i](x), is not):
 //
 //     f()          -> f        a function of the caller's package
 //     q.f()        -> q.f      q not declared in the POI: a function of package q
 //     r.m()        -> (.T).m   r the method's receiver, of type T (`func (r *T)`)
 //     x.m()        -> (.T).m   x of type T of the caller's package (`x *T`,
 //     `var x T`, `x := &T{…}`, `x := T{…}`, `x := new(T)`)
-//     x.m()        -> (q.T).m  x of type q.T (`x *q.T`, `x := &q.T{…}`)
+//     x.m()        -> (q.T).m  x of type q.T (`x *q.T`, `x := &q.T{…}`);
+//     likewise (T{}).m(), (&q.T{}).m(), (*T)(v).m() and y.(*q.T).m()
 //     x.m()        -> {f}.m    x the value of a call (`x := f(…)`, `x, err :=
 //     f(…)`): a method of f's first result type; likewise {q.F}.m
 //     (`x := q.F(…)`), {(.T).M}.m (`x := y.M(…)` with y of type T) and
@@ -112,7 +128,7 @@
 //     the call's reference in braces, as for `x := f(…)` then x.m()
 //     ({q.F}.m, {(.T).M}.m for y.M(…).m() with y of type T, and so on)
 //     q.V.m()      -> (q).m    q not declared: a method of package q
-//     x[i].m(), x.(T).m(), local of unknown type -> .m   a method of any package
+//     x[i].m(), local of unknown type -> .m   a method of any package
 //
 //     Only a call whose form pins its target's package or receiver (f,
 //     q.F, (.T).M, (q.T).M, {…}.M) gives its value a derived type: the
@@ -122,7 +138,8 @@
 //     its struct is known only while resolving. A derived reference nests
 //     at most three deep, and its selector chain is at most four names
 //     (a.b.c.d.m()); beyond that the call is .m. For `a, b := f()` only a
-//     takes f's result type.
+//     takes f's result type; `x := f().G()` takes G's ({f}.G), and
+//     `x := f().g` (a field of a call's value) is of unknown type.
 //
 //     In a test file of the corpus's root directory (an external test
 //     package reaches its package under test through a qualifier the root
@@ -134,8 +151,12 @@
 //
 //     Not references: builtins and conversions to predeclared types
 //     (len(x), close(ch), string(b)), calls of a declared name (a function
-//     value: fn(x)), and member calls on a value of a predeclared type or
-//     one without methods (`err error`, `[]T`, `map[K]V`, `func(…)`).
+//     value: fn(x)), member calls on a value of a predeclared type or
+//     one without methods (`err error`, `[]T`, `map[K]V`, `func(…)`), and
+//     the methods of sync.Mutex and sync.RWMutex (Lock, Unlock, RLock,
+//     RUnlock, TryLock, TryRLock) on a field whose struct the POI does not
+//     show (x.a.mu.Lock(), x.mu.Lock() with x a range variable): such a
+//     field is a mutex by convention, and the call would otherwise be .m.
 //     Embedded types keep their qualifier: `*io.Reader` gives EXTENDS
 //     io.Reader. TargetName(ref) is the name a reference looks up (Reader).
 //
@@ -143,7 +164,7 @@
 // to its own POI, so Extract and Lookup together create no self edge.
 // Known misses: a Java method with a generic return type in a class body
 // (`List<T> names() {`) reads as a call of names; explicitly instantiated
-// generic calls (TypeScript foo<T>(x), Go Map[int](xs)) are not seen.
+// TypeScript calls (foo<T>(x)) are not seen.
 //
 // EXTENDS and IMPLEMENTS, for class_declaration and interface_declaration, are
 // read from the first declaration outside any braces only (the class header, or
@@ -220,7 +241,9 @@
 //   - (.).m: methods of the source's directory, without file preference;
 //   - (q).m: methods of a directory named q (sync.Mutex's Lock links to
 //     nothing);
-//   - .m: methods anywhere, without file preference;
+//   - .m: methods anywhere, without file preference. For ().m, (.).m,
+//     (q).m and .m (the receiver's type is not known) a method of a
+//     non-test file wins over one of a _test.go file;
 //   - {X}.m: methods declared on the type X denotes (Candidate.Receiver),
 //     in its package: for a call form X that pins its target (f, q.f,
 //     (.T).M, (q.T).M, {…}.M), the first result type of X's target
@@ -229,12 +252,22 @@
 //     with T of the form .T or q.T, the type of field f of the one struct
 //     type T (Candidate.Fields, embedded types as fields named after
 //     them); a conversion T(v) to a type of the source's package is of
-//     type T. A type outside the corpus or without methods has none:
-//     s.mu.Lock() on a sync.Mutex field links to nothing. When X's type
-//     cannot be told (X unresolved, ambiguous or a guess (.M, (.).M, ().M,
-//     (q).M), a field of a derived struct, no result or field shown), the
-//     call resolves as the form it had without types: (.).m for a call f,
-//     (q).m for q.F, .m otherwise;
+//     type T. A qualifier q that names no directory declaring the call's
+//     target or the struct may name the root package (which has no
+//     directory name): then the root's T.M, F or struct T is read, from
+//     any file but the root's own non-test ones (pgtype's tests'
+//     conn.PgConn().Exec(…) on a conn *pgx.Conn). A type outside the
+//     corpus or without methods has none: s.mu.Lock() on a sync.Mutex field
+//     links to nothing. When X's type cannot be told (X unresolved,
+//     ambiguous or a guess (.M, (.).M, ().M, (q).M), a field of a derived
+//     struct, no result or field shown), the call resolves as a method of
+//     the package X's form shows: (.).m for a call f; (q).m for q.F,
+//     (q.T).M, a field of a type q.T no directory named q declares, and a
+//     method called on a value of a type of package q ({Y}.M, Y of type
+//     q.R), so rows.Next() on the *sql.Rows of db.Query(…) with db a
+//     *sql.DB links to nothing; .m otherwise, and when q may be the root
+//     (it declares T, or a method M: (pgx.Tx).M on the root's interface
+//     Tx);
 //   - ^.N: functions (types for EXTENDS) of the root directory, outside the
 //     source file (which declares its own package's names, unqualified);
 //   - (^.T).m: methods declared on type T in the root directory, outside
@@ -251,7 +284,9 @@
 // reference is resolved again.
 //
 // A member call never resolves to a function, a plain call never to a
-// method. ReferenceNames lists the reference names a POI can be the target
+// method. A declaration of a _test.go file is a candidate only for the
+// _test.go files of its directory (the package's test build), in every
+// form. ReferenceNames lists the reference names a POI can be the target
 // of (for re-resolution when it is published or removed): for a Go method,
 // those of its name and of its receiver-qualified name (ReceiverName, which
 // a publish reports besides the name). ByNameOnly says which files'

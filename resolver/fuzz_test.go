@@ -26,6 +26,8 @@ func FuzzExtract(f *testing.F) {
 	f.Add("import (\n\t\"fmt\"\n\tm \"math/v2\"\n)", "fmt", uint8(5), "a.go")
 	f.Add("`${'\"\\`", "", uint8(0), "")
 	f.Add("new new new (((( )))) ))) function* * def class", "x", uint8(2), "")
+	f.Add("class A extends B {\n  #x = f()\n  @d(g()) m<T>(a): R {\n    h()\n  }\n  static { i() }\n}", "A", uint8(2), "a.ts")
+	f.Add("func f() {\n\tvar (\n\t\tx = g[T](y).H()\n\t)\n\t(&q.T{}).M()\n\t(*T)(x).N()\n}", "f", uint8(0), "a.go")
 
 	f.Fuzz(func(t *testing.T, code, name string, typ uint8, filePath string) {
 		p := POI{ID: "p", Type: fuzzTypes[int(typ)%len(fuzzTypes)], Name: name, FilePath: filePath, RawCode: code}
@@ -149,6 +151,13 @@ var lookupUniverse = []Candidate{
 	{POIID: "Must", FileID: "pgx/must.go", Name: "Must", Type: TypeFunction, Result: "T"},
 	{POIID: "New", FileID: "pgx/new.go", Name: "New", Type: TypeFunction, Result: "Conn"},
 	{POIID: "Conn.New", FileID: "pgx/conn.go", Name: "New", Type: TypeMethod, Receiver: "Conn"},
+	// The root package and test files: qualifiers that may name the root,
+	// and declarations only a directory's tests see.
+	{POIID: "root.Conn", FileID: "conn.go", Name: "Conn", Type: TypeClass, Fields: "cfg ConnConfig"},
+	{POIID: "root.Conn.Begin", FileID: "conn.go", Name: "Begin", Type: TypeMethod, Receiver: "Conn", Result: "pgx.Tx"},
+	{POIID: "root.Connect", FileID: "connect.go", Name: "Connect", Type: TypeFunction, Result: "Conn"},
+	{POIID: "fake.Exec", FileID: "pgx/fake_test.go", Name: "Exec", Type: TypeMethod, Receiver: "fakeConn"},
+	{POIID: "fake.Commit", FileID: "pgx/fake_test.go", Name: "Commit", Type: TypeMethod, Receiver: "fakeTx"},
 }
 
 // FuzzLookupNames holds the invariant the worker's single candidate read
@@ -168,16 +177,20 @@ func FuzzLookupNames(f *testing.F) {
 		{"(.Conn).Exec", "func (c Conn) g() { c.Exec(); c.cfg.Copy() }"},
 		{"{.Tx:conn}.Begin", "func (tx *Tx) g() { tx.conn.Begin() }"},
 		{"{{{{x}}}}.y", "func f() { a.b.c.d.e() }"},
+		{"{(pgx.Conn).Begin}.Commit", "func f(c *pgx.Conn) {\n\ttx := c.Begin()\n\ttx.Commit()\n\t(&pgx.Conn{}).Begin().Exec()\n}"},
+		{"{{pgx.Connect}.Begin}.Exec", "func f() {\n\tvar (\n\t\tc = pgx.Connect[T](x).Begin()\n\t)\n\tc.Exec()\n}"},
 	} {
 		f.Add(s.name, s.code)
 	}
 	f.Fuzz(func(t *testing.T, name, code string) {
-		requireLookupNamesSuffice(t, "pgx/conn.go", Reference{Name: name, Type: Calls}, lookupUniverse)
-		p := POI{ID: "p", Type: TypeFunction, Name: "f", FilePath: "pgx/conn.go", RawCode: code}
-		refs, err := Extract(context.Background(), p)
-		require.NoError(t, err)
-		for _, ref := range refs {
-			requireLookupNamesSuffice(t, "pgx/conn.go", ref, lookupUniverse)
+		for _, file := range []string{"pgx/conn.go", "pgx/conn_test.go", "conn_test.go"} {
+			requireLookupNamesSuffice(t, file, Reference{Name: name, Type: Calls}, lookupUniverse)
+			p := POI{ID: "p", Type: TypeFunction, Name: "f", FilePath: file, RawCode: code}
+			refs, err := Extract(context.Background(), p)
+			require.NoError(t, err)
+			for _, ref := range refs {
+				requireLookupNamesSuffice(t, file, ref, lookupUniverse)
+			}
 		}
 	})
 }

@@ -88,7 +88,65 @@ type goScope struct {
 	sigBase int  // paren depth of the func keyword
 	group   bool // collecting a parameter list
 	elems   [][]token
+
+	// decl is the first name declared with the value of a call, while the
+	// chain of calls of that value is read (declState), at paren depth
+	// declDepth; chained: a call after the first one (`.G(` of a.F().G()).
+	decl      string
+	declDepth int
+	declState uint8
+	chained   bool
+
+	// varGroup: in the parenthesized specs of `var (`, opened at paren
+	// depth varDepth.
+	varGroup bool
+	varDepth int
 }
+
+// armDecl starts following the value chain of the declaration of name.
+func (g *goScope) armDecl(name string, depth int) {
+	g.decl, g.declDepth, g.declState, g.chained = name, depth, declArmed, false
+}
+
+// callOpened tells the scope that a call that is a reference opens at
+// paren depth depth.
+func (g *goScope) callOpened(depth int) {
+	if g.declState == declArmed && depth == g.declDepth {
+		g.declState = declOpen
+	}
+}
+
+// callClosed tells the scope that the call of reference ref, opened at
+// paren depth depth, closed; next and the two tokens after it follow. A
+// declaration whose value is that call takes its value, unless the chain
+// goes on: `).G(` makes G's call the value, `).f` or `).(T)` a value of
+// unknown type.
+func (g *goScope) callClosed(ref string, depth int, next, then1, then2 token) {
+	if g.declState != declOpen || depth != g.declDepth {
+		return
+	}
+	if next.isPunct(".") {
+		if then1.kind == tokIdent && then2.isPunct("(") {
+			g.declState, g.chained = declArmed, true
+			return
+		}
+		g.declare(g.decl, goType{})
+		g.declState = declNone
+		return
+	}
+	if g.chained {
+		g.declare(g.decl, goType{expr: derivedExpr(ref)})
+	}
+	g.declState = declNone
+}
+
+// A declaration's value chain: declared while the calls of `x := a.F().G()`
+// are read, so that x takes the value of the chain's last call.
+const (
+	declNone  uint8 = iota
+	declArmed       // the next call at declDepth is the value's
+	declOpen        // that call's "(" is open
+)
 
 // maxParamTokens bounds the tokens kept per parameter.
 const maxParamTokens = 8
@@ -105,6 +163,9 @@ func (g *goScope) declare(name string, t goType) {
 
 // observe tracks declarations; depth is the paren depth before t.
 func (g *goScope) observe(t token, depth int, z *tokenizer, hist *[histLen]token) {
+	if g.declState == declArmed && (t.nlBefore && !hist[0].isPunct(".") || depth < g.declDepth) {
+		g.declState = declNone // the value was no call the scanner follows (`func() {…}()`)
+	}
 	if g.group {
 		switch {
 		case t.isPunct(")") && depth == g.sigBase+1:
@@ -135,7 +196,7 @@ func (g *goScope) observe(t token, depth int, z *tokenizer, hist *[histLen]token
 	switch {
 	case t.isPunct(":") && z.peek().isPunct("=") && !z.peek().nlBefore:
 		// a, b := value: a value's derived type is its first name's.
-		typ := g.valueType(z, 1)
+		typ, call := g.valueType(z, 1)
 		var names []string
 		for i := 0; i < len(hist) && hist[i].kind == tokIdent; i += 2 {
 			names = append(names, hist[i].text)
@@ -150,23 +211,86 @@ func (g *goScope) observe(t token, depth int, z *tokenizer, hist *[histLen]token
 			}
 			g.declare(n, t)
 		}
+		if call && len(names) > 0 {
+			g.armDecl(names[len(names)-1], depth)
+		}
 	case t.isIdent("var") && z.peek().kind == tokIdent:
 		// var x T, var x = value
-		name := z.peek().text
-		if nx := z.peekAt(1); nx.isPunct("=") {
-			g.declare(name, g.valueType(z, 2))
-		} else if !nx.nlBefore {
-			var toks []token
-			for i := 1; i < lookahead; i++ {
-				tk := z.peekAt(i)
-				if tk.nlBefore || tk.kind == tokEOF || tk.isPunct("=") {
-					break
+		g.varSpec(z.peek().text, z, 1, depth)
+	case t.isIdent("var") && z.peek().isPunct("("):
+		g.varGroup, g.varDepth = true, depth
+	case g.varGroup && t.isPunct(")") && depth == g.varDepth+1:
+		g.varGroup = false
+	case g.varGroup && t.kind == tokIdent && t.nlBefore && depth == g.varDepth+1:
+		// var (\n\tx T\n\ty = value\n)
+		g.varSpec(t.text, z, 0, depth)
+	}
+}
+
+// varSpec declares name, of a var declaration whose type or "=" is the
+// token i ahead: `x T`, `x = value`, `x T = value` (the type wins).
+func (g *goScope) varSpec(name string, z *tokenizer, i, depth int) {
+	nx := z.peekAt(i)
+	if nx.isPunct("=") {
+		typ, call := g.valueType(z, i+1)
+		g.declare(name, typ)
+		if call {
+			g.armDecl(name, depth)
+		}
+		return
+	}
+	if nx.nlBefore {
+		return
+	}
+	var toks []token
+	for ; i < lookahead; i++ {
+		tk := z.peekAt(i)
+		if tk.nlBefore || tk.kind == tokEOF || tk.isPunct("=") {
+			break
+		}
+		toks = append(toks, tk)
+	}
+	g.declare(name, goTypeOf(toks))
+}
+
+// isLocal reports whether name is declared in the POI.
+func (g *goScope) isLocal(name string) bool {
+	_, ok := g.locals[name]
+	return ok
+}
+
+// instantiationAt returns the index of the "(" that follows the type
+// argument list `[T, q.U, *V, []W, map[K]V]` starting at token i ahead
+// (its "["), or 0 when the tokens there are not one on one line followed
+// by "(" within the tokenizer's lookahead: an index (`xs[i](`, i local,
+// `xs[0](`, `xs[i+1](`) is not.
+func (g *goScope) instantiationAt(z *tokenizer, i int) int {
+	depth := 0
+	for ; i < lookahead; i++ {
+		t := z.peekAt(i)
+		switch {
+		case t.nlBefore && depth > 0:
+			return 0
+		case t.isPunct("["):
+			depth++
+		case t.isPunct("]"):
+			depth--
+			if depth == 0 {
+				if i+1 < lookahead && z.peekAt(i+1).isPunct("(") && !z.peekAt(i+1).nlBefore {
+					return i + 1
 				}
-				toks = append(toks, tk)
+				return 0
 			}
-			g.declare(name, goTypeOf(toks))
+		case t.kind == tokIdent:
+			if g.isLocal(t.text) {
+				return 0
+			}
+		case t.isPunct(".") || t.isPunct(",") || t.isPunct("*"):
+		default:
+			return 0
 		}
 	}
+	return 0
 }
 
 // params declares the names of a completed parameter list: `(a, b int, c
@@ -210,8 +334,9 @@ func (g *goScope) params() {
 // `q.T{`, `new(T)`, `new(q.T)`; a call `F(…)` (the POI's package, and the
 // result of F), `q.F(…)` (package q, and the result of q.F), `x.M(…)`,
 // `x.f.M(…)` (the result of the method call); a field `x.f`; unknown
-// otherwise.
-func (g *goScope) valueType(z *tokenizer, i int) goType {
+// otherwise. call reports whether the value starts with a call that is a
+// reference (the scanner follows its chain: `x := a.F().G()` is G's value).
+func (g *goScope) valueType(z *tokenizer, i int) (typ goType, call bool) {
 	t := z.peekAt(i)
 	if t.isPunct("&") {
 		i++
@@ -224,10 +349,10 @@ func (g *goScope) valueType(z *tokenizer, i int) goType {
 		isNew = true
 	}
 	if t.kind != tokIdent || t.nlBefore {
-		return goType{}
+		return goType{}, false
 	}
 	if goBuiltins[t.text] {
-		return goType{kind: goTypeNoMethods}
+		return goType{kind: goTypeNoMethods}, false
 	}
 	// The selector chain a.b.c and the token after it.
 	var buf [maxChain]string
@@ -240,47 +365,53 @@ func (g *goScope) valueType(z *tokenizer, i int) goType {
 		i += 2
 	}
 	after := z.peekAt(i + 1)
-	if after.isPunct(".") {
-		return goType{} // x.(T), a longer chain
+	if after.isPunct("[") && (len(chain) == 1 || len(chain) == 2 && !g.isLocal(chain[0])) {
+		if j := g.instantiationAt(z, i+1); j > 0 {
+			after = z.peekAt(j) // f[T](…), q.F[T](…): a call of f, q.F
+		}
 	}
+	if after.isPunct(".") {
+		return goType{}, false // x.(T), a longer chain
+	}
+	call = after.isPunct("(") && !isNew
 	first := chain[0]
 	if _, local := g.locals[first]; local {
 		if isNew || len(chain) == 1 {
-			return goType{}
+			return goType{}, false
 		}
-		if after.isPunct("(") {
+		if call {
 			if ref := g.callRef(chain); ref != "" {
-				return goType{expr: derivedExpr(ref)}
+				return goType{expr: derivedExpr(ref)}, true
 			}
-			return goType{}
+			return goType{}, false
 		}
-		return goType{expr: g.fieldExpr(chain)}
+		return goType{expr: g.fieldExpr(chain)}, false
 	}
 	switch len(chain) {
 	case 1:
 		switch {
 		case after.isPunct("{"), isNew && after.isPunct(")"):
-			return goType{kind: goTypeSamePkg, name: first} // &T{…}, T{…}, new(T)
-		case after.isPunct("("):
-			return goType{kind: goTypeSamePkg, expr: derivedExpr(first)} // newT(…)
+			return goType{kind: goTypeSamePkg, name: first}, false // &T{…}, T{…}, new(T)
+		case call:
+			return goType{kind: goTypeSamePkg, expr: derivedExpr(first)}, true // newT(…)
 		case after.isPunct(")"):
-			return goType{kind: goTypeSamePkg}
+			return goType{kind: goTypeSamePkg}, false
 		}
-		return goType{}
+		return goType{}, false
 	case 2:
 		typ := goType{kind: goTypePkg, pkg: first}
 		switch {
 		case after.isPunct("{"), isNew && after.isPunct(")"):
 			typ.name = chain[1] // &q.T{…}, new(q.T)
-		case after.isPunct("("):
+		case call:
 			typ.expr = derivedExpr(first + "." + chain[1]) // q.New(…)
 		}
-		return typ
+		return typ, call
 	}
-	if after.isPunct("(") {
-		return goType{expr: derivedExpr(g.callRef(chain))} // q.V.M(…)
+	if call {
+		return goType{expr: derivedExpr(g.callRef(chain))}, true // q.V.M(…)
 	}
-	return goType{}
+	return goType{}, false
 }
 
 // derivedExpr is the type expression of the value of call reference ref,
@@ -359,7 +490,10 @@ func (g *goScope) member(name string, hist *[histLen]token) string {
 	n := 0
 	for i := 1; ; i += 2 {
 		if i+1 >= len(hist) || n == maxChain || hist[i].kind != tokIdent {
-			return "." + name // f().N( (the scanner makes it {f}.N), x[i].N(, x.(T).N(, a long chain
+			if t, ok := parenType(hist); ok && i == 1 {
+				return memberRef(t, name) // (T{}).N(, (*q.T)(x).N(
+			}
+			return "." + name // f().N( (the scanner makes it {f}.N), x[i].N(, a long chain
 		}
 		buf[n] = hist[i].text
 		n++
@@ -394,32 +528,96 @@ func (g *goScope) callRef(chain []string) string {
 		return "." + name
 	}
 	if len(chain) == 2 {
-		if lt.expr != "" {
-			return lt.expr + "." + name
-		}
-		switch lt.kind {
-		case goTypeNoMethods:
-			return ""
-		case goTypeSamePkg, goTypeRecv:
-			if lt.name != "" {
-				return "(." + lt.name + ")." + name
-			}
-			if lt.kind == goTypeRecv {
-				return "()." + name
-			}
-			return "(.)." + name
-		case goTypePkg:
-			if lt.name != "" {
-				return "(" + lt.pkg + "." + lt.name + ")." + name
-			}
-			return "(" + lt.pkg + ")." + name
-		}
-		return "." + name
+		return memberRef(lt, name)
 	}
 	if t := g.fieldExpr(chain[:len(chain)-1]); t != "" {
 		return t + "." + name // x.f.N(: a method of the type of field f
 	}
+	if lockerMethods[name] {
+		return "" // x.a.mu.Lock(): a field whose struct is not known, a mutex by convention
+	}
 	return "." + name
+}
+
+// lockerMethods are the methods of sync.Mutex and sync.RWMutex. Called on
+// a field whose struct the POIs do not show (x.a.mu.Lock(), x.mu.Lock()
+// with x a range variable or a field of a derived value), they are not
+// references: a field so called is a mutex by convention, and as the plain
+// member call .Lock it would link to the tree's only Lock method
+// (net/http's fakeLocker).
+var lockerMethods = map[string]bool{
+	"Lock": true, "Unlock": true, "RLock": true, "RUnlock": true, "TryLock": true, "TryRLock": true,
+}
+
+// memberRef returns the reference of a call of method name on a value of
+// type t, or "" when it is no reference.
+func memberRef(t goType, name string) string {
+	if t.expr != "" {
+		return t.expr + "." + name
+	}
+	switch t.kind {
+	case goTypeNoMethods:
+		return ""
+	case goTypeSamePkg, goTypeRecv:
+		if t.name != "" {
+			return "(." + t.name + ")." + name
+		}
+		if t.kind == goTypeRecv {
+			return "()." + name
+		}
+		return "(.)." + name
+	case goTypePkg:
+		if t.name != "" {
+			return "(" + t.pkg + "." + t.name + ")." + name
+		}
+		return "(" + t.pkg + ")." + name
+	}
+	return "." + name
+}
+
+// parenType is the type of the parenthesized value whose ")" is hist[1]
+// (hist[0] the "." of a member call on it), when the tokens show it: a
+// composite literal without elements, `(T{})`, `(&q.T{})`; a conversion
+// of a name, `(*T)(x)`, `(q.T)(v)`; a type assertion, `x.(*net.TCPConn)`.
+// ok is false for anything else (a call's value, `f(T{}).M(`, is the
+// scanner's).
+func parenType(hist *[histLen]token) (t goType, ok bool) {
+	i, assertion := 2, false
+	switch {
+	case hist[2].isPunct("}") && hist[3].isPunct("{"):
+		i = 4 // (T{})
+	case hist[2].kind == tokIdent && hist[3].isPunct("(") && hist[4].isPunct(")"):
+		i = 5 // (T)(x)
+	default:
+		assertion = true // x.(T)
+	}
+	if hist[i].kind != tokIdent {
+		return goType{}, false
+	}
+	j := i + 1
+	var buf [3]token
+	toks := append(buf[:0], hist[i])
+	if hist[j].isPunct(".") && hist[j+1].kind == tokIdent {
+		toks = append(buf[:0], hist[j+1], hist[j], hist[i]) // q.T
+		j += 2
+	}
+	if j < histLen && (hist[j].isPunct("*") || !assertion && hist[j].isPunct("&")) {
+		j++
+	}
+	switch {
+	case assertion:
+		if j+1 >= histLen || !hist[j].isPunct("(") || !hist[j+1].isPunct(".") {
+			return goType{}, false
+		}
+	case j >= histLen:
+	case !hist[j].isPunct("("):
+		return goType{}, false
+	case j+1 < histLen && !hist[j].nlBefore:
+		if p := hist[j+1]; p.kind == tokIdent && goKeywords[p.text] == kwNone || p.isPunct(")") || p.isPunct("]") || p.isPunct("}") {
+			return goType{}, false // f(T{}).M(, f(*T)(x): a call's value
+		}
+	}
+	return goTypeOf(toks), true
 }
 
 // goRefForm splits a Go CALLS reference name into its qualifier form and

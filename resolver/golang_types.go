@@ -482,19 +482,18 @@ func typeOf(sourceID, sourceFile, x string, cands []Candidate, depth int) (t goT
 		}
 		var st goTypeRef
 		q, name := goRefForm(typ)
-		if q == "." {
+		switch q {
+		case ".":
 			st = goTypeRef{dir: path.Dir(sourceFile), name: name}
-		} else {
+		case "^": // the root package, from its external tests: not the source's file
+			st = goTypeRef{dir: ".", name: name}
+		default:
 			st = goTypeRef{pkg: q, name: name}
 		}
-		var found distinctIDs
-		var fields, dir string
-		for _, c := range cands {
-			if c.Name == st.name && c.Type == TypeClass && st.matches(c.FileID) {
-				if found.add(c.POIID); found.count == 1 {
-					fields, dir = c.Fields, path.Dir(c.FileID)
-				}
-			}
+		found, fields, dir := findStruct(sourceFile, st, q == "^", cands)
+		if found.count == 0 && st.pkg != "" && rootVisible(sourceFile) {
+			// No directory named q declares T: q may name the root package.
+			found, fields, dir = findStruct(sourceFile, goTypeRef{dir: ".", name: name}, true, cands)
 		}
 		if found.count != 1 {
 			return goTypeRef{}, false, false
@@ -506,6 +505,11 @@ func typeOf(sourceID, sourceFile, x string, cands []Candidate, depth int) (t goT
 		return goTypeRef{}, false, false
 	}
 	target, outcome := lookupGo(sourceID, sourceFile, Reference{Name: x, Type: Calls}, cands, depth+1)
+	if r := rootForm(form, name); outcome == Unknown && r != "" && rootVisible(sourceFile) {
+		// q.F or (q.T).M where no directory named q declares it: q may
+		// name the root package, which has no directory name.
+		target, outcome = lookupGo(sourceID, sourceFile, Reference{Name: r, Type: Calls}, cands, depth+1)
+	}
 	if outcome != Resolved {
 		if form != "" || outcome != Unknown {
 			return goTypeRef{}, false, false
@@ -513,7 +517,8 @@ func typeOf(sourceID, sourceFile, x string, cands []Candidate, depth int) (t goT
 		// T(v): a conversion to a type of the source's package.
 		var found distinctIDs
 		for _, c := range cands {
-			if c.Name == name && (c.Type == TypeClass || c.Type == TypeInterface) && path.Dir(c.FileID) == path.Dir(sourceFile) {
+			if c.Name == name && (c.Type == TypeClass || c.Type == TypeInterface) && path.Dir(c.FileID) == path.Dir(sourceFile) &&
+				visibleFrom(sourceFile, c.FileID) {
 				found.add(c.POIID)
 			}
 		}
@@ -531,21 +536,105 @@ func typeOf(sourceID, sourceFile, x string, cands []Candidate, depth int) (t goT
 }
 
 // derivedFallback is the reference a derived reference {X}.m resolves as
-// when X's type cannot be told: the form the call's value had before types
-// were read (a value of a function of the source's package: (.).m; of
-// package q: (q).m; otherwise any package: .m).
-func derivedFallback(x, name string) string {
-	if _, _, isField := splitField(x); isField {
+// when X's type cannot be told: a method of the package X's value belongs
+// to as far as X's form shows it (fallbackPackage): (.).m for the
+// source's package, (q).m for package q (none when q is outside the
+// corpus), .m (any package) when it does not show.
+func derivedFallback(sourceID, sourceFile, x, name string, cands []Candidate, depth int) string {
+	switch q := fallbackPackage(sourceID, sourceFile, x, cands, depth); q {
+	case "":
 		return "." + name
+	case ".":
+		return "(.)." + name
+	default:
+		return "(" + q + ")." + name
 	}
-	form, _ := goRefForm(x)
+}
+
+// fallbackPackage is the package of the type of x's value when typeOf
+// cannot tell the type: "." (the source's package) for the value of a
+// call f; q for the value of a call q.F or (q.T).M, of a field of a type
+// q.T that no directory named q declares (a type outside the corpus, whose
+// fields are of types outside it too), and of a method called on a value
+// of a type of package q ({X}.M with X of type q.R, or of package q
+// itself); "" when x's form does not show it. A qualifier that may name
+// the root package, which has no directory name (the root declares T, or
+// a method M: (q.T).M on an interface T of the root), shows nothing.
+func fallbackPackage(sourceID, sourceFile, x string, cands []Candidate, depth int) string {
+	if typ, _, isField := splitField(x); isField {
+		if q, name := goRefForm(typ); isPackageName(q) && !declaresType(sourceFile, q, name, cands) &&
+			!rootDeclares(sourceFile, name, false, cands) {
+			return q
+		}
+		return ""
+	}
+	form, name := goRefForm(x)
 	switch {
 	case form == "":
-		return "(.)." + name
-	case form[0] != '(' && form[0] != '{' && form != "." && form != "^":
-		return "(" + form + ")." + name
+		return "."
+	case isPackageName(form):
+		return form
+	case form[0] == '(' && form[len(form)-1] == ')':
+		if q, _, typed := strings.Cut(form[1:len(form)-1], "."); typed && isPackageName(q) && !rootDeclares(sourceFile, name, true, cands) {
+			return q
+		}
+	case form[0] == '{':
+		y, _ := splitDerived(form)
+		if t, methods, ok := typeOf(sourceID, sourceFile, y, cands, depth); ok {
+			if methods && isPackageName(t.pkg) && !rootDeclares(sourceFile, name, true, cands) {
+				return t.pkg
+			}
+			return ""
+		}
+		if depth < maxTypeDepth {
+			if q := fallbackPackage(sourceID, sourceFile, y, cands, depth+1); q != "." {
+				return q
+			}
+		}
 	}
-	return "." + name
+	return ""
+}
+
+// rootDeclares reports whether the root package declares, visibly from
+// sourceFile through a qualifier (rootVisible), a method (method) or a
+// type named name.
+func rootDeclares(sourceFile, name string, method bool, cands []Candidate) bool {
+	if !rootVisible(sourceFile) {
+		return false
+	}
+	for _, c := range cands {
+		if c.Name != name || path.Dir(c.FileID) != "." || c.FileID == sourceFile || !visibleFrom(sourceFile, c.FileID) {
+			continue
+		}
+		if method && c.Type == TypeMethod || !method && (c.Type == TypeClass || c.Type == TypeInterface) {
+			return true
+		}
+	}
+	return false
+}
+
+// isRootForm reports whether the type expression x is one of the root
+// forms an external test of the root package gives: ^.F, (^.T).M, ^.T:f.
+func isRootForm(x string) bool {
+	return strings.HasPrefix(x, "^.") || strings.HasPrefix(x, "(^.")
+}
+
+// isPackageName reports whether a reference's qualifier q names a package
+// (pgconn), not the root package (^), the source's (.) or a form.
+func isPackageName(q string) bool {
+	return q != "" && !strings.ContainsAny(q, "(){}.^:")
+}
+
+// declaresType reports whether a directory named q declares a type named
+// name visible from sourceFile, among cands.
+func declaresType(sourceFile, q, name string, cands []Candidate) bool {
+	t := goTypeRef{pkg: q, name: name}
+	for _, c := range cands {
+		if c.Name == name && (c.Type == TypeClass || c.Type == TypeInterface) && t.matches(c.FileID) && visibleFrom(sourceFile, c.FileID) {
+			return true
+		}
+	}
+	return false
 }
 
 // lookupDerived resolves the derived reference {x}.name: among the methods
@@ -554,22 +643,73 @@ func derivedFallback(x, name string) string {
 func lookupDerived(sourceID, sourceFile, x, name string, cands []Candidate, depth int) (string, Outcome) {
 	t, methods, ok := typeOf(sourceID, sourceFile, x, cands, depth)
 	if !ok {
-		if form, _ := goRefForm(x); form == "^" {
-			// {^.F}.m only adds what F's result type tells ({q.F}.m, which
-			// an external test of the root package gives with it, keeps
-			// its own fallback).
+		if isRootForm(x) {
+			// {^.F}.m, {(^.T).M}.m and {^.T:f}.m only add what the root
+			// package's types tell ({q.F}.m, which an external test of the
+			// root package gives with it, keeps its own fallback).
 			return "", Unknown
 		}
-		return lookupGo(sourceID, sourceFile, Reference{Name: derivedFallback(x, name), Type: Calls}, cands, depth)
+		fallback := Reference{Name: derivedFallback(sourceID, sourceFile, x, name, cands, depth), Type: Calls}
+		return lookupGo(sourceID, sourceFile, fallback, cands, depth)
 	}
 	if !methods {
 		return "", Unknown
 	}
+	ids := findMethods(sourceID, sourceFile, t, name, false, cands)
+	if ids.count == 0 && t.pkg != "" && rootVisible(sourceFile) {
+		// No directory named q declares q.T's method: q may name the root
+		// package.
+		ids = findMethods(sourceID, sourceFile, goTypeRef{dir: ".", name: t.name}, name, true, cands)
+	}
+	return decide(ids)
+}
+
+// findMethods counts the methods named name declared on type t visible
+// from sourceFile, other than the source POI; notOwnFile leaves out those
+// of sourceFile (a root form's lookup from an external test).
+func findMethods(sourceID, sourceFile string, t goTypeRef, name string, notOwnFile bool, cands []Candidate) distinctIDs {
 	var ids distinctIDs
 	for _, c := range cands {
-		if c.Name == name && c.Type == TypeMethod && c.Receiver == t.name && c.POIID != sourceID && t.matches(c.FileID) {
+		if c.Name == name && c.Type == TypeMethod && c.Receiver == t.name && c.POIID != sourceID && t.matches(c.FileID) &&
+			visibleFrom(sourceFile, c.FileID) && (!notOwnFile || c.FileID != sourceFile) {
 			ids.add(c.POIID)
 		}
 	}
-	return decide(ids)
+	return ids
+}
+
+// findStruct counts the struct types st visible from sourceFile, and
+// returns the fields and directory of the first; notOwnFile leaves out
+// those of sourceFile.
+func findStruct(sourceFile string, st goTypeRef, notOwnFile bool, cands []Candidate) (found distinctIDs, fields, dir string) {
+	for _, c := range cands {
+		if c.Name == st.name && c.Type == TypeClass && st.matches(c.FileID) && visibleFrom(sourceFile, c.FileID) &&
+			(!notOwnFile || c.FileID != sourceFile) {
+			if found.add(c.POIID); found.count == 1 {
+				fields, dir = c.Fields, path.Dir(c.FileID)
+			}
+		}
+	}
+	return found, fields, dir
+}
+
+// rootVisible reports whether code of sourceFile may refer to the root
+// package through a qualifier: any file but the root package's own
+// non-test files (its external tests, package x_test, do).
+func rootVisible(sourceFile string) bool {
+	return path.Dir(sourceFile) != "." || isGoTestFile(sourceFile)
+}
+
+// rootForm is the root form of a call of form form and name name: ^.F for
+// q.F, (^.T).M for (q.T).M, "" for any other form.
+func rootForm(form, name string) string {
+	if isPackageName(form) {
+		return "^." + name
+	}
+	if len(form) > 2 && form[0] == '(' && form[len(form)-1] == ')' {
+		if q, typ, ok := strings.Cut(form[1:len(form)-1], "."); ok && isPackageName(q) {
+			return "(^." + typ + ")." + name
+		}
+	}
+	return ""
 }

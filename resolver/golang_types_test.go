@@ -100,7 +100,7 @@ func TestLookup_GoDerived(t *testing.T) {
 		{"ResultOfAFunctionOfTheNamedPackage", "cmd/main.go", "{sql.Open}.Close", "DB.Close", Resolved},
 		{"ResultWithoutMethods", "sql/sql.go", "{(.Rows).Err}.Close", "", Unknown},
 		{"ResultNotShownFallsBackToThePackage", "sql/sql.go", "{noResult}.Close", "", Ambiguous},
-		{"AmbiguousCallFallsBackToAnyPackage", "sql/sql.go", "{.Begin}.Commit", "", Ambiguous},
+		{"AmbiguousCallFallsBackToAnyPackage", "sql/sql.go", "{.Begin}.Close", "", Ambiguous},
 		{"UnknownFunctionFallsBackToThePackage", "sql/sql.go", "{missing}.Err", "Err", Resolved},
 		{"FieldOfTheReceiverType", "pgx/conn.go", "{.Conn:pgConn}.Exec", "PgConn.Exec", Resolved},
 		{"FieldOfAnExternalType", "pgx/conn.go", "{.Conn:mu}.Lock", "", Unknown},
@@ -119,6 +119,93 @@ func TestLookup_GoDerived(t *testing.T) {
 			require.Equal(t, tt.outcome, outcome)
 			require.Equal(t, tt.want, got)
 			requireLookupNamesSuffice(t, tt.file, Reference{Name: tt.ref, Type: Calls}, cands)
+		})
+	}
+}
+
+// TestLookup_GoOutsideTypes: a method called on a value of a type from
+// outside the corpus links to no tree method (issue 25): rows.Next() on the
+// *sql.Rows of s.db.Query(…), req.Body.Close() on an *http.Request, even
+// when the tree's only Next or Close is one guess away. A qualifier that
+// names no directory may name the root package (no directory name): its
+// types are read there.
+func TestLookup_GoOutsideTypes(t *testing.T) {
+	t.Parallel()
+
+	cands := []Candidate{
+		{POIID: "Store", FileID: "store/store.go", Name: "Store", Type: TypeClass, Fields: "db sql.DB mu sync.Mutex"},
+		{POIID: "Iter.Next", FileID: "store/iter.go", Name: "Next", Type: TypeMethod, Receiver: "Iter"},
+		{POIID: "File.Close", FileID: "store/file.go", Name: "Close", Type: TypeMethod, Receiver: "File"},
+		{POIID: "Locker.Lock", FileID: "store/lock.go", Name: "Lock", Type: TypeMethod, Receiver: "Locker"},
+		// The root package (pgx): Conn.PgConn returns a *pgconn.PgConn.
+		{POIID: "Conn", FileID: "conn.go", Name: "Conn", Type: TypeClass, Fields: "pgConn pgconn.PgConn"},
+		{POIID: "Conn.PgConn", FileID: "conn.go", Name: "PgConn", Type: TypeMethod, Receiver: "Conn", Result: "pgconn.PgConn"},
+		{POIID: "dbTx.LargeObjects", FileID: "tx.go", Name: "LargeObjects", Type: TypeMethod, Receiver: "dbTx", Result: "LargeObjects"},
+		{POIID: "PgConn.Close", FileID: "pgconn/pgconn.go", Name: "Close", Type: TypeMethod, Receiver: "PgConn"},
+		{POIID: "LargeObjects.Next", FileID: "large_objects.go", Name: "Next", Type: TypeMethod, Receiver: "LargeObjects"},
+	}
+	tests := []struct {
+		name, file, ref string
+		want            string
+		outcome         Outcome
+	}{
+		{"MethodOfAFieldOfAnOutsideType", "store/store.go", "{{.Store:db}.Query}.Next", "", Unknown},
+		{"MethodOfAParameterOfAnOutsideType", "store/store.go", "{(sql.DB).Query}.Next", "", Unknown},
+		{"ResultOfAResultOfAnOutsideFunction", "store/store.go", "{{sql.Open}.Query}.Next", "", Unknown},
+		{"FieldOfAnOutsideStruct", "store/server.go", "{http.Request:Body}.Close", "", Unknown},
+		{"MutexField", "store/store.go", "{.Store:mu}.Lock", "", Unknown},
+		{"MethodOfARootTypeThroughItsQualifier", "pgtype/x_test.go", "{(pgx.Conn).PgConn}.Close", "PgConn.Close", Resolved},
+		{"FieldOfARootStructThroughItsQualifier", "stdlib/sql.go", "{pgx.Conn:pgConn}.Close", "PgConn.Close", Resolved},
+		// pgx.Tx is an interface of the root: its method's result is not
+		// known, and the value is not outside the tree.
+		{"MethodOfARootInterfaceFallsBackToAnyPackage", "pgtype/x_test.go", "{(pgx.Tx).LargeObjects}.Next", "", Ambiguous},
+		// The root package's own non-test files cannot import it.
+		{"NotTheRootFromItsOwnFiles", "conn_helper.go", "{(pgx.Conn).PgConn}.Close", "", Unknown},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			got, outcome := Lookup("src", tt.file, Reference{Name: tt.ref, Type: Calls}, cands)
+			require.Equal(t, tt.outcome, outcome)
+			require.Equal(t, tt.want, got)
+			requireLookupNamesSuffice(t, tt.file, Reference{Name: tt.ref, Type: Calls}, cands)
+		})
+	}
+}
+
+// TestLookup_GoTestFiles: a _test.go file's declarations are seen only by
+// the test files of its directory, and a method whose receiver's type is
+// not known prefers a non-test file's (issue 25: interface calls resolved
+// to test doubles).
+func TestLookup_GoTestFiles(t *testing.T) {
+	t.Parallel()
+
+	cands := []Candidate{
+		{POIID: "Conn.Close", FileID: "store/conn.go", Name: "Close", Type: TypeMethod, Receiver: "Conn"},
+		{POIID: "fakeConn.Close", FileID: "store/fake_test.go", Name: "Close", Type: TypeMethod, Receiver: "fakeConn"},
+		{POIID: "fakeConn.Open", FileID: "store/fake_test.go", Name: "Open", Type: TypeMethod, Receiver: "fakeConn"},
+		{POIID: "helper", FileID: "store/helper_test.go", Name: "helper", Type: TypeFunction},
+	}
+	tests := []struct {
+		name, file, ref string
+		want            string
+		outcome         Outcome
+	}{
+		{"NonTestFileSeesNoTestDouble", "store/store.go", ".Close", "Conn.Close", Resolved},
+		{"NonTestFileSeesNoTestMethod", "cmd/main.go", ".Open", "", Unknown},
+		{"NonTestFileSeesNoTestFunction", "store/store.go", "helper", "", Unknown},
+		{"OtherDirectorysTestSeesNoTestDouble", "cmd/main_test.go", "(store).Close", "Conn.Close", Resolved},
+		{"TestFilePrefersANonTestMethod", "store/store_test.go", ".Close", "Conn.Close", Resolved},
+		{"TestFileStillFindsATestMethod", "store/store_test.go", ".Open", "fakeConn.Open", Resolved},
+		{"TestFileSeesItsDirectorysTestFunctions", "store/store_test.go", "helper", "helper", Resolved},
+		{"KnownReceiverHasNoPreference", "store/store_test.go", "(.fakeConn).Close", "fakeConn.Close", Resolved},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			got, outcome := Lookup("src", tt.file, Reference{Name: tt.ref, Type: Calls}, cands)
+			require.Equal(t, tt.outcome, outcome)
+			require.Equal(t, tt.want, got)
 		})
 	}
 }

@@ -15,6 +15,7 @@ const (
 	langOther language = iota
 	langGo
 	langPython
+	langJS // JavaScript and TypeScript (jsExtensions)
 )
 
 // languageOf returns the language of the file at filePath.
@@ -24,6 +25,9 @@ func languageOf(filePath string) language {
 		return langGo
 	case ".py", ".pyi", ".pyw":
 		return langPython
+	}
+	if jsExtensions[strings.ToLower(path.Ext(filePath))] {
+		return langJS
 	}
 	return langOther
 }
@@ -35,6 +39,8 @@ func keywordsOf(lang language) map[string]kwKind {
 		return goKeywords
 	case langPython:
 		return pythonKeywords
+	case langJS:
+		return jsKeywords
 	}
 	return keywords
 }
@@ -63,6 +69,25 @@ var pythonKeywords = map[string]kwKind{
 	"nonlocal": kwOperator, "pass": kwOperator, "case": kwOperator, "super": kwOperator,
 	"async": kwModifier,
 	"def":   kwDefine, "class": kwDefine,
+}
+
+// jsKeywords are JavaScript's and TypeScript's keywords that can be
+// followed by "(" or precede a called name. Names that are keywords in Go,
+// Rust or Python (func, fn, def, map, range, type, select, go, lock,
+// lambda, not…) are ordinary names in JavaScript: `return func(x)` calls
+// func. void is an operator (`void run()` calls run), not a modifier as in
+// Java.
+var jsKeywords = map[string]kwKind{
+	"if": kwOperator, "else": kwOperator, "for": kwOperator, "while": kwOperator, "do": kwOperator,
+	"switch": kwOperator, "case": kwOperator, "default": kwOperator, "try": kwOperator, "catch": kwOperator,
+	"finally": kwOperator, "with": kwOperator, "return": kwOperator, "yield": kwOperator, "await": kwOperator,
+	"throw": kwOperator, "typeof": kwOperator, "instanceof": kwOperator, "delete": kwOperator, "void": kwOperator,
+	"in": kwOperator, "of": kwOperator, "import": kwOperator, "export": kwOperator, "super": kwOperator,
+	"this": kwOperator, "extends": kwOperator, "implements": kwOperator, "var": kwOperator, "let": kwOperator,
+	"const": kwOperator, "keyof": kwOperator,
+	"async": kwModifier, "static": kwModifier,
+	"function": kwDefine, "class": kwDefine, "interface": kwDefine, "enum": kwDefine,
+	"new": kwNew,
 }
 
 // goBuiltins are Go's predeclared functions and types: a call of one (or a

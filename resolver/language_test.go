@@ -124,6 +124,55 @@ func TestExtract_GoCalls(t *testing.T) {
 			want: refs(Calls, ".K", "g", "{g}.H", "{{g}.H}.I", "{{{g}.H}.I}.J"),
 		},
 		{
+			// issue 25: f[T](x) and q.F[K, V](x) call f and q.F; an index
+			// by a local (fns[i](x)) or of a member (s.fns[k](x)) does not.
+			name: "ExplicitInstantiationsAreCalls",
+			poi: goPOI(TypeFunction, "f", "func f(i int, s *S) {\n\tMap[int](xs)\n\tq.Pick[K, V](m)\n\tc := ClientFromContext[pgx.Tx](ctx)\n"+
+				"\tc.Stop()\n\tg[map[string]int](y)\n\tfns[i](z)\n\ts.fns[k](z)\n}"),
+			want: refs(Calls, "ClientFromContext", "Map", "g", "q.Pick", "{ClientFromContext}.Stop"),
+		},
+		{
+			// issue 25: x := a.F().G() takes G's value, not F's (pgx's
+			// mrr := conn.PgConn().Exec(…) then mrr.Close()); a field of a
+			// call's value is of unknown type.
+			name: "DeclarationsTakeTheValueOfTheLastCallOfAChain",
+			poi: goPOI(TypeFunction, "f", "func f() {\n\tconn := connect()\n\tmrr := conn.PgConn().Exec(ctx)\n\tmrr.Close()\n"+
+				"\tz := g(a).f\n\tz.J()\n\tw := q.New(x).\n\t\tWith(y)\n\tw.K()\n}"),
+			want: refs(Calls, ".J", "connect", "g", "q.New", "{connect}.PgConn", "{q.New}.With", "{{connect}.PgConn}.Exec",
+				"{{q.New}.With}.K", "{{{connect}.PgConn}.Exec}.Close"),
+		},
+		{
+			// issue 25: `var ( … )` declares its names as `var x …` does:
+			// testify's mockedService = new(T), a mutex of sync.Mutex.
+			name: "VarGroupsDeclare",
+			poi: goPOI(TypeFunction, "f", "func f() {\n\tvar (\n\t\tmu sync.Mutex\n\t\tdb = open()\n\t\tm = new(Mock)\n\t)\n"+
+				"\tmu.Lock()\n\tdb.Ping()\n\tm.On(x)\n}"),
+			want: refs(Calls, "(.Mock).On", "(sync.Mutex).Lock", "open", "{open}.Ping"),
+		},
+		{
+			// issue 25: a member call on a parenthesized literal,
+			// conversion or type assertion has the type it shows:
+			// (&big.Int{}).Set is big's, (noOpArgs{}).Kind the test's own
+			// type's, conn.(*net.TCPConn).CloseWrite net's.
+			name: "ParenthesizedLiteralsAndConversionsAreTyped",
+			poi: goPOI(TypeFunction, "f", "func f(b []byte) {\n\tn := (&big.Int{}).Set(x)\n\tk := (noOpArgs{}).Kind()\n"+
+				"\t(*byteWith)(b).UnmarshalJSON(d)\n\t(*q.T)(v).O()\n\tg(T{}).M()\n\t([]byte)(s).P()\n"+
+				"\tconn.(*net.TCPConn).CloseWrite()\n\tx.(*conn).close()\n\t(y).Q()\n}"),
+			want: refs(Calls, "(.byteWith).UnmarshalJSON", "(.conn).close", "(.noOpArgs).Kind", "(big.Int).Set",
+				"(net.TCPConn).CloseWrite", "(q.T).O", ".P", ".Q", "g", "{g}.M"),
+		},
+		{
+			// issue 25: net/http's cc.pconn.mu.Lock() linked to its only
+			// Lock method (fakeLocker's): a mutex method on a field whose
+			// struct is not known is no reference. A field of a known
+			// struct keeps its form, and a local's call is still a guess.
+			name: "MutexMethodsOnFieldsOfUnknownStructsAreNotCalls",
+			poi: goPOI(TypeMethod, "f", "func (c *Conn) f() {\n\tc.pconn.mu.Lock()\n\tdefer c.pconn.mu.Unlock()\n"+
+				"\tfor _, s := range c.streams {\n\t\ts.mu.RLock()\n\t\ts.flush()\n\t}\n\tcc := c.cc\n\tcc.wmu.TryLock()\n"+
+				"\tc.mu.Lock()\n\tl := locker()\n\tl.Lock()\n}"),
+			want: refs(Calls, ".flush", "locker", "{.Conn:mu}.Lock", "{locker}.Lock"),
+		},
+		{
 			name: "StructEmbedsKeepTheirPackage",
 			poi:  goPOI(TypeClass, "S", "type S struct {\n\tBase\n\t*io.Reader\n\tsync.Mutex\n\tname string\n}"),
 			want: refs(Extends, "Base", "io.Reader", "sync.Mutex"),
@@ -169,6 +218,73 @@ func TestExtract_PythonRules(t *testing.T) {
 			name: "NestedDefBelongsToItself",
 			poi:  py(TypeFunction, "outer", "def outer(x):\n    def inner(y):\n        return deep(y)\n    return inner(x) + after()\n"),
 			want: refs(Calls, "after", "inner"),
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+
+			got, err := Extract(context.Background(), tt.poi)
+			require.NoError(t, err)
+			require.Equal(t, tt.want, got)
+		})
+	}
+}
+
+// TestExtract_JavaScriptRules: JavaScript's and TypeScript's keyword table
+// and a class's own calls (issue 25, as TestExtract_PythonRules for Python).
+func TestExtract_JavaScriptRules(t *testing.T) {
+	t.Parallel()
+
+	js := func(typ, name, file, code string) POI {
+		return POI{ID: "p1", Type: typ, Name: name, FilePath: file, RawCode: code}
+	}
+	tests := []struct {
+		name string
+		poi  POI
+		want []Reference
+	}{
+		{
+			name: "NamesThatAreKeywordsElsewhereAreCalls",
+			poi: js(TypeFunction, "f", "src/f.js", "function f(x) {\n  func(x)\n  map(g, x)\n  range(3)\n  type(x)\n"+
+				"  select(x)\n  lock(x)\n  go(x)\n  def(x)\n  fn(x)\n  not(x)\n  lambda(x)\n  void run()\n  return func(x)\n}"),
+			want: refs(Calls, "def", "fn", "func", "go", "lambda", "lock", "map", "not", "range", "run", "select", "type"),
+		},
+		{
+			name: "KeywordsAreNotCalls",
+			poi: js(TypeFunction, "f", "src/f.ts", "async function f(x: T): Promise<void> {\n  if (x) { return g(x) }\n"+
+				"  for (const y of items()) {}\n  while (x) {}\n  switch (x) {}\n  try {} catch (e) {} finally {}\n"+
+				"  await load(typeof(x), x instanceof(Y))\n  const m = import('./m')\n  super(x)\n}"),
+			want: refs(Calls, "g", "items", "load"),
+		},
+		{
+			// A public JavaScript call-graph micro-benchmark: no edge
+			// MyClass -> MyClass.func1.
+			name: "ClassDoesNotGetItsMethodsCalls",
+			poi: js(TypeClass, "MyClass", "src/main.js", "class MyClass {\n  func() {\n    this.func1()\n  }\n"+
+				"  func1() { return func(x) }\n  constructor(a) { super(a); this.init() }\n}"),
+		},
+		{
+			name: "ClassKeepsItsOwnBody",
+			poi: js(TypeClass, "A", "src/a.ts", "@register(kind())\nexport class A extends mix(B) {\n  static x = make()\n"+
+				"  #count = compute()\n  handler = () => { this.onClick() }\n  static { init() }\n  @log(level())\n"+
+				"  constructor(private a: T) { super(); this.setup() }\n  get v(): number { return calc() }\n"+
+				"  async *gen<T extends Map<K, V>>(a: T): AsyncGenerator<T> {\n    yield fetchIt()\n  }\n"+
+				"  #priv() {\n    hidden()\n  }\n  [Symbol.iterator]() { return iter() }\n  abstract m(): void;\n"+
+				"  field: Foo = build()\n  allman()\n  {\n    inAllman()\n  }\n  y = a\n  z() { zz() }\n}"),
+			want: refs(Calls, "build", "compute", "init", "kind", "level", "log", "make", "mix", "onClick", "register"),
+		},
+		{
+			name: "MethodKeepsItsCallsAndPrivateNames",
+			poi:  js(TypeMethod, "MyClass.func", "src/main.js", "func() {\n  this.func1(); this.#save(); after()\n}"),
+			want: refs(Calls, "#save", "after", "func1"),
+		},
+		{
+			// Another language's file keeps the table of every language
+			// and the class its methods' calls (a Java class).
+			name: "OtherLanguagesUnchanged",
+			poi:  js(TypeClass, "C", "src/C.java", "class C {\n  void m() { func(x); helper(); }\n}"),
+			want: refs(Calls, "helper"),
 		},
 	}
 	for _, tt := range tests {

@@ -265,15 +265,21 @@ func lookupGo(sourceID, sourceFile string, ref Reference, cands []Candidate, dep
 		pkg = form
 	}
 	wantMethod := form == "." || form == "()" || (form != "" && form[0] == '(')
-	var local, scoped distinctIDs
-	for _, c := range cands {
+	// guess: a method whose receiver's type the reference does not name
+	// (.m, ().m, (.).m, (q).m); one of a non-test file is preferred to one
+	// of a _test.go file (a test double of an interface the call goes
+	// through, a test's own type).
+	guess := wantMethod && recv == "" && pkg != "^"
+	var local, scoped, scopedTest distinctIDs
+	for i := range cands {
+		c := &cands[i]
 		if c.Name != name || c.POIID == sourceID || !Accepts(ref.Type, c.Type) {
 			continue
 		}
 		if ref.Type == Calls && (c.Type == TypeMethod) != wantMethod {
 			continue
 		}
-		if recv != "" && c.Receiver != recv {
+		if recv != "" && c.Receiver != recv || !visibleFrom(sourceFile, c.FileID) {
 			continue
 		}
 		cdir := path.Dir(c.FileID)
@@ -303,7 +309,24 @@ func lookupGo(sourceID, sourceFile string, ref Reference, cands []Candidate, dep
 				local.add(c.POIID)
 			}
 		}
+		if guess && isGoTestFile(c.FileID) {
+			scopedTest.add(c.POIID)
+			continue
+		}
 		scoped.add(c.POIID)
 	}
-	return decide(local, scoped)
+	return decide(local, scoped, scopedTest)
+}
+
+// isGoTestFile reports whether fileID is a Go test file (_test.go).
+func isGoTestFile(fileID string) bool {
+	return strings.HasSuffix(fileID, "_test.go")
+}
+
+// visibleFrom reports whether Go code in file sourceFile can refer to a
+// declaration of file candFile: a _test.go file's declarations are part of
+// its directory's test build only, so only the _test.go files of the same
+// directory see them.
+func visibleFrom(sourceFile, candFile string) bool {
+	return !isGoTestFile(candFile) || isGoTestFile(sourceFile) && path.Dir(candFile) == path.Dir(sourceFile)
 }

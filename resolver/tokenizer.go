@@ -53,6 +53,9 @@ type tokenizer struct {
 	pos       int
 	nextCheck int
 	err       error
+	// privateNames: `#name` is one identifier token (a JavaScript private
+	// name), not a comment.
+	privateNames bool
 
 	buf  [lookahead]token // ring buffer of peeked tokens
 	head int
@@ -142,6 +145,12 @@ func (z *tokenizer) scan() token {
 			z.pos += 2 // line continuation
 		case c == '\\' && z.at(1) == '\r' && z.at(2) == '\n':
 			z.pos += 3
+		case c == '#' && z.privateNames && (isIdentByte(z.at(1)) && !isDigit(z.at(1)) || z.at(1) >= utf8.RuneSelf):
+			start := z.pos
+			z.pos++
+			t := z.scanIdent(nl)
+			t.text = z.src[start:z.pos]
+			return t
 		case c == '#', c == '/' && z.at(1) == '/':
 			z.skipLine()
 		case c == '/' && z.at(1) == '*':

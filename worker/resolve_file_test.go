@@ -281,13 +281,13 @@ func TestResolveFileWorker_RelationshipKinds(t *testing.T) {
 	}
 	for _, a := range []outbox.Analysis{
 		{FileID: "src/base.ts", POIs: []json.RawMessage{
-			mk("Base", resolver.TypeClass, "Base", "src/base.ts", "class Base { run() { helper(); } }"),
+			mk("Base", resolver.TypeClass, "Base", "src/base.ts", "class Base { x = helper(); run() { other(); } }"),
 			mk("Runnable", resolver.TypeInterface, "Runnable", "src/base.ts", "interface Runnable { run(): void }"),
 			mk("helper", resolver.TypeFunction, "helper", "src/base.ts", "function helper() {}"),
 		}},
 		{FileID: "src/child.ts", POIs: []json.RawMessage{
 			mk("imp", resolver.TypeImport, "Base", "src/child.ts", "import { Base, Runnable } from './base';"),
-			mk("Child", resolver.TypeClass, "Child", "src/child.ts", "class Child extends Base implements Runnable { go() { helper(); } }"),
+			mk("Child", resolver.TypeClass, "Child", "src/child.ts", "class Child extends Base implements Runnable { y = helper(); go() { other(); } }"),
 		}},
 	} {
 		res, err := b.pub.PublishTx(ctx, b.tx, a)

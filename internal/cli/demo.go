@@ -256,7 +256,7 @@ func printDemoSummary(ctx context.Context, a *app, pool *pgxpool.Pool, sum *Publ
 	if throwaway {
 		return nil // the server is gone once the demo ends
 	}
-	fmt.Fprintf(out, "\nInspect them with SQL (the failed_pois contract is in README.md):\n"+
+	fmt.Fprintf(out, "\nInspect them with SQL (the failed_pois contract is in docs/failed_pois.md):\n"+
 		"  psql %q -c \"SELECT id, poi_id, error_class, error_message, original_poi_data FROM failed_pois ORDER BY id DESC LIMIT 10\"\n",
 		config.RedactURL(a.cfg.DatabaseURL))
 	return nil
