@@ -109,8 +109,11 @@ type Config struct {
 	// (goanalyze.ReferencesLexical by default: the phase measures
 	// throughput; typed mode type-checks the whole tree first).
 	StdlibReferences string
-	// CLIWorkers is how many `relay worker` processes the cli phase runs.
-	CLIWorkers int
+	// CLIWorkers are the numbers of `relay worker` processes the cli phase
+	// runs relay with, one run each, in order.
+	CLIWorkers []int
+	// Rounds is how many times the relay phase's concurrent run is done.
+	Rounds int
 	// Keep leaves the database in place.
 	Keep bool
 	// Logger receives relay's logs (discarded by default).
@@ -132,7 +135,10 @@ func (c *Config) defaults() {
 	c.ReprocessRows = cmp.Or(c.ReprocessRows, min(ReprocessRowsDefault, c.FailedRows))
 	c.MemoryFiles = cmp.Or(c.MemoryFiles, MemoryFilesDefault)
 	c.RelayRuns = cmp.Or(c.RelayRuns, RelayRunsBoth)
-	c.CLIWorkers = cmp.Or(c.CLIWorkers, 1)
+	if len(c.CLIWorkers) == 0 {
+		c.CLIWorkers = []int{1}
+	}
+	c.Rounds = cmp.Or(c.Rounds, 1)
 	c.StdlibReferences = cmp.Or(c.StdlibReferences, goanalyze.ReferencesLexical)
 	if len(c.Phases) == 0 {
 		c.Phases = DefaultPhases

@@ -5,9 +5,13 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"net"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
+	"strings"
 	"syscall"
 	"time"
 )
@@ -24,16 +28,15 @@ type CLIRun struct {
 	E2EPOIsPerSec   float64 `json:"e2e_pois_per_sec"`
 	Relationships   int64   `json:"relationships"`
 	FailedPOIs      int64   `json:"failed_pois"`
+	// Reresolved is the sum of the workers' relay_references_reresolved_total.
+	Reresolved int64 `json:"reresolved"`
 }
 
 // cli builds the relay binary, writes the main corpus as the NDJSON `relay
-// publish` reads, starts --cli-workers `relay worker` processes with
-// relay's default settings, and times `relay publish` until the queue is
-// drained.
+// publish` reads, and, for each --cli-workers value n, starts n `relay
+// worker` processes with relay's default settings and times `relay
+// publish` until the queue is drained.
 func (b *bench) cli(ctx context.Context, res *Result) error {
-	if err := b.reset(ctx); err != nil {
-		return err
-	}
 	dir, err := os.MkdirTemp("", "relay-bench-cli-")
 	if err != nil {
 		return fmt.Errorf("error creating a work directory: %w", err)
@@ -46,8 +49,25 @@ func (b *bench) cli(ctx context.Context, res *Result) error {
 	}
 	c := b.mainCorpus()
 	input := filepath.Join(dir, "corpus.ndjson")
-	run := &CLIRun{WorkerProcesses: b.cfg.CLIWorkers, Files: c.files}
-	if run.POIs, err = writeCorpus(c, input); err != nil {
+	pois, err := writeCorpus(c, input)
+	if err != nil {
+		return err
+	}
+	for _, n := range b.cfg.CLIWorkers {
+		run := &CLIRun{WorkerProcesses: n, Files: c.files, POIs: pois}
+		if err := b.cliRun(ctx, bin, input, dir, run); err != nil {
+			return err
+		}
+		res.CLIRuns = append(res.CLIRuns, run)
+	}
+	res.CLI = res.CLIRuns[0]
+	return nil
+}
+
+// cliRun is one run of the cli phase with run.WorkerProcesses workers, on
+// a reset database.
+func (b *bench) cliRun(ctx context.Context, bin, input, dir string, run *CLIRun) error {
+	if err := b.reset(ctx); err != nil {
 		return err
 	}
 	env := append(os.Environ(), "RELAY_DATABASE_URL="+b.url, "RELAY_LOG_LEVEL=warn")
@@ -58,13 +78,21 @@ func (b *bench) cli(ctx context.Context, res *Result) error {
 			_ = w.Wait()
 		}
 	}()
-	for i := range b.cfg.CLIWorkers {
-		w := exec.Command(bin, "worker")
+	var addrs []string
+	for i := range run.WorkerProcesses {
+		addr, err := freeAddr()
+		if err != nil {
+			return err
+		}
+		addrs = append(addrs, addr)
+		w := exec.Command(bin, "worker", "--http-addr", addr)
 		w.Env = env
-		w.Stderr, err = os.Create(filepath.Join(dir, fmt.Sprintf("worker-%d.log", i)))
+		log, err := os.Create(filepath.Join(dir, fmt.Sprintf("worker-%d-of-%d.log", i, run.WorkerProcesses)))
 		if err != nil {
 			return fmt.Errorf("error creating a worker log: %w", err)
 		}
+		defer log.Close()
+		w.Stderr = log
 		if err := w.Start(); err != nil {
 			return fmt.Errorf("error starting relay worker: %w", err)
 		}
@@ -74,7 +102,7 @@ func (b *bench) cli(ctx context.Context, res *Result) error {
 	if err := b.waitFor(ctx, time.Minute, func(ctx context.Context) (bool, error) {
 		var n int
 		err := b.pool.QueryRow(ctx, `SELECT count(*) FROM relay_workers`).Scan(&n)
-		return n >= b.cfg.CLIWorkers, err
+		return n >= run.WorkerProcesses, err
 	}); err != nil {
 		return fmt.Errorf("relay workers did not start: %w (logs in %s)", err, dir)
 	}
@@ -99,10 +127,51 @@ func (b *bench) cli(ctx context.Context, res *Result) error {
 		Scan(&run.Relationships, &run.FailedPOIs); err != nil {
 		return fmt.Errorf("error counting the results: %w", err)
 	}
-	res.CLI = run
-	b.progress("  %d relay worker processes + relay publish: %d POIs in %.2fs (publish %.2fs): %.0f POIs/s",
-		run.WorkerProcesses, run.POIs, run.TotalSeconds, run.PublishSeconds, run.E2EPOIsPerSec)
+	for _, addr := range addrs {
+		n, err := scrapeCounter(ctx, addr, "relay_references_reresolved_total")
+		if err != nil {
+			return err
+		}
+		run.Reresolved += n
+	}
+	b.progress("  %d relay worker processes + relay publish: %d POIs in %.2fs (publish %.2fs): %.0f POIs/s, %d references re-resolved",
+		run.WorkerProcesses, run.POIs, run.TotalSeconds, run.PublishSeconds, run.E2EPOIsPerSec, run.Reresolved)
 	return nil
+}
+
+// freeAddr returns a loopback address with a port nothing listens on.
+func freeAddr() (string, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", fmt.Errorf("error finding a free port: %w", err)
+	}
+	defer l.Close()
+	return l.Addr().String(), nil
+}
+
+// scrapeCounter reads the counter name from the Prometheus text exposition
+// a worker serves at addr's /metrics.
+func scrapeCounter(ctx context.Context, addr, name string) (int64, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+addr+"/metrics", nil)
+	if err != nil {
+		return 0, err
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return 0, fmt.Errorf("error reading a worker's metrics: %w", err)
+	}
+	defer resp.Body.Close()
+	sc := bufio.NewScanner(resp.Body)
+	for sc.Scan() {
+		if v, ok := strings.CutPrefix(sc.Text(), name+" "); ok {
+			f, err := strconv.ParseFloat(v, 64)
+			return int64(f), err
+		}
+	}
+	if err := sc.Err(); err != nil {
+		return 0, fmt.Errorf("error reading a worker's metrics: %w", err)
+	}
+	return 0, fmt.Errorf("a worker's metrics have no %s", name)
 }
 
 // writeCorpus writes c's analyses to path, one JSON object a line, and

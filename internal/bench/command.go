@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"runtime/pprof"
+	"strconv"
 	"strings"
 
 	"github.com/relay-dev/relay/config"
@@ -24,7 +25,7 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("relay-bench", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	var cfg Config
-	var phases, logLevel, cpuProfile, memProfile string
+	var phases, logLevel, cpuProfile, memProfile, cliWorkers string
 	var asJSON bool
 	fs.StringVar(&cfg.DatabaseURL, "database-url", DatabaseURLDefault, "PostgreSQL server to benchmark; a throwaway database relay_bench_<random> is created on it")
 	fs.IntVar(&cfg.Files, "files", FilesDefault, "files in the synthetic corpus")
@@ -43,7 +44,8 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs.StringVar(&cfg.RelayRuns, "relay-runs", RelayRunsBoth, "runs of the relay phase: both, sequential (publish, then work) or concurrent (publish while working)")
 	fs.DurationVar(&cfg.FetchCooldown, "fetch-cooldown", 0, "the worker's fetch_cooldown (default: relay's default)")
 	fs.StringVar(&cfg.RiverSynchronousCommit, "river-synchronous-commit", "", "the worker's river_synchronous_commit (default: relay's default, off)")
-	fs.IntVar(&cfg.CLIWorkers, "cli-workers", 1, "relay worker processes in the cli phase")
+	fs.StringVar(&cliWorkers, "cli-workers", "1", "relay worker processes in the cli phase; a comma-separated list (1,2,4) runs the phase once for each")
+	fs.IntVar(&cfg.Rounds, "rounds", 1, "rounds of the relay phase's concurrent run (the table shows each, the slowest and the median)")
 	fs.StringVar(&cfg.StdlibReferences, "stdlib-references", "lexical", "reference mode of the stdlib phase: lexical or typed (type-checks the tree first)")
 	fs.BoolVar(&cfg.Keep, "keep", false, "keep the benchmark database instead of dropping it")
 	fs.BoolVar(&asJSON, "json", false, "print one JSON object with every figure instead of the table")
@@ -58,6 +60,18 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return 2
 	}
 	cfg.Phases = strings.Split(phases, ",")
+	for _, f := range strings.Split(cliWorkers, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(f))
+		if err != nil || n < 1 {
+			fmt.Fprintf(stderr, "relay-bench: --cli-workers %q: want positive numbers separated by commas\n", cliWorkers)
+			return 2
+		}
+		cfg.CLIWorkers = append(cfg.CLIWorkers, n)
+	}
+	if cfg.Rounds < 1 {
+		fmt.Fprintf(stderr, "relay-bench: --rounds %d: want 1 or more\n", cfg.Rounds)
+		return 2
+	}
 	cfg.Progress = stderr
 	if logLevel != "" {
 		var l slog.Level

@@ -1,8 +1,10 @@
 package bench
 
 import (
+	"cmp"
 	"context"
 	"fmt"
+	"slices"
 	"sync/atomic"
 	"time"
 
@@ -286,13 +288,20 @@ func (b *bench) relay(ctx context.Context, res *Result) error {
 		res.Relay = r
 	}
 	if b.cfg.RelayRuns != RelayRunsSequential {
-		b.progress("  publishing while the workers run")
-		r, err := b.runCorpus(ctx, src, false, true)
-		if err != nil {
-			return err
+		for round := range b.cfg.Rounds {
+			b.progress("  publishing while the workers run (round %d of %d)", round+1, b.cfg.Rounds)
+			r, err := b.runCorpus(ctx, src, false, true)
+			if err != nil {
+				return err
+			}
+			r.Malformed = c.malformedCount()
+			b.progress("  round %d: %.0f e2e POIs/s, %d references re-resolved", round+1, r.E2EPOIsPerSec, r.Reresolved)
+			res.RelayConcurrentRounds = append(res.RelayConcurrentRounds, r)
 		}
-		r.Malformed = c.malformedCount()
-		res.RelayConcurrent = r
+		res.RelayConcurrent = medianRound(res.RelayConcurrentRounds)
+		if len(res.RelayConcurrentRounds) == 1 {
+			res.RelayConcurrentRounds = nil
+		}
 	}
 	return nil
 }
@@ -413,4 +422,11 @@ func (b *bench) memory(ctx context.Context, res *Result) error {
 	m.RSSRatio = ratio(float64(m.Large.PeakRSSBytes), float64(m.Small.PeakRSSBytes))
 	res.Memory = m
 	return nil
+}
+
+// medianRound returns the round of median e2e POIs/s.
+func medianRound(rounds []*RunResult) *RunResult {
+	sorted := slices.Clone(rounds)
+	slices.SortFunc(sorted, func(a, b *RunResult) int { return cmp.Compare(a.E2EPOIsPerSec, b.E2EPOIsPerSec) })
+	return sorted[len(sorted)/2]
 }

@@ -3,6 +3,7 @@ package bench
 import (
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -29,6 +30,12 @@ type Result struct {
 	// processes (relay worker, relay publish).
 	RiverNoOp *RiverNoOp `json:"river_noop,omitempty"`
 	CLI       *CLIRun    `json:"cli,omitempty"`
+	// CLIRuns are the cli phase's runs, one per --cli-workers value; CLI is
+	// the first.
+	CLIRuns []*CLIRun `json:"cli_runs,omitempty"`
+	// RelayConcurrentRounds are the concurrent run's rounds when --rounds
+	// is above 1; RelayConcurrent is then the round of median e2e POIs/s.
+	RelayConcurrentRounds []*RunResult `json:"relay_concurrent_rounds,omitempty"`
 	// CLIVsRiverNoOp is the CLI run's e2e POIs/s over River's no-op
 	// jobs/s.
 	CLIVsRiverNoOp float64 `json:"cli_vs_river_noop,omitempty"`
@@ -59,7 +66,8 @@ type ResultConfig struct {
 	FailedRows    int     `json:"failed_rows"`
 	MemoryFiles   int     `json:"memory_files"`
 	FetchCooldown string  `json:"fetch_cooldown,omitempty"`
-	CLIWorkers    int     `json:"cli_workers"`
+	CLIWorkers    []int   `json:"cli_workers"`
+	Rounds        int     `json:"rounds"`
 	// RiverSynchronousCommit is the worker's river_synchronous_commit.
 	RiverSynchronousCommit string   `json:"river_synchronous_commit"`
 	RelayRuns              string   `json:"relay_runs"`
@@ -71,7 +79,7 @@ func resultConfig(c *Config) ResultConfig {
 	rc := ResultConfig{Files: c.Files, POIsPerFile: c.POIsPerFile, Malformed: c.Malformed, Workers: c.Workers,
 		FilesPerTx: c.FilesPerTx, BaselineFiles: c.BaselineFiles, FailuresFiles: c.FailuresFiles, FailureRate: c.FailureRate,
 		FailedRows: c.FailedRows, MemoryFiles: c.MemoryFiles, Phases: c.Phases, GoSrc: c.GoSrc, RelayRuns: c.RelayRuns,
-		CLIWorkers: c.CLIWorkers}
+		CLIWorkers: c.CLIWorkers, Rounds: c.Rounds}
 	if c.FetchCooldown > 0 {
 		rc.FetchCooldown = c.FetchCooldown.String()
 	}
@@ -199,9 +207,18 @@ func (r *Result) WriteTable(w io.Writer) error {
 	if n := r.RiverNoOp; n != nil {
 		fmt.Fprintf(w, "\nRiver no-op: %d jobs, %d workers, %.2f s: %.0f jobs/s\n", n.Jobs, n.Workers, n.Seconds, n.JobsPerSec)
 	}
-	if c := r.CLI; c != nil {
-		fmt.Fprintf(w, "CLI: %d relay worker processes + relay publish: %d POIs of %d files in %.2f s (publish %.2f s): %.0f e2e POIs/s; %d relationships, %d failed_pois\n",
-			c.WorkerProcesses, c.POIs, c.Files, c.TotalSeconds, c.PublishSeconds, c.E2EPOIsPerSec, c.Relationships, c.FailedPOIs)
+	for _, c := range r.CLIRuns {
+		fmt.Fprintf(w, "CLI: %d relay worker processes + relay publish: %d POIs of %d files in %.2f s (publish %.2f s): %.0f e2e POIs/s; %d relationships, %d failed_pois, %d references re-resolved\n",
+			c.WorkerProcesses, c.POIs, c.Files, c.TotalSeconds, c.PublishSeconds, c.E2EPOIsPerSec, c.Relationships, c.FailedPOIs, c.Reresolved)
+	}
+	if len(r.RelayConcurrentRounds) > 1 {
+		fmt.Fprintln(w, "\nconcurrent run, by round:")
+		for i, x := range r.RelayConcurrentRounds {
+			fmt.Fprintf(w, "  round %d: %.0f e2e POIs/s, %.0f rows/s, %d of %d references re-resolved\n",
+				i+1, x.E2EPOIsPerSec, x.RowsPerSec, x.Reresolved, x.Relationships)
+		}
+		slowest, median := roundsSpread(r.RelayConcurrentRounds)
+		fmt.Fprintf(w, "  slowest %.0f, median %.0f e2e POIs/s: slowest/median %.2f\n", slowest, median, slowest/median)
 	}
 	fmt.Fprintln(w)
 	tw = tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
@@ -218,4 +235,14 @@ func (r *Result) WriteTable(w io.Writer) error {
 	}
 	_, err := fmt.Fprintf(w, "\npeak RSS %.0f MiB; %.0f s in all\n", float64(r.PeakRSSBytes)/(1<<20), r.Seconds)
 	return err
+}
+
+// roundsSpread returns the slowest and the median e2e POIs/s of rounds.
+func roundsSpread(rounds []*RunResult) (slowest, median float64) {
+	rates := make([]float64, len(rounds))
+	for i, x := range rounds {
+		rates[i] = x.E2EPOIsPerSec
+	}
+	slices.Sort(rates)
+	return rates[0], rates[len(rates)/2]
 }

@@ -22,6 +22,7 @@ const (
 	MetricBatches              = "relay_batches_total"
 	MetricBatchDuration        = "relay_batch_duration_seconds"
 	MetricRelationshipsWritten = "relay_relationships_written_total"
+	MetricReferencesReresolved = "relay_references_reresolved_total"
 	MetricFailedPOIs           = "relay_failed_pois"
 	MetricDeadLetteredItems    = "relay_dead_lettered_items"
 	MetricOldestNewFailedPOI   = "relay_oldest_new_failed_poi_age_seconds"
@@ -41,6 +42,7 @@ type Metrics struct {
 	batches       *prometheus.CounterVec
 	duration      prometheus.Histogram
 	relationships prometheus.Counter
+	reresolved    prometheus.Counter
 }
 
 // NewMetrics registers relay's metrics, the Go runtime's and the process's,
@@ -59,8 +61,10 @@ func NewMetrics(pool *pgxpool.Pool, refresh time.Duration, logger *slog.Logger) 
 			Buckets: prometheus.ExponentialBuckets(0.005, 2, 14)}),
 		relationships: prometheus.NewCounter(prometheus.CounterOpts{Name: MetricRelationshipsWritten,
 			Help: "Relationships written."}),
+		reresolved: prometheus.NewCounter(prometheus.CounterOpts{Name: MetricReferencesReresolved,
+			Help: "Other files' references resolved again because a publish changed a name they look up after they were resolved."}),
 	}
-	m.Registry.MustRegister(m.resolved, m.failed, m.batches, m.duration, m.relationships,
+	m.Registry.MustRegister(m.resolved, m.failed, m.batches, m.duration, m.relationships, m.reresolved,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	for _, c := range []string{"validation", "panic", "timeout", "resolver", "storage"} {
 		m.failed.WithLabelValues(c)
@@ -78,6 +82,7 @@ var _ worker.Observer = (*Metrics)(nil)
 
 // BatchDone records a finished batch.
 func (m *Metrics) BatchDone(sum *worker.BatchSummary) {
+	m.reresolved.Add(float64(sum.Reresolved))
 	outcome := "completed"
 	if sum.Superseded {
 		outcome = "superseded"
@@ -96,7 +101,7 @@ func (m *Metrics) BatchFailed(time.Duration) { m.batches.WithLabelValues("failed
 
 // Names lists every metric relay itself defines.
 func Names() []string {
-	return []string{MetricPOIsResolved, MetricPOIsFailed, MetricBatches, MetricBatchDuration, MetricRelationshipsWritten,
+	return []string{MetricPOIsResolved, MetricPOIsFailed, MetricBatches, MetricBatchDuration, MetricRelationshipsWritten, MetricReferencesReresolved,
 		MetricFailedPOIs, MetricDeadLetteredItems, MetricOldestNewFailedPOI, MetricRiverJobs, MetricScrapeErrors}
 }
 
