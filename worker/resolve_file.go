@@ -104,6 +104,11 @@ type BatchSummary struct {
 	Reresolved int
 	Superseded bool
 	Duration   time.Duration
+	// Freshness is the time from the publish (its job's creation, in the
+	// publishing transaction) until this batch committed: from then on,
+	// the publish's relationships are final (docs/design.md, "Resolution
+	// protocol"). Zero for a superseded batch, whose publish was replaced.
+	Freshness time.Duration
 }
 
 // Work resolves the batch. It returns an error (so River retries the whole
@@ -137,6 +142,9 @@ func (w *ResolveFileWorker) Work(ctx context.Context, job *river.Job[outbox.Reso
 		return err
 	}
 	sum.Duration = time.Since(start)
+	if !sum.Superseded {
+		sum.Freshness = time.Since(job.CreatedAt)
+	}
 	w.metrics.BatchDone(sum)
 	if sum.Superseded {
 		log.InfoContext(ctx, "batch superseded by a newer publish of the file; only other files' references re-resolved",
@@ -152,7 +160,8 @@ func (w *ResolveFileWorker) Work(ctx context.Context, job *river.Job[outbox.Reso
 	log.InfoContext(ctx, "batch resolved", slog.Int("pois", sum.POIs), slog.Int("resolved", sum.Resolved),
 		slog.Int("failed", sum.Failed), slog.Int64("relationships", sum.Relationships),
 		slog.Int("unknown_names", sum.Unknown), slog.Int("ambiguous_names", sum.Ambiguous),
-		slog.Int("reresolved_references", sum.Reresolved), slog.Duration("duration", sum.Duration))
+		slog.Int("reresolved_references", sum.Reresolved), slog.Duration("duration", sum.Duration),
+		slog.Duration("freshness", sum.Freshness))
 	return nil
 }
 

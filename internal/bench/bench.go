@@ -31,11 +31,12 @@ const (
 	PhaseMemory     = "memory"
 	PhaseRiver      = "river"
 	PhaseCLI        = "cli"
+	PhaseFreshness  = "freshness"
 )
 
 // AllPhases lists every phase; phase n of --phases is AllPhases[n-1].
 var AllPhases = []string{PhaseCeiling, PhaseRelay, PhaseBaseline, PhaseFailures, PhaseDeadLetter, PhaseStdlib, PhaseMemory,
-	PhaseRiver, PhaseCLI}
+	PhaseRiver, PhaseCLI, PhaseFreshness}
 
 // DefaultPhases are the phases a run without --phases does: all but the
 // memory phase (it runs 1M POIs).
@@ -224,6 +225,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		{PhaseMemory, b.memory},
 		{PhaseRiver, b.riverNoOp},
 		{PhaseCLI, b.cli},
+		{PhaseFreshness, b.freshness},
 	}
 	for _, s := range steps {
 		if !has(s.name) {

@@ -31,7 +31,7 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs.IntVar(&cfg.Files, "files", FilesDefault, "files in the synthetic corpus")
 	fs.IntVar(&cfg.POIsPerFile, "pois-per-file", POIsPerFileDefault, "POIs per file")
 	fs.Float64Var(&cfg.Malformed, "malformed", MalformedDefault, "fraction of malformed POIs in the relay, baseline and memory runs")
-	fs.StringVar(&phases, "phases", strings.Join(DefaultPhases, ","), "comma-separated phases (names or numbers 1-9): "+strings.Join(AllPhases, ","))
+	fs.StringVar(&phases, "phases", strings.Join(DefaultPhases, ","), "comma-separated phases (names or numbers 1-10): "+strings.Join(AllPhases, ","))
 	fs.StringVar(&cfg.GoSrc, "go-src", defaultGoSrc(), "Go source tree for the stdlib phase")
 	fs.IntVar(&cfg.Workers, "workers", WorkersDefault, "worker concurrency (resolve_file jobs worked at once)")
 	fs.IntVar(&cfg.FilesPerTx, "files-per-tx", FilesPerTxDefault, "files published per transaction")

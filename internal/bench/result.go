@@ -30,6 +30,7 @@ type Result struct {
 	// processes (relay worker, relay publish).
 	RiverNoOp *RiverNoOp `json:"river_noop,omitempty"`
 	CLI       *CLIRun    `json:"cli,omitempty"`
+	Freshness *Freshness `json:"freshness,omitempty"`
 	// CLIRuns are the cli phase's runs, one per --cli-workers value; CLI is
 	// the first.
 	CLIRuns []*CLIRun `json:"cli_runs,omitempty"`
@@ -103,6 +104,13 @@ type Target struct {
 func (r *Result) evaluate() {
 	add := func(name string, v float64, goal string, met bool) {
 		r.Targets = append(r.Targets, Target{Name: name, Value: v, Goal: goal, Met: met})
+	}
+	if f := r.Freshness; f != nil {
+		add("rename re-publish freshness p99 (s)", f.RenameP99, "< 1", f.RenameP99 < 1)
+	}
+	if len(r.RelayConcurrentRounds) > 1 {
+		slowest, median := roundsSpread(r.RelayConcurrentRounds)
+		add("concurrent rounds slowest / median", slowest/median, ">= 0.8", slowest >= 0.8*median)
 	}
 	for _, x := range []struct {
 		name string
@@ -210,6 +218,11 @@ func (r *Result) WriteTable(w io.Writer) error {
 	for _, c := range r.CLIRuns {
 		fmt.Fprintf(w, "CLI: %d relay worker processes + relay publish: %d POIs of %d files in %.2f s (publish %.2f s): %.0f e2e POIs/s; %d relationships, %d failed_pois, %d references re-resolved\n",
 			c.WorkerProcesses, c.POIs, c.Files, c.TotalSeconds, c.PublishSeconds, c.E2EPOIsPerSec, c.Relationships, c.FailedPOIs, c.Reresolved)
+	}
+	if f := r.Freshness; f != nil {
+		fmt.Fprintf(w, "\nfreshness (publish to final relationships): bulk load p50 %.3f s, p99 %.3f s over %d batches; "+
+			"re-publish renaming a function %d files call: p50 %.3f s, p99 %.3f s over %d, %d references re-resolved\n",
+			f.BulkP50, f.BulkP99, f.BulkBatches, f.Callers, f.RenameP50, f.RenameP99, f.Renames, f.RenameReresolved)
 	}
 	if len(r.RelayConcurrentRounds) > 1 {
 		fmt.Fprintln(w, "\nconcurrent run, by round:")

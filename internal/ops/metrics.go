@@ -23,6 +23,7 @@ const (
 	MetricBatchDuration        = "relay_batch_duration_seconds"
 	MetricRelationshipsWritten = "relay_relationships_written_total"
 	MetricReferencesReresolved = "relay_references_reresolved_total"
+	MetricFreshness            = "relay_freshness_seconds"
 	MetricFailedPOIs           = "relay_failed_pois"
 	MetricDeadLetteredItems    = "relay_dead_lettered_items"
 	MetricOldestNewFailedPOI   = "relay_oldest_new_failed_poi_age_seconds"
@@ -43,6 +44,7 @@ type Metrics struct {
 	duration      prometheus.Histogram
 	relationships prometheus.Counter
 	reresolved    prometheus.Counter
+	freshness     prometheus.Histogram
 }
 
 // NewMetrics registers relay's metrics, the Go runtime's and the process's,
@@ -64,7 +66,10 @@ func NewMetrics(pool *pgxpool.Pool, refresh time.Duration, logger *slog.Logger) 
 		reresolved: prometheus.NewCounter(prometheus.CounterOpts{Name: MetricReferencesReresolved,
 			Help: "Other files' references resolved again because a publish changed a name they look up after they were resolved."}),
 	}
-	m.Registry.MustRegister(m.resolved, m.failed, m.batches, m.duration, m.relationships, m.reresolved,
+	m.freshness = prometheus.NewHistogram(prometheus.HistogramOpts{Name: MetricFreshness,
+		Help:    "Time from a publish until its batch committed and its relationships were final.",
+		Buckets: prometheus.ExponentialBuckets(0.01, 2, 16)})
+	m.Registry.MustRegister(m.resolved, m.failed, m.batches, m.duration, m.relationships, m.reresolved, m.freshness,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	for _, c := range []string{"validation", "panic", "timeout", "resolver", "storage"} {
 		m.failed.WithLabelValues(c)
@@ -82,6 +87,9 @@ var _ worker.Observer = (*Metrics)(nil)
 
 // BatchDone records a finished batch.
 func (m *Metrics) BatchDone(sum *worker.BatchSummary) {
+	if sum.Freshness > 0 {
+		m.freshness.Observe(sum.Freshness.Seconds())
+	}
 	m.reresolved.Add(float64(sum.Reresolved))
 	outcome := "completed"
 	if sum.Superseded {
@@ -101,7 +109,7 @@ func (m *Metrics) BatchFailed(time.Duration) { m.batches.WithLabelValues("failed
 
 // Names lists every metric relay itself defines.
 func Names() []string {
-	return []string{MetricPOIsResolved, MetricPOIsFailed, MetricBatches, MetricBatchDuration, MetricRelationshipsWritten, MetricReferencesReresolved,
+	return []string{MetricPOIsResolved, MetricPOIsFailed, MetricBatches, MetricBatchDuration, MetricRelationshipsWritten, MetricReferencesReresolved, MetricFreshness,
 		MetricFailedPOIs, MetricDeadLetteredItems, MetricOldestNewFailedPOI, MetricRiverJobs, MetricScrapeErrors}
 }
 

@@ -125,6 +125,18 @@ type Activity struct {
 	// FailuresPerHour counts failed POIs per hour over the last 24 hours
 	// (oldest first).
 	FailuresPerHour []HourCount `json:"failures_per_hour"`
+	// Freshness is how long publishes took to be final over the same
+	// minutes.
+	Freshness Freshness `json:"freshness"`
+}
+
+// Freshness is the time from a publish until its resolve_file job
+// completed, from which on its relationships are final (docs/design.md,
+// "Resolution protocol"): the median and 99th percentile over Jobs jobs.
+type Freshness struct {
+	Jobs       int64   `json:"jobs"`
+	P50Seconds float64 `json:"p50_seconds"`
+	P99Seconds float64 `json:"p99_seconds"`
 }
 
 // MinuteCount is one minute's throughput.
@@ -191,6 +203,15 @@ func RecentActivity(ctx context.Context, pool *pgxpool.Pool, minutes, n int) (*A
 	}
 	if err := rows.Err(); err != nil {
 		return nil, fmt.Errorf("error reading throughput: %w", err)
+	}
+
+	if err := pool.QueryRow(ctx, `
+		SELECT count(*),
+		       coalesce(percentile_cont(0.5) WITHIN GROUP (ORDER BY extract(epoch FROM finalized_at - created_at)), 0),
+		       coalesce(percentile_cont(0.99) WITHIN GROUP (ORDER BY extract(epoch FROM finalized_at - created_at)), 0)
+		FROM river_job WHERE state = 'completed' AND finalized_at >= $1 AND kind = $2`, since, "resolve_file").
+		Scan(&act.Freshness.Jobs, &act.Freshness.P50Seconds, &act.Freshness.P99Seconds); err != nil {
+		return nil, fmt.Errorf("error reading freshness: %w", err)
 	}
 
 	// The counts per signature and per hour are sums of the deltas in
