@@ -151,6 +151,10 @@ var DownEffects = map[int64]DownEffect{
 		Note: "drops the names of the variables MapReduce jobs give their agents (agent_env); " +
 			"resume and retry no longer require them",
 	},
+	21: {
+		DropsDerivedColumns: []string{"poi_references.key"},
+		Note:                "computes the references' keys in SQL again (a generated column); no data lost",
+	},
 }
 
 // DownEffectOf returns what rolling back version destroys. A version

@@ -286,9 +286,9 @@
 // A member call never resolves to a function, a plain call never to a
 // method. A declaration of a _test.go file is a candidate only for the
 // _test.go files of its directory (the package's test build), in every
-// form. ReferenceNames lists the reference names a POI can be the target
-// of (for re-resolution when it is published or removed): for a Go method,
-// those of its name and of its receiver-qualified name (ReceiverName, which
-// a publish reports besides the name). ByNameOnly says which files'
+// form. ReferenceKey gives the name whose change can change a reference's
+// resolution (for re-resolution when a POI is published or removed): for a
+// Go method called on a value of a known type, its receiver-qualified name
+// (ReceiverName, which a publish reports besides the name). ByNameOnly says which files'
 // references use the name-only rule.
 package resolver

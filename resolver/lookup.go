@@ -173,7 +173,7 @@ func LookupNames(ref Reference) []string {
 }
 
 // IsDerived reports whether ref is a Go derived reference ({X}.m): one
-// that ReferenceNames never names, so a publish finds it again only
+// that is its own ReferenceKey, so a publish finds it again only
 // through the names LookupNames gives (even when that is one name, as in
 // {New}.New).
 func IsDerived(ref Reference) bool {
@@ -185,45 +185,33 @@ func IsDerived(ref Reference) bool {
 	return ok
 }
 
-// ReferenceNames returns the reference names that can resolve to a POI
-// named name in file fileID: when a publish adds or removes such a POI,
-// references of these names are looked up again. For a Go file they are
-// name itself and its qualified forms (see the package documentation);
-// otherwise name alone, as for a supplied reference's name ("sym:…",
-// "id:…").
-//
-// A Go method's receiver-qualified name ("Conn.Query", ReceiverName) gives
-// the forms of member calls on a value of its receiver type: "(.Conn).Query"
-// and "(pkg.Conn).Query", or "(^.Conn).Query" in the root directory for an
-// exported type.
-func ReferenceNames(fileID, name string) []string {
-	if languageOf(fileID) != langGo || IsSupplied(name) {
-		return []string{name}
-	}
-	pkg := path.Base(path.Dir(fileID))
-	hasPkg := pkg != "." && pkg != "/"
-	if recv, method, ok := strings.Cut(name, "."); ok {
-		names := []string{"(." + recv + ")." + method}
-		if hasPkg {
-			names = append(names, "("+pkg+"."+recv+")."+method)
-		} else if pkg == "." && isExported(recv) {
-			names = append(names, "(^."+recv+")."+method)
+// ReferenceKey returns the key of a reference name: the name whose
+// change can change the reference's resolution. A publish reports the
+// names whose definitions it changed (a POI's name, a Go method's
+// receiver-qualified name, ReceiverName, and a supplied reference's
+// "sym:…" and "id:…" names), and the references whose key is one of them
+// are resolved again. The key of a Go reference drops its qualifier (see
+// the package documentation): "n", ".n", "().n", "(.).n", "pkg.n",
+// "(pkg).n" and "^.n" have the key "n"; a member call on a value of a known
+// type, "(.T).m", "(pkg.T).m" or "(^.T).m", has "T.m". A derived reference
+// ({X}.m, found again through LookupNames) and a supplied one are their
+// own key, and so is a name of any other language without a dot.
+func ReferenceKey(name string) string {
+	if head, _, ok := strings.Cut(name, ")"); ok && strings.HasPrefix(name, "(") {
+		if i := strings.LastIndexByte(head, '.'); i >= 0 && i < len(head)-1 {
+			return head[i+1:] + "." + name[strings.LastIndexByte(name, '.')+1:]
 		}
-		return names
 	}
-	names := []string{name, "." + name, "()." + name, "(.)." + name}
-	if hasPkg {
-		names = append(names, pkg+"."+name, "("+pkg+")."+name)
-	} else if pkg == "." && isExported(name) {
-		names = append(names, "^."+name)
+	if strings.HasPrefix(name, "{") || strings.Contains(name, ":") {
+		return name
 	}
-	return names
+	return name[strings.LastIndexByte(name, '.')+1:]
 }
 
 // ReceiverName is the name under which a publish that adds or removes a Go
 // method named name, declared on type receiver (Receiver), reports it
 // besides its name, so that the member calls on values of that type
-// resolve again (ReferenceNames): "Conn.Query". It is "" when receiver is.
+// resolve again (ReferenceKey): "Conn.Query". It is "" when receiver is.
 func ReceiverName(receiver, name string) string {
 	if receiver == "" {
 		return ""

@@ -136,7 +136,7 @@ func TestLookup_SuppliedReferences(t *testing.T) {
 			t.Parallel()
 
 			require.Equal(t, tt.ref.Name, TargetName(tt.ref))
-			require.Equal(t, []string{tt.ref.Name}, ReferenceNames(tt.source, tt.ref.Name))
+			require.Equal(t, tt.ref.Name, ReferenceKey(tt.ref.Name))
 			got, outcome := Lookup("s", tt.source, tt.ref, tt.cands)
 			require.Equal(t, tt.outcome, outcome)
 			require.Equal(t, tt.want, got)

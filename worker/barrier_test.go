@@ -48,7 +48,7 @@ func TestResolveFileWorker_ChangerWaitsForBatchesThatReadBeforeThePublish(t *tes
 			key := worker.StampLockBase + tc.stamp
 			_, err = referrer.Exec(ctx, `SELECT pg_advisory_xact_lock_shared($1)`, key)
 			require.NoError(t, err)
-			_, err = referrer.Exec(ctx, `INSERT INTO poi_references (source_poi_id, source_file_id, name, type) VALUES ('r.r', 'src/r.js', 'late', 'CALLS')`)
+			_, err = referrer.Exec(ctx, `INSERT INTO poi_references (source_poi_id, source_file_id, name, key, type) VALUES ('r.r', 'src/r.js', 'late', 'late', 'CALLS')`)
 			require.NoError(t, err)
 
 			e.publish(t, outbox.Analysis{FileID: "src/d.js", POIs: pois(fn("d.l", "late", "src/d.js", "function late() {}"))})

@@ -87,8 +87,8 @@ func TestResolveFileWorker_ReferencesStoredByAReprocessAreTakenOverOnAPool(t *te
 			return err
 		}
 		// What a reprocess of m1 would have written meanwhile.
-		_, err := tx.Exec(ctx, `INSERT INTO poi_references (source_poi_id, source_file_id, name, type, resolved_xmin)
-			VALUES ('m1', 'src/m.js', 'two', 'CALLS', '1')`)
+		_, err := tx.Exec(ctx, `INSERT INTO poi_references (source_poi_id, source_file_id, name, key, type, resolved_xmin)
+			VALUES ('m1', 'src/m.js', 'two', 'two', 'CALLS', '1')`)
 		return err
 	}))
 	require.NoError(t, worker.RunUntilIdle(ctx, client, db.Pool, testdb.Logger(t), nil))

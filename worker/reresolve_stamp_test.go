@@ -32,15 +32,15 @@ func TestQueueReresolve_RestampsTheDerivedReferencesItReResolves(t *testing.T) {
 			('a', 'app/a.go', 'a', 'function_definition', 1, '', ''),
 			('b', 'app/b.go', 'b', 'function_definition', 1, '', ''),
 			('c', 'app/c.go', 'c', 'function_definition', 1, '', '');
-		INSERT INTO poi_references (source_poi_id, source_file_id, name, type, resolved_xmin, target_poi_id, target_file_id, job_id, depends) VALUES
+		INSERT INTO poi_references (source_poi_id, source_file_id, name, key, type, resolved_xmin, target_poi_id, target_file_id, job_id, depends) VALUES
 			-- derived, stamped above the changer, target unchanged: restamped
-			('a', 'app/a.go', '{db.Open}.Close', 'CALLS', '500', 'close', 'db/conn.go', 1, '{Close,Open}'),
+			('a', 'app/a.go', '{db.Open}.Close', '{db.Open}.Close', 'CALLS', '500', 'close', 'db/conn.go', 1, '{Close,Open}'),
 			-- not derived, stamped above the changer, target unchanged
-			('a', 'app/a.go', '(db.Conn).Close', 'CALLS', '500', 'close', 'db/conn.go', 1, NULL),
+			('a', 'app/a.go', '(db.Conn).Close', 'Conn.Close', 'CALLS', '500', 'close', 'db/conn.go', 1, NULL),
 			-- derived, stamped below the changer, target unchanged: not written
-			('b', 'app/b.go', '{db.Open}.Close', 'CALLS', '200', 'close', 'db/conn.go', 1, '{Close,Open}'),
+			('b', 'app/b.go', '{db.Open}.Close', '{db.Open}.Close', 'CALLS', '200', 'close', 'db/conn.go', 1, '{Close,Open}'),
 			-- derived, stamped below the changer, target changed
-			('c', 'app/c.go', '{db.Open}.Close', 'CALLS', '200', NULL, NULL, 1, '{Close,Open}')`)
+			('c', 'app/c.go', '{db.Open}.Close', '{db.Open}.Close', 'CALLS', '200', NULL, NULL, 1, '{Close,Open}')`)
 	require.NoError(t, err)
 
 	cands := map[string][]resolver.Candidate{

@@ -330,8 +330,8 @@ func TestResolveFileWorker_ReferencesAlreadyStoredByAReprocessAreTakenOver(t *te
 	require.NoError(t, err)
 	// What a reprocess of m1 would have written meanwhile: its call of two,
 	// resolved to nothing, under an old stamp.
-	_, err = b.tx.Exec(ctx, `INSERT INTO poi_references (source_poi_id, source_file_id, name, type, resolved_xmin)
-		VALUES ('m1', 'src/m.js', 'two', 'CALLS', '1')`)
+	_, err = b.tx.Exec(ctx, `INSERT INTO poi_references (source_poi_id, source_file_id, name, key, type, resolved_xmin)
+		VALUES ('m1', 'src/m.js', 'two', 'two', 'CALLS', '1')`)
 	require.NoError(t, err)
 
 	wr, err := b.tw.WorkJob(ctx, t, b.tx, b.job(t, res.JobIDs[0]))

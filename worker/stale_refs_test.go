@@ -13,12 +13,11 @@ import (
 )
 
 // The load of references that may need resolving again reads, per changed
-// name, only the index range up to the publish, and returns only the
-// references named by one of the changed names' forms (not another
-// qualifier's name of the same key): references resolved after the publish
-// are neither returned nor read from the heap: the generic plan, as an
-// index scan (the test's tables are too small for the planner to pick one
-// unprompted), is an index range on (key, resolved_xmin).
+// name, only the index range of its key up to the publish: references
+// resolved after the publish are neither returned nor read from the heap:
+// the generic plan, as an index scan (the test's tables are too small for
+// the planner to pick one unprompted), is an index range on (key,
+// resolved_xmin).
 func TestQueueStaleRefs_ReadsOnlyUpToThePublish(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
@@ -27,12 +26,13 @@ func TestQueueStaleRefs_ReadsOnlyUpToThePublish(t *testing.T) {
 		INSERT INTO files (file_id) VALUES ('a.go'), ('b.go'), ('c.go');
 		INSERT INTO pois (poi_id, file_id, name, type, line_number) VALUES
 			('a1', 'a.go', 'fa', 'function', 1), ('b1', 'b.go', 'fb', 'function', 1), ('c1', 'c.go', 'fc', 'function', 1);
-		INSERT INTO poi_references (source_poi_id, source_file_id, name, type, resolved_xmin) VALUES
-			('a1', 'a.go', 'fc', 'CALLS', '90'),   -- resolved before the publish (xid 100)
-			('b1', 'b.go', 'fc', 'CALLS', '100'),  -- its xmin is the publish: may not have seen it
-			('a1', 'a.go', 'fb', 'CALLS', '101'),  -- resolved after it
-			('c1', 'c.go', 'fc', 'CALLS', '5'),    -- the publishing file's own
-			('b1', 'b.go', 'other.fc', 'CALLS', '90') -- fc's key, but another package's fc`)
+		INSERT INTO poi_references (source_poi_id, source_file_id, name, key, type, resolved_xmin) VALUES
+			('a1', 'a.go', 'fc', 'fc', 'CALLS', '90'),   -- resolved before the publish (xid 100)
+			('b1', 'b.go', 'fc', 'fc', 'CALLS', '100'),  -- its xmin is the publish: may not have seen it
+			('a1', 'a.go', 'fb', 'fb', 'CALLS', '101'),  -- resolved after it
+			('c1', 'c.go', 'fc', 'fc', 'CALLS', '5'),    -- the publishing file's own
+			('b1', 'b.go', 'other.fc', 'fc', 'CALLS', '90'), -- fc's key: another package's fc may be it
+			('b1', 'b.go', 'fd', 'fd', 'CALLS', '90')    -- another key`)
 	require.NoError(t, err)
 
 	load := func(publishXID int64) []storedRef {
@@ -42,9 +42,9 @@ func TestQueueStaleRefs_ReadsOnlyUpToThePublish(t *testing.T) {
 		require.NoError(t, db.Pool.SendBatch(ctx, b).Close())
 		return refs
 	}
-	require.ElementsMatch(t, []storedRef{{"a1", "a.go", "fc", "CALLS"}, {"b1", "b.go", "fc", "CALLS"}}, load(100))
-	require.ElementsMatch(t, []storedRef{{"a1", "a.go", "fc", "CALLS"}, {"b1", "b.go", "fc", "CALLS"}, {"a1", "a.go", "fb", "CALLS"}},
-		load(0), "publish unknown: every other file's reference")
+	require.ElementsMatch(t, []storedRef{{"a1", "a.go", "fc", "CALLS"}, {"b1", "b.go", "fc", "CALLS"}, {"b1", "b.go", "other.fc", "CALLS"}}, load(100))
+	require.ElementsMatch(t, []storedRef{{"a1", "a.go", "fc", "CALLS"}, {"b1", "b.go", "fc", "CALLS"}, {"b1", "b.go", "other.fc", "CALLS"},
+		{"a1", "a.go", "fb", "CALLS"}}, load(0), "publish unknown: every other file's reference")
 
 	tx, err := db.Pool.Begin(ctx)
 	require.NoError(t, err)
@@ -73,8 +73,8 @@ func TestQueueStaleRefs_ReadsDependsOfManyChangedNames(t *testing.T) {
 			('open', 'db/db.go', 'Open', 'function_definition', 1, '', 'Conn'),
 			('close', 'db/db.go', 'Close', 'method_definition', 2, 'Conn', ''),
 			('a', 'app/a.go', 'a', 'function_definition', 1, '', '');
-		INSERT INTO poi_references (source_poi_id, source_file_id, name, type, resolved_xmin, depends) VALUES
-			('a', 'app/a.go', '{db.Open}.Close', 'CALLS', '90', '{Close,Open}')`)
+		INSERT INTO poi_references (source_poi_id, source_file_id, name, key, type, resolved_xmin, depends) VALUES
+			('a', 'app/a.go', '{db.Open}.Close', '{db.Open}.Close', 'CALLS', '90', '{Close,Open}')`)
 	require.NoError(t, err)
 
 	changed := make([]string, 0, 2*dependsChunk+10)
@@ -103,36 +103,4 @@ func TestQueueStaleRefs_ReadsDependsOfManyChangedNames(t *testing.T) {
 	require.NoError(t, db.Pool.SendBatch(ctx, b).Close())
 	require.Equal(t, int64(1), written)
 	require.Equal(t, 1, testdb.Count(t, db.Pool, `SELECT count(*) FROM relationships WHERE source_poi_id = 'a' AND target_poi_id = 'close'`))
-}
-
-// Every form of one changed name (resolver.ReferenceNames) has one key
-// (relay_reference_key, migration 19), so the load of stale references
-// descends the index once per changed name; the keys are the documented
-// ones.
-func TestReferenceKey_OnePerChangedName(t *testing.T) {
-	t.Parallel()
-	ctx := context.Background()
-	db := testdb.New(t)
-	keysOf := func(names []string) []string {
-		rows, err := db.Pool.Query(ctx, `SELECT DISTINCT relay_reference_key(n) FROM unnest($1::text[]) AS n ORDER BY 1`, names)
-		require.NoError(t, err)
-		keys, err := pgx.CollectRows(rows, pgx.RowTo[string])
-		require.NoError(t, err)
-		return keys
-	}
-	for _, c := range []struct{ file, name, key string }{
-		{"pkg/db/conn.go", "Open", "Open"},
-		{"pkg/db/conn.go", "Conn.Query", "Conn.Query"},
-		{"main.go", "Run", "Run"},
-		{"main.go", "run", "run"},
-		{"main_test.go", "Run", "Run"},
-		{"conn.go", "Conn.Query", "Conn.Query"},
-		{"web/app.js", "render", "render"},
-		{"pkg/db/conn.go", "sym:github.com/x/db.Open", "sym:github.com/x/db.Open"},
-		{"pkg/db/conn.go", "id:f1#open", "id:f1#open"},
-	} {
-		names := resolver.ReferenceNames(c.file, c.name)
-		require.Equal(t, []string{c.key}, keysOf(names), "%s in %s: forms %q", c.name, c.file, names)
-	}
-	require.Equal(t, []string{"{newDB}.Query"}, keysOf([]string{"{newDB}.Query"}), "a derived reference is its own key")
 }

@@ -483,54 +483,36 @@ func candidatesOf(cands map[string][]resolver.Candidate, ref resolver.Reference)
 }
 
 // queueStaleRefs queues the load of other files' references to the changed
-// names that may have been resolved without this publish: those stored
-// under a snapshot whose xmin is not above the publish's transaction id
-// (all of them when it is unknown, zero). One scan of the index on (key,
-// resolved_xmin) reads every changed name's range (key = ANY: one descent
-// per key, and every form of one changed name has one key: migration 19)
-// and ends each at the publish, so the references resolved after it are
-// not read; the exact names filter the range, in a set here (as a filter
-// in the statement, each row would be compared with every name). Derived
-// references that look a changed name up (their depends,
-// resolver.LookupNames) are read through the partial index on depends.
+// names that may have been resolved without this publish: those whose key
+// (resolver.ReferenceKey) is a changed name and whose stamp is at or below
+// the publish's transaction id (all of them when it is unknown, zero). One
+// scan of the index on (key, resolved_xmin) reads every changed name's
+// range and ends each at the publish, so the references resolved after it
+// are not read. Derived references that look a changed name up (their
+// depends, resolver.LookupNames) are read through the partial index on
+// depends.
 func queueStaleRefs(b *pgx.Batch, fileID string, changed []string, publishXID int64, out *[]storedRef) {
-	// The names of references that can resolve to a changed name's POIs
-	// (a Go reference's name carries its qualifier: resolver.ReferenceNames).
-	names := make([]string, 0, len(changed))
-	named := make(map[string]bool, len(changed))
-	for _, n := range changed {
-		for _, rn := range resolver.ReferenceNames(fileID, n) {
-			names = append(names, rn)
-			named[rn] = true
-		}
-	}
 	horizon := uint64(math.MaxUint64) // unknown publish: every reference
 	if publishXID > 0 {
 		horizon = uint64(publishXID)
 	}
-	// read appends the rows keep keeps (every row when keep is nil).
-	read := func(keep func(storedRef) bool) func(pgx.Rows) error {
-		return func(rows pgx.Rows) error {
-			for rows.Next() {
-				var r storedRef
-				if err := rows.Scan(&r.src, &r.file, &r.name, &r.typ); err != nil {
-					return fmt.Errorf("error reading references: %w", err)
-				}
-				if keep == nil || keep(r) {
-					*out = append(*out, r)
-				}
-			}
-			if err := rows.Err(); err != nil {
+	read := func(rows pgx.Rows) error {
+		for rows.Next() {
+			var r storedRef
+			if err := rows.Scan(&r.src, &r.file, &r.name, &r.typ); err != nil {
 				return fmt.Errorf("error reading references: %w", err)
 			}
-			return nil
+			*out = append(*out, r)
 		}
+		if err := rows.Err(); err != nil {
+			return fmt.Errorf("error reading references: %w", err)
+		}
+		return nil
 	}
 	b.Queue(`
 		SELECT source_poi_id, source_file_id, name, type FROM poi_references
-		WHERE key = ANY(ARRAY(SELECT relay_reference_key(n) FROM unnest($1::text[]) AS n))
-		  AND resolved_xmin <= $3::text::xid8 AND source_file_id <> $2`,
-		names, fileID, strconv.FormatUint(horizon, 10)).Query(read(func(r storedRef) bool { return named[r.name] }))
+		WHERE key = ANY($1) AND resolved_xmin <= $3::text::xid8 AND source_file_id <> $2`,
+		changed, fileID, strconv.FormatUint(horizon, 10)).Query(read)
 	// One statement per dependsChunk names: a GIN scan sets up its keys in
 	// time quadratic in their number, and a file's first publish may change
 	// hundreds of thousands of names. A reference found in two chunks is
@@ -540,7 +522,7 @@ func queueStaleRefs(b *pgx.Batch, fileID string, changed []string, publishXID in
 			SELECT source_poi_id, source_file_id, name, type FROM poi_references r
 			WHERE r.depends && $1::text[] AND r.depends IS NOT NULL
 			  AND r.resolved_xmin <= $3::text::xid8 AND r.source_file_id <> $2`,
-			chunk, fileID, strconv.FormatUint(horizon, 10)).Query(read(nil))
+			chunk, fileID, strconv.FormatUint(horizon, 10)).Query(read)
 	}
 }
 
@@ -568,7 +550,7 @@ const dependsChunk = 1000
 func queueReresolve(b *pgx.Batch, jobID int64, fileID, resolvedXmin string, changed []string, cands map[string][]resolver.Candidate, refs []storedRef, written *int64) int {
 	type nameType struct{ name, typ string }
 	ambiguous := map[nameType]bool{}
-	var ambNames, ambTypes []string
+	var ambNames, ambKeys, ambTypes []string
 	for _, name := range changed {
 		for _, rt := range []resolver.RelType{resolver.Calls, resolver.Extends, resolver.Implements, resolver.Imports} {
 			k := 0
@@ -580,6 +562,7 @@ func queueReresolve(b *pgx.Batch, jobID int64, fileID, resolvedXmin string, chan
 			if k >= 3 {
 				ambiguous[nameType{name, string(rt)}] = true
 				ambNames, ambTypes = append(ambNames, name), append(ambTypes, string(rt))
+				ambKeys = append(ambKeys, resolver.ReferenceKey(name))
 			}
 		}
 	}
@@ -587,15 +570,15 @@ func queueReresolve(b *pgx.Batch, jobID int64, fileID, resolvedXmin string, chan
 		b.Queue(`
 			UPDATE poi_references SET target_poi_id = NULL, target_file_id = NULL, job_id = $4, resolved_at = NULL
 			WHERE ctid = ANY(ARRAY(
-				SELECT r.ctid FROM unnest($1::text[], $2::text[]) AS u(name, type)
+				SELECT r.ctid FROM unnest($1::text[], $2::text[], $5::text[]) AS u(name, type, key)
 				CROSS JOIN LATERAL (
 					SELECT ctid FROM poi_references r
-					WHERE r.key = relay_reference_key(u.name) AND r.name = u.name AND r.type = u.type
+					WHERE r.key = u.key AND r.name = u.name AND r.type = u.type
 					  AND r.target_poi_id IS NOT NULL
 					  AND r.source_file_id <> r.target_file_id AND r.source_file_id <> $3
 					  AND lower(r.source_file_id) NOT LIKE '%.go' -- see resolver.ByNameOnly
 					OFFSET 0) r))`,
-			ambNames, ambTypes, fileID, jobID)
+			ambNames, ambTypes, fileID, jobID, ambKeys)
 	}
 	refs = slices.Clone(refs)
 	slices.SortFunc(refs, func(a, b storedRef) int {
@@ -674,24 +657,29 @@ func (e *references) add(src string, ref resolver.Reference, tgt *string, tgtFil
 // queueStoreReferences queues the write of a batch's own references (all
 // from fileID), each with its target and, for a derived reference, the
 // names it looks up (depends), stamped with resolvedXmin (an xid8 as text:
-// see link): a reference already stored takes the new resolution and stamp
+// see link) and keyed by resolver.ReferenceKey: a reference already stored
+// takes the new resolution and stamp
 // (its depends follow from its name).
 func queueStoreReferences(b *pgx.Batch, jobID int64, fileID, resolvedXmin string, e references) {
 	if len(e.src) == 0 {
 		return
 	}
 	sql := `
-		INSERT INTO poi_references AS r (source_poi_id, source_file_id, name, type, resolved_xmin,
+		INSERT INTO poi_references AS r (source_poi_id, source_file_id, name, key, type, resolved_xmin,
 		                                 target_poi_id, target_file_id, job_id, resolved_at, depends)
-		SELECT u.src, $2, u.name, u.type, $7::xid8, u.tgt, nullif(u.tgt_file, ''), $8,
+		SELECT u.src, $2, u.name, u.key, u.type, $7::xid8, u.tgt, nullif(u.tgt_file, ''), $8,
 		       CASE WHEN u.tgt IS NULL THEN NULL ELSE now() END,
 		       CASE WHEN u.deps = '' THEN NULL ELSE string_to_array(u.deps, ' ') END
-		FROM unnest($1::text[], $3::text[], $4::text[], $5::text[], $6::text[], $9::text[])
-			AS u(src, name, type, tgt, tgt_file, deps)
+		FROM unnest($1::text[], $3::text[], $4::text[], $5::text[], $6::text[], $9::text[], $10::text[])
+			AS u(src, name, type, tgt, tgt_file, deps, key)
 		ON CONFLICT (source_poi_id, type, name) DO UPDATE
 			SET resolved_xmin = excluded.resolved_xmin, target_poi_id = excluded.target_poi_id,
 			    target_file_id = excluded.target_file_id, job_id = excluded.job_id, resolved_at = excluded.resolved_at`
-	b.Queue(sql, e.src, fileID, e.name, e.typ, e.tgt, e.tgtFile, resolvedXmin, jobID, e.depends)
+	keys := make([]string, len(e.name))
+	for i, n := range e.name {
+		keys[i] = resolver.ReferenceKey(n)
+	}
+	b.Queue(sql, e.src, fileID, e.name, e.typ, e.tgt, e.tgtFile, resolvedXmin, jobID, e.depends, keys)
 }
 
 func fileOf(cands []resolver.Candidate, poiID string) string {

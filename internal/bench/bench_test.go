@@ -76,7 +76,9 @@ func TestMain_SmokeRunOfPhasesOneToFour(t *testing.T) {
 func TestMain_RejectsBadFlags(t *testing.T) {
 	t.Parallel()
 	for _, args := range [][]string{
-		{"--phases", "10"},
+		{"--phases", "11"},
+		{"--cli-workers", "1,0"},
+		{"--rounds", "0"},
 		{"--phases", "nope"},
 		{"--files", "-1"},
 		{"--malformed", "1"},

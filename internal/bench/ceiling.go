@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+
+	"github.com/relay-dev/relay/resolver"
 )
 
 // Ceiling is phase 1: the rows relay writes for the main corpus (its POI
@@ -36,7 +38,7 @@ func (b *bench) ceiling(ctx context.Context, res *Result) error {
 	}
 	now := time.Now()
 	err := c.edges(func(src, tgt, name, srcFile, tgtFile string) error {
-		rels = append(rels, []any{src, srcFile, name, "CALLS", tgt, tgtFile, int64(1), now})
+		rels = append(rels, []any{src, srcFile, name, resolver.ReferenceKey(name), "CALLS", tgt, tgtFile, int64(1), now})
 		return nil
 	})
 	if err != nil {
@@ -51,7 +53,7 @@ func (b *bench) ceiling(ctx context.Context, res *Result) error {
 		}{
 			{"files", []string{"file_id", "version", "poi_count"}, files},
 			{"pois", []string{"poi_id", "file_id", "name", "type", "line_number"}, pois},
-			{"poi_references", []string{"source_poi_id", "source_file_id", "name", "type", "target_poi_id", "target_file_id", "job_id", "resolved_at"}, rels},
+			{"poi_references", []string{"source_poi_id", "source_file_id", "name", "key", "type", "target_poi_id", "target_file_id", "job_id", "resolved_at"}, rels},
 		} {
 			if _, err := tx.CopyFrom(ctx, pgx.Identifier{t.table}, t.cols, pgx.CopyFromRows(t.rows)); err != nil {
 				return fmt.Errorf("error copying into %s: %w", t.table, err)

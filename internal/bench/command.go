@@ -63,13 +63,13 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	for _, f := range strings.Split(cliWorkers, ",") {
 		n, err := strconv.Atoi(strings.TrimSpace(f))
 		if err != nil || n < 1 {
-			fmt.Fprintf(stderr, "relay-bench: --cli-workers %q: want positive numbers separated by commas\n", cliWorkers)
+			fmt.Fprintf(stderr, "relay-bench: invalid --cli-workers %q: want positive numbers separated by commas\n", cliWorkers)
 			return 2
 		}
 		cfg.CLIWorkers = append(cfg.CLIWorkers, n)
 	}
 	if cfg.Rounds < 1 {
-		fmt.Fprintf(stderr, "relay-bench: --rounds %d: want 1 or more\n", cfg.Rounds)
+		fmt.Fprintf(stderr, "relay-bench: invalid --rounds %d: want 1 or more\n", cfg.Rounds)
 		return 2
 	}
 	cfg.Progress = stderr
