@@ -22,6 +22,10 @@ type DownEffect struct {
 	// DropsDerivedColumns are dropped columns computed from other columns
 	// (generated columns): dropping them loses nothing.
 	DropsDerivedColumns []string `json:"drops_derived_columns,omitempty"`
+	// RebuildsColumns are derived columns the rollback drops and adds again
+	// in their earlier form: listed in DropsDerivedColumns too (the SQL
+	// drops them), they are there after the rollback.
+	RebuildsColumns []string `json:"rebuilds_columns,omitempty"`
 	// DeletesFrom are the tables it deletes rows from.
 	DeletesFrom []string `json:"deletes_from,omitempty"`
 	// Note says in one line what the rollback does, for the prompt and docs.
@@ -153,6 +157,7 @@ var DownEffects = map[int64]DownEffect{
 	},
 	21: {
 		DropsDerivedColumns: []string{"poi_references.key"},
+		RebuildsColumns:     []string{"poi_references.key"},
 		Note:                "computes the references' keys in SQL again (a generated column); no data lost",
 	},
 }

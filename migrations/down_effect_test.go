@@ -204,7 +204,10 @@ func TestDownEffects_MatchDatabase(t *testing.T) {
 				droppedColumns = append(droppedColumns, c)
 			}
 		}
-		require.Equal(t, sorted(slices.Concat(e.DropsColumns, e.DropsDerivedColumns)), sorted(droppedColumns), "version %d: columns dropped", v)
+		want := slices.DeleteFunc(slices.Concat(e.DropsColumns, e.DropsDerivedColumns), func(c string) bool {
+			return slices.Contains(e.RebuildsColumns, c)
+		})
+		require.ElementsMatch(t, want, droppedColumns, "version %d: columns dropped", v)
 	}
 	require.Equal(t, []string{migrations.TableName}, shapeOf(t, db).tables)
 
