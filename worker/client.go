@@ -14,6 +14,7 @@ import (
 	"github.com/riverqueue/river/riverdriver/riverpgxv5"
 
 	"github.com/relay-dev/relay/config"
+	"github.com/relay-dev/relay/internal/agent"
 	"github.com/relay-dev/relay/internal/liveness"
 	"github.com/relay-dev/relay/internal/mapreduce"
 	"github.com/relay-dev/relay/outbox"
@@ -32,7 +33,9 @@ type Options struct {
 	// mapreduce.Queue and QueueMaintenance. Empty means all three. The
 	// periodic dead-letter sweep is scheduled only with QueueMaintenance.
 	Queues []string
-	// MapReduce tunes the MapReduce worker; nil takes cfg's workdir.
+	// MapReduce tunes the MapReduce worker; nil takes cfg's workdir and
+	// agent_user (agent_env's values come from the caller's environment:
+	// relay worker passes them here).
 	MapReduce *mapreduce.WorkerConfig
 	// RiverPool, when set, runs River's own statements (fetching jobs,
 	// completing them after they ran, maintenance), typically with
@@ -58,6 +61,12 @@ func NewClient(pool *pgxpool.Pool, cfg *config.Config, logger *slog.Logger, opts
 	mrCfg := mapreduce.WorkerConfig{Workdir: cfg.MapReduceWorkdir}
 	if opts.MapReduce != nil {
 		mrCfg = *opts.MapReduce
+	} else if cfg.AgentUser != "" {
+		u, err := agent.LookupUser(cfg.AgentUser)
+		if err != nil {
+			return nil, fmt.Errorf("error creating River client: %w", err)
+		}
+		mrCfg.User = u
 	}
 	river.AddWorker(workers, mapreduce.NewItemWorker(pool, mrCfg, logger))
 	river.AddWorker(workers, &SweepDiscardedWorker{pool: pool, logger: logger})

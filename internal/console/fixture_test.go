@@ -7,6 +7,8 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"os"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
@@ -39,6 +41,15 @@ func newFixture(t *testing.T, edit func(*console.Config)) *fixture {
 	db := testdb.New(t)
 	cfg := db.Config()
 	cfg.MapReduceWorkdir = t.TempDir()
+	if os.Geteuid() == 0 {
+		// relay runs no agent as root: the items run as nobody, who must
+		// reach the workdir.
+		cfg.AgentUser = "nobody"
+		tmp := filepath.Clean(os.TempDir()) + string(os.PathSeparator)
+		for p := cfg.MapReduceWorkdir; strings.HasPrefix(p, tmp); p = filepath.Dir(p) {
+			require.NoError(t, os.Chmod(p, 0o711))
+		}
+	}
 	logger := testdb.Logger(t)
 	jobs, err := worker.NewInsertClient(db.Pool, cfg, logger)
 	require.NoError(t, err)
