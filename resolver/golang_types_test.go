@@ -88,11 +88,7 @@ func TestLookup_GoDerived(t *testing.T) {
 		{POIID: "Config.Copy", FileID: "pgx/pgconn/config.go", Name: "Copy", Type: TypeMethod, Receiver: "Config"},
 		{POIID: "Lock", FileID: "pgx/internal/lock.go", Name: "Lock", Type: TypeMethod, Receiver: "fakeLock"},
 	}
-	tests := []struct {
-		name, file, ref string
-		want            string
-		outcome         Outcome
-	}{
+	tests := []goCallCase{
 		{"ResultOfAFunction", "sql/sql_test.go", "{newTestDB}.Close", "DB.Close", Resolved},
 		{"ResultOfAMethodOfAKnownType", "sql/sql_test.go", "{(.DB).Begin}.Commit", "Tx.Commit", Resolved},
 		{"ResultOfAResult", "sql/sql_test.go", "{{newTestDB}.Begin}.Commit", "Tx.Commit", Resolved},
@@ -112,15 +108,7 @@ func TestLookup_GoDerived(t *testing.T) {
 		{"FieldOfATypeOfANamedPackage", "cmd/main.go", "{pgx.Conn:pgConn}.Exec", "PgConn.Exec", Resolved},
 		{"UnknownFieldFallsBackToAnyPackage", "pgx/conn.go", "{.Conn:other}.Lock", "Lock", Resolved},
 	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			t.Parallel()
-			got, outcome := Lookup("src", tt.file, Reference{Name: tt.ref, Type: Calls}, cands)
-			require.Equal(t, tt.outcome, outcome)
-			require.Equal(t, tt.want, got)
-			requireLookupNamesSuffice(t, tt.file, Reference{Name: tt.ref, Type: Calls}, cands)
-		})
-	}
+	runGoCallCases(t, cands, tests)
 }
 
 // TestLookup_GoOutsideTypes: a method called on a value of a type from
@@ -144,11 +132,7 @@ func TestLookup_GoOutsideTypes(t *testing.T) {
 		{POIID: "PgConn.Close", FileID: "pgconn/pgconn.go", Name: "Close", Type: TypeMethod, Receiver: "PgConn"},
 		{POIID: "LargeObjects.Next", FileID: "large_objects.go", Name: "Next", Type: TypeMethod, Receiver: "LargeObjects"},
 	}
-	tests := []struct {
-		name, file, ref string
-		want            string
-		outcome         Outcome
-	}{
+	tests := []goCallCase{
 		{"MethodOfAFieldOfAnOutsideType", "store/store.go", "{{.Store:db}.Query}.Next", "", Unknown},
 		{"MethodOfAParameterOfAnOutsideType", "store/store.go", "{(sql.DB).Query}.Next", "", Unknown},
 		{"ResultOfAResultOfAnOutsideFunction", "store/store.go", "{{sql.Open}.Query}.Next", "", Unknown},
@@ -162,15 +146,7 @@ func TestLookup_GoOutsideTypes(t *testing.T) {
 		// The root package's own non-test files cannot import it.
 		{"NotTheRootFromItsOwnFiles", "conn_helper.go", "{(pgx.Conn).PgConn}.Close", "", Unknown},
 	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			t.Parallel()
-			got, outcome := Lookup("src", tt.file, Reference{Name: tt.ref, Type: Calls}, cands)
-			require.Equal(t, tt.outcome, outcome)
-			require.Equal(t, tt.want, got)
-			requireLookupNamesSuffice(t, tt.file, Reference{Name: tt.ref, Type: Calls}, cands)
-		})
-	}
+	runGoCallCases(t, cands, tests)
 }
 
 // TestLookup_GoTestFiles: a _test.go file's declarations are seen only by
@@ -186,11 +162,7 @@ func TestLookup_GoTestFiles(t *testing.T) {
 		{POIID: "fakeConn.Open", FileID: "store/fake_test.go", Name: "Open", Type: TypeMethod, Receiver: "fakeConn"},
 		{POIID: "helper", FileID: "store/helper_test.go", Name: "helper", Type: TypeFunction},
 	}
-	tests := []struct {
-		name, file, ref string
-		want            string
-		outcome         Outcome
-	}{
+	tests := []goCallCase{
 		{"NonTestFileSeesNoTestDouble", "store/store.go", ".Close", "Conn.Close", Resolved},
 		{"NonTestFileSeesNoTestMethod", "cmd/main.go", ".Open", "", Unknown},
 		{"NonTestFileSeesNoTestFunction", "store/store.go", "helper", "", Unknown},
@@ -200,12 +172,27 @@ func TestLookup_GoTestFiles(t *testing.T) {
 		{"TestFileSeesItsDirectorysTestFunctions", "store/store_test.go", "helper", "helper", Resolved},
 		{"KnownReceiverHasNoPreference", "store/store_test.go", "(.fakeConn).Close", "fakeConn.Close", Resolved},
 	}
+	runGoCallCases(t, cands, tests)
+}
+
+// goCallCase is a Go call ref in file and what Lookup gives it.
+type goCallCase struct {
+	name, file, ref string
+	want            string
+	outcome         Outcome
+}
+
+// runGoCallCases runs each case as a parallel subtest: Lookup's target and
+// outcome, and that the candidates of LookupNames suffice.
+func runGoCallCases(t *testing.T, cands []Candidate, tests []goCallCase) {
+	t.Helper()
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
 			got, outcome := Lookup("src", tt.file, Reference{Name: tt.ref, Type: Calls}, cands)
 			require.Equal(t, tt.outcome, outcome)
 			require.Equal(t, tt.want, got)
+			requireLookupNamesSuffice(t, tt.file, Reference{Name: tt.ref, Type: Calls}, cands)
 		})
 	}
 }

@@ -87,7 +87,7 @@ func printStatus(w io.Writer, st *ops.State, act *ops.Activity) {
 		mins, done, float64(done)/float64(max(mins, 1)), discarded, failed)
 	if f := act.Freshness; f.Jobs > 0 {
 		fmt.Fprintf(w, "  freshness (publish to final relationships): p50 %s, p99 %s over %d batches\n",
-			secondsString(f.P50Seconds), secondsString(f.P99Seconds), f.Jobs)
+			f.P50(), f.P99(), f.Jobs)
 	}
 
 	fmt.Fprintln(w, "\nDEAD LETTERS")
@@ -143,9 +143,4 @@ func printWorkers(w io.Writer, workers []liveness.LiveWorker) {
 			wk.BatchesRunning, termout.String(wk.ClientID))
 	}
 	_ = tw.Flush()
-}
-
-// secondsString shows a duration in seconds to the millisecond.
-func secondsString(s float64) string {
-	return time.Duration(s * float64(time.Second)).Round(time.Millisecond).String()
 }

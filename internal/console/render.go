@@ -167,9 +167,6 @@ var funcs = template.FuncMap{
 		return b.String()
 	},
 	"pct": func(f float64) string { return strconv.FormatFloat(100*f, 'f', 1, 64) + "%" },
-	"seconds": func(s float64) string {
-		return time.Duration(s * float64(time.Second)).Round(time.Millisecond).String()
-	},
 	"query": func(kv ...any) template.URL {
 		q := url.Values{}
 		for i := 0; i+1 < len(kv); i += 2 {

@@ -139,6 +139,14 @@ type Freshness struct {
 	P99Seconds float64 `json:"p99_seconds"`
 }
 
+// P50 and P99 are the percentiles as durations, to the millisecond.
+func (f Freshness) P50() time.Duration { return toMillisecond(f.P50Seconds) }
+func (f Freshness) P99() time.Duration { return toMillisecond(f.P99Seconds) }
+
+func toMillisecond(s float64) time.Duration {
+	return time.Duration(s * float64(time.Second)).Round(time.Millisecond)
+}
+
 // MinuteCount is one minute's throughput.
 type MinuteCount struct {
 	Minute        time.Time `json:"minute"`
