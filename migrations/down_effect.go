@@ -160,6 +160,11 @@ var DownEffects = map[int64]DownEffect{
 		RebuildsColumns:     []string{"poi_references.key"},
 		Note:                "computes the references' keys in SQL again (a generated column); no data lost",
 	},
+	22: {
+		DropsTables: []string{"publish_queue", "rejected_analyses"},
+		Note: "removes the SQL publish API (relay_publish, relay_publish_many): analyses it queued and not yet " +
+			"published, and rejected analyses, are lost",
+	},
 }
 
 // DownEffectOf returns what rolling back version destroys. A version

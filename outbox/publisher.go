@@ -246,10 +246,10 @@ func (p *Publisher) check(a Analysis) ([]resolver.POI, error) {
 			}
 			seen[id] = i
 		}
+		if sym.NameOK && len(sym.Name) > resolver.MaxNameBytes {
+			return nil, bad("name is %d bytes, more than the %d-byte limit for ids and names", len(sym.Name), resolver.MaxNameBytes)
+		}
 		if sym.Err == nil {
-			if len(sym.POI.Name) > resolver.MaxNameBytes {
-				return nil, bad("name is %d bytes, more than the %d-byte limit for ids and names", len(sym.POI.Name), resolver.MaxNameBytes)
-			}
 			syms = append(syms, sym.POI)
 		}
 	}

@@ -69,6 +69,12 @@ func (s store) write(ctx context.Context, files []fileBatch) (xid int64, rej *Re
 	var upserted int64
 
 	b := &pgx.Batch{}
+	// A publish supersedes the files' analyses still queued by the SQL API
+	// (relay_publish): the last committed publish of a file wins, whatever
+	// its path. Queued rows are locked before the files' rows, as the SQL
+	// API's drain does, so the two cannot deadlock.
+	b.Queue(`DELETE FROM publish_queue WHERE file_id IN (
+		SELECT file_id FROM publish_queue WHERE file_id = ANY($1) ORDER BY file_id FOR UPDATE)`, fileIDs)
 	b.Queue(`SELECT file_id, poi_count FROM files WHERE file_id = ANY($1) ORDER BY file_id FOR UPDATE`, fileIDs).
 		Query(func(rows pgx.Rows) error {
 			for rows.Next() {

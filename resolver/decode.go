@@ -63,6 +63,10 @@ type Symbol struct {
 	IDOK       bool
 	FilePath   string
 	FilePathOK bool
+	// Name is the POI's name when it is a JSON string (NameOK), whether or
+	// not the rest of the POI is valid.
+	Name   string
+	NameOK bool
 }
 
 // DecodeSymbol is DecodePOI and Peek in one pass over raw, for the symbol
@@ -79,6 +83,7 @@ func DecodeSymbol(raw []byte) Symbol {
 	var s Symbol
 	s.ID, s.IDOK = asString(fields[fieldID])
 	s.FilePath, s.FilePathOK = asString(fields[fieldFilePath])
+	s.Name, s.NameOK = asString(fields[fieldName])
 	s.POI, s.Err = validate(fields, false)
 	return s
 }
