@@ -1,4 +1,4 @@
-// Package deadletter holds what relay's two dead-letter tables share: the
+// Package deadletter holds what relay's dead-letter tables share: the
 // error signature that groups failures by cause (Signature), the audit
 // actors, and the storable form of error text. The tables themselves have a
 // package each:
@@ -6,5 +6,7 @@
 //   - deadletter/failed: failed_pois, one row per POI the worker could not
 //     resolve, and the reprocessor that re-enqueues them;
 //   - deadletter/items: dead_lettered_items, one row per MapReduce work
-//     item that exhausted its retries, with its attempt history.
+//     item that exhausted its retries, with its attempt history;
+//   - deadletter/rejected: rejected_analyses, one row per analysis queued
+//     through the SQL publish API that the publisher rejected.
 package deadletter

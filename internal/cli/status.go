@@ -75,6 +75,7 @@ func printStatus(w io.Writer, st *ops.State, act *ops.Activity) {
 		fmt.Fprintf(tw, "  %s\t%s\t%d\n", j.Queue, j.State, j.Count)
 	}
 	_ = tw.Flush()
+	fmt.Fprintln(w, "  "+publishQueueLine(st.PublishQueue, st.At))
 
 	var done, discarded, failed int64
 	for _, m := range act.PerMinute {
@@ -98,6 +99,7 @@ func printStatus(w io.Writer, st *ops.State, act *ops.Activity) {
 	}
 	fmt.Fprintf(w, "  dead_lettered_items:  dead_lettered %d, reprocessing %d, reprocessed %d, ignored %d\n",
 		st.DeadLetteredItems["dead_lettered"], st.DeadLetteredItems["reprocessing"], st.DeadLetteredItems["reprocessed"], st.DeadLetteredItems["ignored"])
+	fmt.Fprintf(w, "  rejected_analyses:    %d (relay outbox rejected)\n", st.PublishQueue.Rejected)
 
 	fmt.Fprintln(w, "\nTOP ERROR SIGNATURES (new failed POIs)")
 	if len(act.TopSignatures) == 0 {
@@ -143,4 +145,13 @@ func printWorkers(w io.Writer, workers []liveness.LiveWorker) {
 			wk.BatchesRunning, termout.String(wk.ClientID))
 	}
 	_ = tw.Flush()
+}
+
+// publishQueueLine describes the SQL publish API's queue in one line.
+func publishQueueLine(q ops.PublishQueue, at time.Time) string {
+	line := fmt.Sprintf("SQL publish queue (relay_publish): %d queued", q.Queued)
+	if q.OldestQueued != nil {
+		line += fmt.Sprintf(", oldest %s ago", max(0, at.Sub(*q.OldestQueued)).Round(time.Millisecond))
+	}
+	return line
 }

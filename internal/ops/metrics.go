@@ -29,6 +29,9 @@ const (
 	MetricOldestNewFailedPOI   = "relay_oldest_new_failed_poi_age_seconds"
 	MetricRiverJobs            = "relay_river_jobs"
 	MetricScrapeErrors         = "relay_state_scrape_errors_total"
+	MetricPublishQueue         = "relay_publish_queue"
+	MetricPublishQueueOldest   = "relay_publish_queue_oldest_seconds"
+	MetricRejectedAnalyses     = "relay_rejected_analyses"
 )
 
 // Metrics holds relay's Prometheus collectors in their own registry (no
@@ -110,7 +113,8 @@ func (m *Metrics) BatchFailed(time.Duration) { m.batches.WithLabelValues("failed
 // Names lists every metric relay itself defines.
 func Names() []string {
 	return []string{MetricPOIsResolved, MetricPOIsFailed, MetricBatches, MetricBatchDuration, MetricRelationshipsWritten, MetricReferencesReresolved, MetricFreshness,
-		MetricFailedPOIs, MetricDeadLetteredItems, MetricOldestNewFailedPOI, MetricRiverJobs, MetricScrapeErrors}
+		MetricFailedPOIs, MetricDeadLetteredItems, MetricOldestNewFailedPOI, MetricRiverJobs, MetricScrapeErrors,
+		MetricPublishQueue, MetricPublishQueueOldest, MetricRejectedAnalyses}
 }
 
 // stateCollector exports State as gauges, caching it for refresh so that
@@ -121,6 +125,7 @@ type stateCollector struct {
 	logger  *slog.Logger
 
 	failedPOIs, deadLettered, oldest, jobs, scrapeErrors *prometheus.Desc
+	queued, queuedOldest, rejected                       *prometheus.Desc
 
 	mu             sync.Mutex
 	cached         *State
@@ -137,11 +142,15 @@ func newStateCollector(pool *pgxpool.Pool, refresh time.Duration, logger *slog.L
 			"Age of the oldest failed_pois row in status new (0 when there is none).", nil, nil),
 		jobs:         prometheus.NewDesc(MetricRiverJobs, "River jobs, by queue and state.", []string{"queue", "state"}, nil),
 		scrapeErrors: prometheus.NewDesc(MetricScrapeErrors, "Failed reads of relay's state from the database.", nil, nil),
+		queued:       prometheus.NewDesc(MetricPublishQueue, "Analyses queued by the SQL publish API (relay_publish), not yet published.", nil, nil),
+		queuedOldest: prometheus.NewDesc(MetricPublishQueueOldest,
+			"Age of the oldest analysis queued by the SQL publish API (0 when there is none).", nil, nil),
+		rejected: prometheus.NewDesc(MetricRejectedAnalyses, "Rows in rejected_analyses: SQL-published analyses the publisher rejected.", nil, nil),
 	}
 }
 
 func (c *stateCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{c.failedPOIs, c.deadLettered, c.oldest, c.jobs, c.scrapeErrors} {
+	for _, d := range []*prometheus.Desc{c.failedPOIs, c.deadLettered, c.oldest, c.jobs, c.scrapeErrors, c.queued, c.queuedOldest, c.rejected} {
 		ch <- d
 	}
 }
@@ -176,6 +185,13 @@ func (c *stateCollector) Collect(ch chan<- prometheus.Metric) {
 		age = st.At.Sub(*st.OldestNewFailedPOI).Seconds()
 	}
 	ch <- prometheus.MustNewConstMetric(c.oldest, prometheus.GaugeValue, age)
+	queuedAge := 0.0
+	if st.PublishQueue.OldestQueued != nil {
+		queuedAge = max(0, st.At.Sub(*st.PublishQueue.OldestQueued).Seconds())
+	}
+	ch <- prometheus.MustNewConstMetric(c.queued, prometheus.GaugeValue, float64(st.PublishQueue.Queued))
+	ch <- prometheus.MustNewConstMetric(c.queuedOldest, prometheus.GaugeValue, queuedAge)
+	ch <- prometheus.MustNewConstMetric(c.rejected, prometheus.GaugeValue, float64(st.PublishQueue.Rejected))
 	// The resolve queue's backlog states always have a series (0 when
 	// empty), so alerts on them see "no backlog" rather than "no data".
 	seen := map[[2]string]bool{}

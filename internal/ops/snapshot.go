@@ -22,6 +22,18 @@ type State struct {
 	DeadLetteredItems map[string]int64 `json:"dead_lettered_items"`
 	// Jobs counts River jobs by queue and state.
 	Jobs []JobCount `json:"jobs"`
+	// PublishQueue is the SQL publish API's queue (relay_publish).
+	PublishQueue PublishQueue `json:"publish_queue"`
+}
+
+// PublishQueue is the state of the analyses published through the SQL API:
+// queued for a worker to publish, and rejected by the publisher.
+type PublishQueue struct {
+	Queued int64 `json:"queued"`
+	// OldestQueued is the queued_at of the oldest queued analysis.
+	OldestQueued *time.Time `json:"oldest_queued,omitempty"`
+	// Rejected counts rejected_analyses rows.
+	Rejected int64 `json:"rejected"`
 }
 
 // JobCount is the number of River jobs in one queue and state.
@@ -59,7 +71,8 @@ var (
 
 // Snapshot reads State in one round trip of cheap aggregate queries (each
 // uses an index on status or River's state index; failed_pois by status
-// sums the deltas in failed_pois_counts instead of counting the rows).
+// sums the deltas in failed_pois_counts instead of counting the rows; the
+// publish queue is drained continuously, so counting it stays cheap).
 func Snapshot(ctx context.Context, pool *pgxpool.Pool) (*State, error) {
 	st := &State{FailedPOIs: map[string]int64{}, DeadLetteredItems: map[string]int64{}}
 	for _, s := range failedPOIStatuses {
@@ -96,6 +109,10 @@ func Snapshot(ctx context.Context, pool *pgxpool.Pool) (*State, error) {
 	}
 	if err := pool.QueryRow(ctx, `SELECT min(failed_at) FROM failed_pois WHERE status = 'new'`).Scan(&st.OldestNewFailedPOI); err != nil {
 		return nil, fmt.Errorf("error reading the oldest new failed POI: %w", err)
+	}
+	if err := pool.QueryRow(ctx, `SELECT (SELECT count(*) FROM publish_queue), (SELECT min(queued_at) FROM publish_queue),
+		(SELECT count(*) FROM rejected_analyses)`).Scan(&st.PublishQueue.Queued, &st.PublishQueue.OldestQueued, &st.PublishQueue.Rejected); err != nil {
+		return nil, fmt.Errorf("error reading the publish queue: %w", err)
 	}
 	rows, err = pool.Query(ctx, `SELECT queue, state::text, count(*) FROM river_job GROUP BY 1, 2 ORDER BY 1, 2`)
 	if err != nil {
