@@ -17,6 +17,7 @@ import (
 
 	"github.com/relay-dev/relay/internal/goanalyze"
 	"github.com/relay-dev/relay/internal/testdb"
+	"github.com/relay-dev/relay/internal/workerconfig"
 	"github.com/relay-dev/relay/outbox"
 	"github.com/relay-dev/relay/worker"
 )
@@ -62,7 +63,7 @@ func relationsOf(t *testing.T, db *testdb.DB) (rels, failed []string) {
 func resolveAll(t *testing.T, db *testdb.DB) {
 	t.Helper()
 	ctx := context.Background()
-	client, err := worker.NewClient(db.Pool, db.Config(), testdb.Logger(t), nil)
+	client, err := worker.NewClient(db.Pool, workerconfig.From(db.Config()), testdb.Logger(t), nil)
 	require.NoError(t, err)
 	pub := outbox.New(client, nil, testdb.Logger(t))
 	d := outbox.NewDrainer(db.Pool, pub, outbox.DrainConfig{}, testdb.Logger(t))
@@ -100,7 +101,7 @@ func TestSQLPublish_RealClients(t *testing.T) {
 	// The Go publisher's result.
 	goDB := testdb.New(t)
 	require.NoError(t, pgx.BeginFunc(context.Background(), goDB.Pool, func(tx pgx.Tx) error {
-		client, err := worker.NewInsertClient(goDB.Pool, goDB.Config(), testdb.Logger(t))
+		client, err := worker.NewInsertClient(goDB.Pool, workerconfig.From(goDB.Config()), testdb.Logger(t))
 		if err != nil {
 			return err
 		}

@@ -1,3 +1,8 @@
+// Package worker runs relay's River client: the queues it works (the
+// resolve_file jobs of package resolvefile, MapReduce items, relay's own
+// maintenance), the settings it runs with (Config), running until idle or
+// until told to stop, and the periodic sweep that captures discarded jobs
+// into dead_lettered_items before River deletes them.
 package worker
 
 import (
@@ -13,29 +18,30 @@ import (
 	"github.com/riverqueue/river"
 	"github.com/riverqueue/river/riverdriver/riverpgxv5"
 
-	"github.com/relay-dev/relay/config"
 	"github.com/relay-dev/relay/internal/agent"
 	"github.com/relay-dev/relay/internal/liveness"
 	"github.com/relay-dev/relay/internal/mapreduce"
 	"github.com/relay-dev/relay/outbox"
+	"github.com/relay-dev/relay/worker/resolvefile"
 )
 
 // QueueMaintenance runs relay's own periodic jobs.
 const QueueMaintenance = "relay_maintenance"
 
-// Options are the parts of a worker that do not come from config.
+// Options are the parts of a worker that do not come from relay's
+// configuration.
 type Options struct {
 	// Extract overrides the resolver (tests).
-	Extract ExtractFunc
+	Extract resolvefile.ExtractFunc
 	// Observer is told about each batch (metrics); may be nil.
-	Observer Observer
+	Observer resolvefile.Observer
 	// Queues lists the queues to work: outbox.QueueResolve,
 	// mapreduce.Queue and QueueMaintenance. Empty means all three. The
 	// periodic dead-letter sweep is scheduled only with QueueMaintenance.
 	Queues []string
-	// MapReduce tunes the MapReduce worker; nil takes cfg's workdir and
-	// agent_user (agent_env's values come from the caller's environment:
-	// relay worker passes them here).
+	// MapReduce tunes the MapReduce worker; nil takes cfg's
+	// MapReduceWorkdir and AgentUser (agent_env's values come from the
+	// caller's environment: relay worker passes them here).
 	MapReduce *mapreduce.WorkerConfig
 	// RiverPool, when set, runs River's own statements (fetching jobs,
 	// completing them after they ran, maintenance), typically with
@@ -44,17 +50,17 @@ type Options struct {
 	RiverPool *pgxpool.Pool
 }
 
-// NewClient builds the River client that works relay's queues with relay's
-// settings: River's rescuer retries a killed worker's jobs after
+// NewClient builds the River client that works relay's queues with cfg:
+// River's rescuer retries a killed worker's jobs after
 // cfg.RescueStuckJobsAfter (River's default is an hour), and discarded jobs
 // are kept for cfg.DiscardedJobRetention while a periodic sweep captures
 // them into dead_lettered_items.
-func NewClient(pool *pgxpool.Pool, cfg *config.Config, logger *slog.Logger, opts *Options) (*river.Client[pgx.Tx], error) {
+func NewClient(pool *pgxpool.Pool, cfg *Config, logger *slog.Logger, opts *Options) (*river.Client[pgx.Tx], error) {
 	if opts == nil {
 		opts = &Options{}
 	}
 	workers := river.NewWorkers()
-	river.AddWorker(workers, NewResolveFileWorker(pool, ResolveFileConfig{
+	river.AddWorker(workers, resolvefile.NewWorker(pool, resolvefile.Config{
 		POITimeout: cfg.POITimeout, JobTimeout: cfg.JobTimeout, Extract: opts.Extract,
 		ReprocessMaxAttempts: cfg.ReprocessMaxAttempts,
 	}, logger, opts.Observer))
@@ -72,7 +78,7 @@ func NewClient(pool *pgxpool.Pool, cfg *config.Config, logger *slog.Logger, opts
 	river.AddWorker(workers, &SweepDiscardedWorker{pool: pool, logger: logger})
 
 	all := map[string]river.QueueConfig{
-		outbox.QueueResolve: {MaxWorkers: cfg.WorkerConcurrency},
+		outbox.QueueResolve: {MaxWorkers: cfg.Concurrency},
 		mapreduce.Queue:     {MaxWorkers: cfg.MapReduceParallel},
 		QueueMaintenance:    {MaxWorkers: 1},
 	}
@@ -87,6 +93,9 @@ func NewClient(pool *pgxpool.Pool, cfg *config.Config, logger *slog.Logger, opts
 			queues[q] = qc
 		}
 	}
+	if err := cfg.validate(queues); err != nil {
+		return nil, fmt.Errorf("error creating River client: %w", err)
+	}
 	var periodic []*river.PeriodicJob
 	if _, ok := queues[QueueMaintenance]; ok {
 		periodic = []*river.PeriodicJob{river.NewPeriodicJob(river.PeriodicInterval(cfg.SweepInterval),
@@ -100,7 +109,7 @@ func NewClient(pool *pgxpool.Pool, cfg *config.Config, logger *slog.Logger, opts
 	}
 	client, err := river.NewClient(riverpgxv5.New(riverPool), &river.Config{
 		Logger:                      riverLogger(logger),
-		Schema:                      cfg.DatabaseSchema,
+		Schema:                      cfg.Schema,
 		Workers:                     workers,
 		Queues:                      queues,
 		JobTimeout:                  cfg.JobTimeout,
@@ -113,7 +122,7 @@ func NewClient(pool *pgxpool.Pool, cfg *config.Config, logger *slog.Logger, opts
 		ReindexerIndexNames:         ReindexerIndexNames(),
 		// LISTEN needs a session of its own, which a transaction pooler
 		// does not give: River then fetches every FetchPollInterval.
-		PollOnly: cfg.TransactionPooler(),
+		PollOnly: cfg.TransactionPooler,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("error creating River client: %w", err)
@@ -134,10 +143,11 @@ func ReindexerIndexNames() []string {
 }
 
 // NewInsertClient builds an insert-only River client (no queues worked), as
-// the publisher and the CLI's write commands need.
-func NewInsertClient(pool *pgxpool.Pool, cfg *config.Config, logger *slog.Logger) (*river.Client[pgx.Tx], error) {
-	client, err := river.NewClient(riverpgxv5.New(pool), &river.Config{Logger: logger, Schema: cfg.DatabaseSchema,
-		PollOnly: cfg.TransactionPooler()})
+// the publisher and the CLI's write commands need. Of cfg it uses Schema
+// and TransactionPooler.
+func NewInsertClient(pool *pgxpool.Pool, cfg *Config, logger *slog.Logger) (*river.Client[pgx.Tx], error) {
+	client, err := river.NewClient(riverpgxv5.New(pool), &river.Config{Logger: logger, Schema: cfg.Schema,
+		PollOnly: cfg.TransactionPooler})
 	if err != nil {
 		return nil, fmt.Errorf("error creating River client: %w", err)
 	}

@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/relay-dev/relay/internal/testdb"
+	"github.com/relay-dev/relay/internal/workerconfig"
 	"github.com/relay-dev/relay/outbox"
 	"github.com/relay-dev/relay/worker"
 )
@@ -21,7 +22,7 @@ func TestResolveFileWorker_ExhaustedBatchIsCapturedDurably(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	db := testdb.New(t)
-	cfg := db.Config()
+	cfg := workerconfig.From(db.Config())
 	cfg.MaxAttempts = 1
 	client, err := worker.NewClient(db.Pool, cfg, testdb.Logger(t), nil)
 	require.NoError(t, err)
@@ -70,4 +71,11 @@ func TestResolveFileWorker_ExhaustedBatchIsCapturedDurably(t *testing.T) {
 	// Sweeping again captures nothing twice.
 	require.NoError(t, worker.RunUntilIdle(ctx, client, db.Pool, testdb.Logger(t), nil))
 	require.Equal(t, 1, testdb.Count(t, db.Pool, `SELECT count(*) FROM dead_lettered_items`))
+}
+
+// fn is a JavaScript function POI.
+func fn(id, name, file string, code string) json.RawMessage {
+	b, _ := json.Marshal(map[string]any{"id": id, "type": "function_definition", "name": name,
+		"filePath": file, "lineNumber": 1, "rawCode": code, "context": ""})
+	return b
 }

@@ -4,19 +4,20 @@ import (
 	"log/slog"
 	"os"
 	"runtime/debug"
-
-	"github.com/relay-dev/relay/config"
 )
 
 // SetGCPercent applies cfg.GCPercent to the process's garbage collector,
 // unless the GOGC environment variable is set (the operator's choice
-// wins). Processes that work batches call it once at startup; it returns
-// the percentage in effect.
-func SetGCPercent(cfg *config.Config, logger *slog.Logger) int {
-	if env, ok := os.LookupEnv("GOGC"); ok {
+// wins) or cfg.GCPercent is zero. Processes that work batches call it once
+// at startup; it returns the percentage in effect.
+func SetGCPercent(cfg *Config, logger *slog.Logger) int {
+	env, fromEnv := os.LookupEnv("GOGC")
+	if fromEnv || cfg.GCPercent == 0 {
 		current := debug.SetGCPercent(100)
 		debug.SetGCPercent(current)
-		logger.Debug("garbage collector target from GOGC", slog.String("GOGC", env), slog.Int("gc_percent", current))
+		if fromEnv {
+			logger.Debug("garbage collector target from GOGC", slog.String("GOGC", env), slog.Int("gc_percent", current))
+		}
 		return current
 	}
 	debug.SetGCPercent(cfg.GCPercent)

@@ -8,7 +8,6 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/relay-dev/relay/config"
 	"github.com/relay-dev/relay/worker"
 )
 
@@ -16,8 +15,7 @@ import (
 func TestSetGCPercent_ConfigUnlessGOGCIsSet(t *testing.T) {
 	before := debug.SetGCPercent(100)
 	t.Cleanup(func() { debug.SetGCPercent(before) })
-	cfg := config.Default()
-	cfg.GCPercent = 250
+	cfg := &worker.Config{GCPercent: 250}
 	log := slog.New(slog.DiscardHandler)
 
 	if env, ok := os.LookupEnv("GOGC"); ok {
@@ -31,4 +29,17 @@ func TestSetGCPercent_ConfigUnlessGOGCIsSet(t *testing.T) {
 	debug.SetGCPercent(150) // what the runtime read from GOGC at start
 	require.Equal(t, 150, worker.SetGCPercent(cfg, log), "GOGC wins over gc_percent")
 	require.Equal(t, 150, debug.SetGCPercent(150))
+}
+
+// Not parallel: the collector's target is process-wide, and t.Setenv.
+func TestSetGCPercent_ZeroLeavesTheTargetAsItIs(t *testing.T) {
+	before := debug.SetGCPercent(100)
+	t.Cleanup(func() { debug.SetGCPercent(before) })
+	if env, ok := os.LookupEnv("GOGC"); ok {
+		t.Cleanup(func() { _ = os.Setenv("GOGC", env) })
+	}
+	require.NoError(t, os.Unsetenv("GOGC"))
+	debug.SetGCPercent(300)
+	require.Equal(t, 300, worker.SetGCPercent(&worker.Config{}, slog.New(slog.DiscardHandler)))
+	require.Equal(t, 300, debug.SetGCPercent(300), "a zero GCPercent is not GOGC=0")
 }

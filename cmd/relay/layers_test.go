@@ -17,10 +17,10 @@ var layers = map[string]int{
 	"internal/hostile": 0, "internal/embeddedpg": 0,
 	"outbox": 1, "deadletter/items": 1, "internal/liveness": 1,
 	"deadletter/failed": 2, "deadletter/rejected": 2, "internal/mapreduce": 2, "internal/goanalyze": 2,
-	"config": 3,
+	"config": 3, "worker/resolvefile": 3,
 	"worker": 4, "internal/database": 4,
 	"internal/ops": 5, "internal/chaos": 5, "internal/accuracy": 5, "internal/testdb": 5, "internal/pgbouncer": 4,
-	"internal/console": 6, "internal/testdb/cmd/createdb": 6,
+	"internal/workerconfig": 5, "internal/console": 6, "internal/testdb/cmd/createdb": 6,
 	"internal/cli": 7, "internal/bench": 7,
 	"cmd/relay": 8, "cmd/relay-bench": 8, "cmd/relay-chaos": 8, "cmd/relay-eval": 8,
 }

@@ -7,6 +7,7 @@ import (
 
 	"github.com/relay-dev/relay/deadletter/failed"
 	"github.com/relay-dev/relay/internal/testdb"
+	"github.com/relay-dev/relay/internal/workerconfig"
 	"github.com/relay-dev/relay/worker"
 )
 
@@ -123,7 +124,7 @@ func BenchmarkFailedPOIs(b *testing.B) {
 	}
 
 	b.Run("reprocess_100k", func(b *testing.B) {
-		inserter, err := worker.NewInsertClient(db.Pool, db.Config(), testdb.Logger(b))
+		inserter, err := worker.NewInsertClient(db.Pool, workerconfig.From(db.Config()), testdb.Logger(b))
 		if err != nil {
 			b.Fatal(err)
 		}

@@ -13,8 +13,10 @@ import (
 
 	"github.com/relay-dev/relay/deadletter/failed"
 	"github.com/relay-dev/relay/internal/testdb"
+	"github.com/relay-dev/relay/internal/workerconfig"
 	"github.com/relay-dev/relay/outbox"
 	"github.com/relay-dev/relay/worker"
+	"github.com/relay-dev/relay/worker/resolvefile"
 )
 
 // bundle is one test's database with relay's components over it.
@@ -31,7 +33,7 @@ type bundle struct {
 func setup(t *testing.T) *bundle {
 	t.Helper()
 	db := testdb.New(t)
-	inserter, err := worker.NewInsertClient(db.Pool, db.Config(), testdb.Logger(t))
+	inserter, err := worker.NewInsertClient(db.Pool, workerconfig.From(db.Config()), testdb.Logger(t))
 	require.NoError(t, err)
 	return &bundle{
 		db: db, inserter: inserter,
@@ -57,7 +59,7 @@ func (b *bundle) work(t *testing.T) {
 	cfg := b.db.Config()
 	logger := testdb.Logger(t)
 	workers := river.NewWorkers()
-	river.AddWorker(workers, worker.NewResolveFileWorker(b.db.Pool, worker.ResolveFileConfig{
+	river.AddWorker(workers, resolvefile.NewWorker(b.db.Pool, resolvefile.Config{
 		POITimeout: cfg.POITimeout, JobTimeout: cfg.JobTimeout, ReprocessMaxAttempts: b.maxAttempts,
 	}, logger, nil))
 	client, err := river.NewClient(riverpgxv5.New(b.db.Pool), &river.Config{

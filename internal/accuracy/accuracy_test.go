@@ -12,6 +12,7 @@ import (
 
 	"github.com/relay-dev/relay/internal/goanalyze"
 	"github.com/relay-dev/relay/internal/testdb"
+	"github.com/relay-dev/relay/internal/workerconfig"
 	"github.com/relay-dev/relay/outbox"
 	"github.com/relay-dev/relay/resolver"
 	"github.com/relay-dev/relay/worker"
@@ -40,7 +41,7 @@ func TestResolve_EqualsDatabasePath(t *testing.T) {
 			require.NotEmpty(t, want)
 
 			db := testdb.New(t)
-			cfg := db.Config()
+			cfg := workerconfig.From(db.Config())
 			client, err := worker.NewClient(db.Pool, cfg, testdb.Logger(t), nil)
 			require.NoError(t, err)
 			pub := outbox.New(client, nil, testdb.Logger(t))

@@ -15,6 +15,7 @@ import (
 
 	"github.com/relay-dev/relay/internal/goanalyze"
 	"github.com/relay-dev/relay/internal/testdb"
+	"github.com/relay-dev/relay/internal/workerconfig"
 	"github.com/relay-dev/relay/outbox"
 	"github.com/relay-dev/relay/worker"
 )
@@ -60,8 +61,8 @@ func testOrderIndependent(t *testing.T, opts goanalyze.Options) {
 		t.Run("seed", func(t *testing.T) {
 			t.Parallel()
 			db := testdb.New(t)
-			cfg := db.Config()
-			cfg.WorkerConcurrency = 4
+			cfg := workerconfig.From(db.Config())
+			cfg.Concurrency = 4
 			client, err := worker.NewClient(db.Pool, cfg, testdb.Logger(t), nil)
 			require.NoError(t, err)
 			pub := outbox.New(client, nil, testdb.Logger(t))

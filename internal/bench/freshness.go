@@ -10,14 +10,16 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/relay-dev/relay/internal/workerconfig"
 	"github.com/relay-dev/relay/outbox"
 	"github.com/relay-dev/relay/resolver"
 	"github.com/relay-dev/relay/worker"
+	"github.com/relay-dev/relay/worker/resolvefile"
 )
 
 // Freshness is the freshness phase: the time from a publish until its
 // batch committed and its relationships were final
-// (worker.BatchSummary.Freshness), during a bulk load of the main corpus
+// (resolvefile.BatchSummary.Freshness), during a bulk load of the main corpus
 // and for re-publishes of one file that renames a function that Callers
 // other files call, with the corpus loaded and the worker running.
 type Freshness struct {
@@ -45,10 +47,10 @@ const (
 type freshnessObserver struct {
 	mu   sync.Mutex
 	bulk []time.Duration
-	hot  chan *worker.BatchSummary
+	hot  chan *resolvefile.BatchSummary
 }
 
-func (o *freshnessObserver) BatchDone(sum *worker.BatchSummary) {
+func (o *freshnessObserver) BatchDone(sum *resolvefile.BatchSummary) {
 	if sum.FileID == hotFile {
 		o.hot <- sum
 		return
@@ -97,8 +99,8 @@ func (b *bench) freshness(ctx context.Context, res *Result) error {
 			return callerAnalysis(k - main.files - 1), nil
 		}
 	}}
-	wcfg := b.workerConfig()
-	obs := &freshnessObserver{hot: make(chan *worker.BatchSummary, freshnessRenames+1)}
+	wcfg := workerconfig.From(b.workerConfig())
+	obs := &freshnessObserver{hot: make(chan *resolvefile.BatchSummary, freshnessRenames+1)}
 	client, err := worker.NewClient(b.pool, wcfg, b.cfg.Logger, &worker.Options{RiverPool: b.riverPool, Observer: obs})
 	if err != nil {
 		return err

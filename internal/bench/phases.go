@@ -12,8 +12,10 @@ import (
 
 	"github.com/relay-dev/relay/config"
 	"github.com/relay-dev/relay/internal/goanalyze"
+	"github.com/relay-dev/relay/internal/workerconfig"
 	"github.com/relay-dev/relay/outbox"
 	"github.com/relay-dev/relay/worker"
+	"github.com/relay-dev/relay/worker/resolvefile"
 )
 
 // RunResult is one corpus published through the outbox and worked to
@@ -50,7 +52,7 @@ type RunResult struct {
 	RowsWritten int64   `json:"rows_written"`
 	RowsPerSec  float64 `json:"rows_per_sec"`
 	// Reresolved counts the references the batches resolved again
-	// (worker.BatchSummary.Reresolved): those resolved before the publish
+	// (resolvefile.BatchSummary.Reresolved): those resolved before the publish
 	// of a name they look up was visible. In a concurrent run it follows
 	// how closely the workers keep up with the publisher, and its share of
 	// the work is what moves rows/s most from one run to the next.
@@ -94,7 +96,7 @@ func (b *bench) runCorpus(ctx context.Context, src source, perPOI, concurrent bo
 	}
 	rss := sampleRSS()
 	defer rss.Stop()
-	wcfg := b.workerConfig()
+	wcfg := workerconfig.From(b.workerConfig())
 	inserter, err := worker.NewInsertClient(b.pool, wcfg, b.cfg.Logger)
 	if err != nil {
 		return nil, err
@@ -183,7 +185,7 @@ func (b *bench) publish(ctx context.Context, src source, pub *outbox.Publisher, 
 }
 
 // work runs relay's worker until the queue is idle.
-func (b *bench) work(ctx context.Context, wcfg *config.Config, res *RunResult) error {
+func (b *bench) work(ctx context.Context, wcfg *worker.Config, res *RunResult) error {
 	client, err := worker.NewClient(b.pool, wcfg, b.cfg.Logger, &worker.Options{RiverPool: b.riverPool, Observer: reresolved{res}})
 	if err != nil {
 		return err
@@ -199,7 +201,7 @@ func (b *bench) work(ctx context.Context, wcfg *config.Config, res *RunResult) e
 // reresolved adds every batch's re-resolved references to a run's count.
 type reresolved struct{ res *RunResult }
 
-func (r reresolved) BatchDone(sum *worker.BatchSummary) {
+func (r reresolved) BatchDone(sum *resolvefile.BatchSummary) {
 	atomic.AddInt64(&r.res.Reresolved, int64(sum.Reresolved))
 }
 
@@ -372,7 +374,7 @@ func (b *bench) stdlib(ctx context.Context, res *Result) error {
 	}
 	rss := sampleRSS()
 	defer rss.Stop()
-	wcfg := b.workerConfig()
+	wcfg := workerconfig.From(b.workerConfig())
 	inserter, err := worker.NewInsertClient(b.pool, wcfg, b.cfg.Logger)
 	if err != nil {
 		return err

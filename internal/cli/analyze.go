@@ -9,6 +9,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/relay-dev/relay/internal/goanalyze"
+	"github.com/relay-dev/relay/internal/workerconfig"
 	"github.com/relay-dev/relay/outbox"
 	"github.com/relay-dev/relay/worker"
 )
@@ -83,13 +84,13 @@ then resolves every batch, as 'relay worker --until-idle' would.`,
 			if st, err := os.Stat(dir); err != nil || !st.IsDir() {
 				return usageError{fmt.Errorf("%s is not a directory", dir)}
 			}
-			worker.SetGCPercent(a.cfg, a.logger)
+			worker.SetGCPercent(workerconfig.From(a.cfg), a.logger)
 			pool, err := a.open(ctx, "analyze")
 			if err != nil {
 				return err
 			}
 			defer pool.Close()
-			inserter, err := worker.NewInsertClient(pool, a.cfg, a.logger)
+			inserter, err := worker.NewInsertClient(pool, workerconfig.From(a.cfg), a.logger)
 			if err != nil {
 				return err
 			}
@@ -123,7 +124,7 @@ then resolves every batch, as 'relay worker --until-idle' would.`,
 			}
 			out := AnalyzeSummary{Summary: *sum, References: references}
 			if work {
-				client, err := worker.NewClient(pool, a.cfg, a.logger, nil)
+				client, err := worker.NewClient(pool, workerconfig.From(a.cfg), a.logger, nil)
 				if err != nil {
 					return err
 				}

@@ -21,6 +21,7 @@ import (
 	"github.com/relay-dev/relay/config"
 	"github.com/relay-dev/relay/internal/database"
 	"github.com/relay-dev/relay/internal/embeddedpg"
+	"github.com/relay-dev/relay/internal/workerconfig"
 	"github.com/relay-dev/relay/migrations"
 	"github.com/relay-dev/relay/worker"
 )
@@ -151,7 +152,7 @@ func runDemo(ctx context.Context, a *app, throwaway bool) error {
 	if err := demoMigrate(ctx, a); err != nil {
 		return err
 	}
-	worker.SetGCPercent(a.cfg, a.logger)
+	worker.SetGCPercent(workerconfig.From(a.cfg), a.logger)
 	pool, err := a.open(ctx, "demo")
 	if err != nil {
 		return err
@@ -164,7 +165,7 @@ func runDemo(ctx context.Context, a *app, throwaway bool) error {
 		return err
 	}
 	fmt.Fprintf(out, "relay demo: published %d files, %d POIs in %d resolve_file jobs (one per file)\n", sum.Files, sum.POIs, sum.Jobs)
-	client, err := worker.NewClient(pool, a.cfg, a.logger, nil)
+	client, err := worker.NewClient(pool, workerconfig.From(a.cfg), a.logger, nil)
 	if err != nil {
 		return err
 	}

@@ -27,6 +27,7 @@ import (
 	"github.com/relay-dev/relay/deadletter/items"
 	"github.com/relay-dev/relay/internal/agent"
 	"github.com/relay-dev/relay/internal/mapreduce"
+	"github.com/relay-dev/relay/internal/workerconfig"
 	"github.com/relay-dev/relay/worker"
 )
 
@@ -177,7 +178,7 @@ JOB_ID --wait' goes on with them (exit code 130).`,
 				return err
 			}
 			defer pool.Close()
-			client, err := worker.NewInsertClient(pool, a.cfg, a.logger)
+			client, err := worker.NewInsertClient(pool, workerconfig.From(a.cfg), a.logger)
 			if err != nil {
 				return err
 			}
@@ -436,7 +437,7 @@ const adoptInterval = 5 * time.Second
 // starting agents and waits up to shutdown_timeout for running ones; a
 // second (a.env.StopNow) kills them.
 func workInProcess(ctx context.Context, a *app, pool *pgxpool.Pool, jobID string, agents *agentSetup, parallel int) (*mapreduce.Counts, error) {
-	cfg := *a.cfg
+	cfg := workerconfig.From(a.cfg)
 	if parallel > 0 {
 		cfg.MapReduceParallel = parallel
 	}
@@ -457,7 +458,7 @@ func workInProcess(ctx context.Context, a *app, pool *pgxpool.Pool, jobID string
 	killNow := make(chan struct{})
 	mr := agents.workerConfig()
 	mr.StopNow = killNow
-	client, err := worker.NewClient(pool, &cfg, logger, &worker.Options{Queues: []string{mapreduce.Queue}, MapReduce: mr})
+	client, err := worker.NewClient(pool, cfg, logger, &worker.Options{Queues: []string{mapreduce.Queue}, MapReduce: mr})
 	if err != nil {
 		return nil, err
 	}
@@ -724,7 +725,7 @@ must give them all (its agent_env).`,
 			if err := mapreduce.Sweep(ctx, pool, a.logger); err != nil {
 				a.logger.WarnContext(ctx, "could not capture discarded items first", "error", err.Error())
 			}
-			client, err := worker.NewInsertClient(pool, a.cfg, a.logger)
+			client, err := worker.NewInsertClient(pool, workerconfig.From(a.cfg), a.logger)
 			if err != nil {
 				return err
 			}

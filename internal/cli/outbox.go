@@ -14,6 +14,7 @@ import (
 	"github.com/relay-dev/relay/deadletter/rejected"
 	"github.com/relay-dev/relay/internal/ops"
 	"github.com/relay-dev/relay/internal/termout"
+	"github.com/relay-dev/relay/internal/workerconfig"
 	"github.com/relay-dev/relay/outbox"
 	"github.com/relay-dev/relay/worker"
 )
@@ -139,7 +140,7 @@ was rejected again or left alone.`,
 				if err != nil {
 					return err
 				}
-				client, err := worker.NewInsertClient(dl.pool, a.cfg, a.logger)
+				client, err := worker.NewInsertClient(dl.pool, workerconfig.From(a.cfg), a.logger)
 				if err != nil {
 					return err
 				}

@@ -17,6 +17,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/spf13/cobra"
 
+	"github.com/relay-dev/relay/internal/workerconfig"
 	"github.com/relay-dev/relay/outbox"
 	"github.com/relay-dev/relay/worker"
 )
@@ -133,7 +134,7 @@ type pendingLine struct {
 // publishStreamLimited is publishStream rejecting lines longer than
 // maxLineBytes.
 func publishStreamLimited(ctx context.Context, a *app, pool *pgxpool.Pool, r io.Reader, maxLineBytes int64) (*PublishSummary, error) {
-	client, err := worker.NewInsertClient(pool, a.cfg, a.logger)
+	client, err := worker.NewInsertClient(pool, workerconfig.From(a.cfg), a.logger)
 	if err != nil {
 		return nil, err
 	}

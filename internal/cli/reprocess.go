@@ -15,6 +15,7 @@ import (
 
 	"github.com/relay-dev/relay/deadletter/failed"
 	"github.com/relay-dev/relay/internal/termout"
+	"github.com/relay-dev/relay/internal/workerconfig"
 	"github.com/relay-dev/relay/worker"
 )
 
@@ -84,7 +85,7 @@ recorded in dead_letter_events (action reprocess).
 				return err
 			}
 			defer pool.Close()
-			client, err := worker.NewInsertClient(pool, a.cfg, a.logger)
+			client, err := worker.NewInsertClient(pool, workerconfig.From(a.cfg), a.logger)
 			if err != nil {
 				return err
 			}

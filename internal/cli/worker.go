@@ -17,6 +17,7 @@ import (
 	"github.com/relay-dev/relay/internal/database"
 	"github.com/relay-dev/relay/internal/liveness"
 	"github.com/relay-dev/relay/internal/ops"
+	"github.com/relay-dev/relay/internal/workerconfig"
 	"github.com/relay-dev/relay/migrations"
 	"github.com/relay-dev/relay/worker"
 )
@@ -68,7 +69,7 @@ starts, but fails every MapReduce item it takes without running the agent
 			} else if err != nil {
 				return usageError{err}
 			}
-			worker.SetGCPercent(a.cfg, a.logger)
+			worker.SetGCPercent(workerconfig.From(a.cfg), a.logger)
 			pool, err := a.open(ctx, "worker")
 			if err != nil {
 				return err
@@ -90,7 +91,7 @@ starts, but fails every MapReduce item it takes without running the agent
 				metrics = ops.NewMetrics(pool, a.cfg.MetricsRefresh, a.logger)
 				opts.Observer = metrics
 			}
-			client, err := worker.NewClient(pool, a.cfg, a.logger, opts)
+			client, err := worker.NewClient(pool, workerconfig.From(a.cfg), a.logger, opts)
 			if err != nil {
 				return err
 			}

@@ -24,6 +24,7 @@ import (
 	"github.com/relay-dev/relay/internal/console"
 	"github.com/relay-dev/relay/internal/mapreduce"
 	"github.com/relay-dev/relay/internal/testdb"
+	"github.com/relay-dev/relay/internal/workerconfig"
 	"github.com/relay-dev/relay/outbox"
 	"github.com/relay-dev/relay/worker"
 )
@@ -51,7 +52,7 @@ func newFixture(t *testing.T, edit func(*console.Config)) *fixture {
 		}
 	}
 	logger := testdb.Logger(t)
-	jobs, err := worker.NewInsertClient(db.Pool, cfg, logger)
+	jobs, err := worker.NewInsertClient(db.Pool, workerconfig.From(cfg), logger)
 	require.NoError(t, err)
 	cc := console.Config{Pool: db.Pool, Jobs: jobs, HeartbeatTimeout: cfg.WorkerHeartbeatTimeout,
 		Database: config.RedactURL(db.URL), Logger: logger}
@@ -110,7 +111,7 @@ func (f *fixture) publish(t *testing.T, fileID string, pois ...json.RawMessage) 
 func (f *fixture) work(t *testing.T) {
 	t.Helper()
 	logger := testdb.Logger(t)
-	client, err := worker.NewClient(f.db.Pool, f.cfg, logger, &worker.Options{})
+	client, err := worker.NewClient(f.db.Pool, workerconfig.From(f.cfg), logger, &worker.Options{})
 	require.NoError(t, err)
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()

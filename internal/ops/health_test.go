@@ -16,7 +16,7 @@ import (
 	"github.com/relay-dev/relay/internal/ops"
 	"github.com/relay-dev/relay/internal/testdb"
 	"github.com/relay-dev/relay/migrations"
-	"github.com/relay-dev/relay/worker"
+	"github.com/relay-dev/relay/worker/resolvefile"
 )
 
 type healthBundle struct {
@@ -132,7 +132,7 @@ func TestMetrics_ExportEveryNameWithBatchAndDatabaseValues(t *testing.T) {
 	t.Parallel()
 	b := setupHealth(t, 100)
 	addFailedPOIs(t, b.db, 2)
-	b.metrics.BatchDone(&worker.BatchSummary{POIs: 5, Resolved: 4, Failed: 1, Relationships: 7, Duration: 20 * time.Millisecond,
+	b.metrics.BatchDone(&resolvefile.BatchSummary{POIs: 5, Resolved: 4, Failed: 1, Relationships: 7, Duration: 20 * time.Millisecond,
 		FailedByClass: map[failed.ErrorClass]int{failed.ClassTimeout: 1}})
 	b.metrics.BatchFailed(time.Second)
 

@@ -11,7 +11,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 
 	"github.com/relay-dev/relay/outbox"
-	"github.com/relay-dev/relay/worker"
+	"github.com/relay-dev/relay/worker/resolvefile"
 )
 
 // Metric names relay exports. The dashboards and alert rules under deploy/
@@ -86,10 +86,10 @@ func NewMetrics(pool *pgxpool.Pool, refresh time.Duration, logger *slog.Logger) 
 	return m
 }
 
-var _ worker.Observer = (*Metrics)(nil)
+var _ resolvefile.Observer = (*Metrics)(nil)
 
 // BatchDone records a finished batch.
-func (m *Metrics) BatchDone(sum *worker.BatchSummary) {
+func (m *Metrics) BatchDone(sum *resolvefile.BatchSummary) {
 	if sum.Freshness > 0 {
 		m.freshness.Observe(sum.Freshness.Seconds())
 	}

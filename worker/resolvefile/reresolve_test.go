@@ -1,4 +1,4 @@
-package worker_test
+package resolvefile_test
 
 import (
 	"context"
@@ -11,20 +11,22 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/relay-dev/relay/internal/testdb"
+	"github.com/relay-dev/relay/internal/workerconfig"
 	"github.com/relay-dev/relay/outbox"
 	"github.com/relay-dev/relay/worker"
+	"github.com/relay-dev/relay/worker/resolvefile"
 )
 
 // summaries records every batch a client finished, in order.
 type summaries struct {
 	mu     sync.Mutex
-	done   []worker.BatchSummary
+	done   []resolvefile.BatchSummary
 	notify chan struct{} // one pending wake-up per BatchDone
 }
 
 func newSummaries() *summaries { return &summaries{notify: make(chan struct{}, 1)} }
 
-func (s *summaries) BatchDone(sum *worker.BatchSummary) {
+func (s *summaries) BatchDone(sum *resolvefile.BatchSummary) {
 	s.mu.Lock()
 	s.done = append(s.done, *sum)
 	s.mu.Unlock()
@@ -40,7 +42,7 @@ func (s *summaries) BatchFailed(time.Duration) {}
 // after its transaction commits, so a drained queue can be seen first),
 // then returns the files in the order their batches finished and each
 // file's last summary.
-func (s *summaries) byFile(t *testing.T, n int) (order []string, last map[string]worker.BatchSummary) {
+func (s *summaries) byFile(t *testing.T, n int) (order []string, last map[string]resolvefile.BatchSummary) {
 	t.Helper()
 	deadline := time.After(30 * time.Second)
 	for {
@@ -58,7 +60,7 @@ func (s *summaries) byFile(t *testing.T, n int) (order []string, last map[string
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	last = map[string]worker.BatchSummary{}
+	last = map[string]resolvefile.BatchSummary{}
 	for _, d := range s.done {
 		order = append(order, d.FileID)
 		last[d.FileID] = d
@@ -72,8 +74,8 @@ func (s *summaries) byFile(t *testing.T, n int) (order []string, last map[string
 func TestResolveFileWorker_ReresolvesOnlyReferencesResolvedBeforeThePublish(t *testing.T) {
 	t.Parallel()
 	db := testdb.New(t)
-	cfg := db.Config()
-	cfg.WorkerConcurrency = 1 // jobs run in publish order
+	cfg := workerconfig.From(db.Config())
+	cfg.Concurrency = 1 // jobs run in publish order
 	obs := newSummaries()
 	client, err := worker.NewClient(db.Pool, cfg, testdb.Logger(t), &worker.Options{Observer: obs, Queues: []string{outbox.QueueResolve}})
 	require.NoError(t, err)

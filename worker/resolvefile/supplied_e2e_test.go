@@ -1,4 +1,4 @@
-package worker_test
+package resolvefile_test
 
 import (
 	"encoding/json"

@@ -1,4 +1,4 @@
-package worker_test
+package resolvefile_test
 
 import (
 	"context"
@@ -7,6 +7,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/relay-dev/relay/internal/testdb"
+	"github.com/relay-dev/relay/internal/workerconfig"
 	"github.com/relay-dev/relay/outbox"
 	"github.com/relay-dev/relay/worker"
 )
@@ -19,7 +20,7 @@ import (
 func TestDeletingAFileRemovesItsReferencesAndEdgesBothWays(t *testing.T) {
 	t.Parallel()
 	db := testdb.New(t)
-	client, err := worker.NewClient(db.Pool, db.Config(), testdb.Logger(t), &worker.Options{Queues: []string{outbox.QueueResolve}})
+	client, err := worker.NewClient(db.Pool, workerconfig.From(db.Config()), testdb.Logger(t), &worker.Options{Queues: []string{outbox.QueueResolve}})
 	require.NoError(t, err)
 	e := &e2e{db: db, pub: outbox.New(client, nil, testdb.Logger(t)), client: client}
 	e.publish(t, outbox.Analysis{FileID: "src/a.js", POIs: pois(fn("a.a", "a", "src/a.js", "function a() { b(); missing(); }"))})
@@ -42,21 +43,4 @@ func TestDeletingAFileRemovesItsReferencesAndEdgesBothWays(t *testing.T) {
 	require.Equal(t, []string{"b.b CALLS c.c"}, relationships(t, db.Pool),
 		"edges from (a.a CALLS b.b) or to (c.c CALLS a.a) the deleted POI stayed")
 	require.Equal(t, 1, countRefs("c.c"), "another file's reference to the deleted name must stay, to resolve a later publish of it")
-}
-
-// The indexes River's reindexer is told to rebuild all exist after relay's
-// migrations (River would warn on every run otherwise), and the args index
-// migration 00007 drops is not among them.
-func TestReindexerIndexNames_ExistAfterMigrationWithoutTheArgsIndex(t *testing.T) {
-	t.Parallel()
-	db := testdb.New(t)
-	names := worker.ReindexerIndexNames()
-	require.NotContains(t, names, "river_job_args_index")
-	require.NotEmpty(t, names)
-	var existing []string
-	require.NoError(t, db.Pool.QueryRow(context.Background(),
-		`SELECT coalesce(array_agg(indexname::text), '{}') FROM pg_indexes WHERE schemaname = $1 AND tablename = 'river_job'`,
-		db.Schema).Scan(&existing))
-	require.NotContains(t, existing, "river_job_args_index")
-	require.Subset(t, existing, names)
 }

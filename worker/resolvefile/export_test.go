@@ -1,4 +1,4 @@
-package worker
+package resolvefile
 
 // GlobalLinkLock exposes the global link lock's key.
 const GlobalLinkLock = globalLinkLock

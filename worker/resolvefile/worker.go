@@ -1,9 +1,12 @@
-// Package worker works relay's River jobs. ResolveFileWorker resolves one
-// file's POI batch: every POI inside its own error boundary (structural
+// Package resolvefile is relay's resolve_file job: Worker resolves one
+// file's POI batch, every POI inside its own error boundary (structural
 // validation, recovered panics, a per-POI deadline), failed POIs into
 // failed_pois, and the relationships, the failed_pois rows and the job's
-// completion in one transaction.
-package worker
+// completion in one transaction. store.go holds the batch's SQL and the
+// resolution protocol that keeps every stored reference's target right
+// whatever the order of publishes and jobs (link). Package worker registers
+// Worker with relay's River client.
+package resolvefile
 
 import (
 	"context"
@@ -35,8 +38,8 @@ type Beginner interface {
 // tests substitute one that panics or hangs for chosen POIs.
 type ExtractFunc func(ctx context.Context, poi resolver.POI) ([]resolver.Reference, error)
 
-// ResolveFileConfig tunes ResolveFileWorker.
-type ResolveFileConfig struct {
+// Config tunes Worker.
+type Config struct {
 	// POITimeout is the deadline for one POI.
 	POITimeout time.Duration
 	// JobTimeout is the deadline for the whole batch (River's job timeout).
@@ -49,18 +52,18 @@ type ResolveFileConfig struct {
 	ReprocessMaxAttempts int
 }
 
-// ResolveFileWorker is the River worker for resolve_file jobs.
-type ResolveFileWorker struct {
+// Worker is the River worker for resolve_file jobs.
+type Worker struct {
 	river.WorkerDefaults[outbox.ResolveFileArgs]
 
 	db      Beginner
-	cfg     ResolveFileConfig
+	cfg     Config
 	logger  *slog.Logger
 	metrics Observer
 }
 
-// NewResolveFileWorker returns the resolve_file worker. obs may be nil.
-func NewResolveFileWorker(db Beginner, cfg ResolveFileConfig, logger *slog.Logger, obs Observer) *ResolveFileWorker {
+// NewWorker returns the resolve_file worker. obs may be nil.
+func NewWorker(db Beginner, cfg Config, logger *slog.Logger, obs Observer) *Worker {
 	if cfg.POITimeout <= 0 {
 		cfg.POITimeout = 5 * time.Second
 	}
@@ -70,11 +73,11 @@ func NewResolveFileWorker(db Beginner, cfg ResolveFileConfig, logger *slog.Logge
 	if obs == nil {
 		obs = nopObserver{}
 	}
-	return &ResolveFileWorker{db: db, cfg: cfg, logger: logger, metrics: obs}
+	return &Worker{db: db, cfg: cfg, logger: logger, metrics: obs}
 }
 
 // Timeout is the batch's deadline.
-func (w *ResolveFileWorker) Timeout(*river.Job[outbox.ResolveFileArgs]) time.Duration {
+func (w *Worker) Timeout(*river.Job[outbox.ResolveFileArgs]) time.Duration {
 	return w.cfg.JobTimeout
 }
 
@@ -114,7 +117,7 @@ type BatchSummary struct {
 // Work resolves the batch. It returns an error (so River retries the whole
 // batch) only when the database work fails, including writing failed_pois;
 // a POI's own failure is recorded, not returned.
-func (w *ResolveFileWorker) Work(ctx context.Context, job *river.Job[outbox.ResolveFileArgs]) error {
+func (w *Worker) Work(ctx context.Context, job *river.Job[outbox.ResolveFileArgs]) error {
 	start := time.Now()
 	args := job.Args
 	log := w.logger.With(slog.Int64("job_id", job.ID), slog.String("file_id", args.FileID), slog.Int("attempt", job.Attempt))
@@ -167,7 +170,7 @@ func (w *ResolveFileWorker) Work(ctx context.Context, job *river.Job[outbox.Reso
 
 // resolvePOI is one POI's error boundary: it never panics and never returns
 // an error; a failure is described in the result.
-func (w *ResolveFileWorker) resolvePOI(ctx context.Context, jobID int64, fileID string, index int, raw json.RawMessage) (res poiResult) {
+func (w *Worker) resolvePOI(ctx context.Context, jobID int64, fileID string, index int, raw json.RawMessage) (res poiResult) {
 	res.index = index
 	fail := func(class failed.ErrorClass, msg, detail string) poiResult {
 		res.fail = &failed.POI{JobID: jobID, FileID: fileID, POIID: res.poi.ID, POIIndex: index,
@@ -237,7 +240,7 @@ func (w *ResolveFileWorker) resolvePOI(ctx context.Context, jobID int64, fileID 
 
 // commit writes the batch's effects and completes the job in one
 // transaction.
-func (w *ResolveFileWorker) commit(ctx context.Context, job *river.Job[outbox.ResolveFileArgs], results []poiResult) (*BatchSummary, error) {
+func (w *Worker) commit(ctx context.Context, job *river.Job[outbox.ResolveFileArgs], results []poiResult) (*BatchSummary, error) {
 	args := job.Args
 	sum := &BatchSummary{JobID: job.ID, FileID: args.FileID, POIs: len(results), FailedByClass: map[failed.ErrorClass]int{}}
 	tx, err := w.begin(ctx)
@@ -350,7 +353,7 @@ type txOptionsBeginner interface {
 // begin begins the batch's transaction on index plans (indexPlansSQL): in
 // the BEGIN's own round trip on a pool, or after it on a Beginner that only
 // begins (a test's transaction, whose Begin is a savepoint).
-func (w *ResolveFileWorker) begin(ctx context.Context) (pgx.Tx, error) {
+func (w *Worker) begin(ctx context.Context) (pgx.Tx, error) {
 	if b, ok := w.db.(txOptionsBeginner); ok {
 		return b.BeginTx(ctx, pgx.TxOptions{BeginQuery: "BEGIN; " + indexPlansSQL})
 	}
@@ -387,9 +390,9 @@ const indexPlansSQL = `SELECT set_config('enable_seqscan', 'off', true), set_con
 //
 // The batch commits only if this attempt still owns the job: when another
 // worker returned it to the queue meanwhile (this worker's heartbeat was
-// declared gone, see Liveness), River leaves the job as it is, or completes
-// the next attempt's; either way completeTx fails and the batch's
-// transaction rolls back, so a job's batch never commits twice.
+// declared gone, see liveness.Liveness), River leaves the job as it is, or
+// completes the next attempt's; either way completeTx fails and the
+// batch's transaction rolls back, so a job's batch never commits twice.
 func completeTx(ctx context.Context, tx pgx.Tx, job *river.Job[outbox.ResolveFileArgs]) error {
 	done, err := river.JobCompleteTx[*riverpgxv5.Driver](ctx, tx, &river.Job[completedArgs]{JobRow: job.JobRow})
 	if err != nil {

@@ -1,4 +1,4 @@
-package worker_test
+package resolvefile_test
 
 import (
 	"context"
@@ -17,6 +17,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/relay-dev/relay/internal/testdb"
+	"github.com/relay-dev/relay/internal/workerconfig"
 	"github.com/relay-dev/relay/outbox"
 	"github.com/relay-dev/relay/worker"
 )
@@ -64,8 +65,8 @@ type e2e struct {
 func setupE2E(t *testing.T, concurrency int) *e2e {
 	t.Helper()
 	db := testdb.New(t)
-	cfg := db.Config()
-	cfg.WorkerConcurrency = concurrency
+	cfg := workerconfig.From(db.Config())
+	cfg.Concurrency = concurrency
 	client, err := worker.NewClient(db.Pool, cfg, testdb.Logger(t), nil)
 	require.NoError(t, err)
 	return &e2e{db: db, pub: outbox.New(client, nil, testdb.Logger(t)), client: client}

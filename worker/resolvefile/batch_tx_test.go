@@ -1,4 +1,4 @@
-package worker_test
+package resolvefile_test
 
 import (
 	"context"
@@ -8,10 +8,11 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/stretchr/testify/require"
 
-	"github.com/relay-dev/relay/internal/database"
 	"github.com/relay-dev/relay/internal/testdb"
+	"github.com/relay-dev/relay/internal/workerconfig"
 	"github.com/relay-dev/relay/outbox"
 	"github.com/relay-dev/relay/worker"
+	"github.com/relay-dev/relay/worker/resolvefile"
 )
 
 // A batch keeps no state in its connection's session, so that it works
@@ -36,7 +37,7 @@ func TestResolveFileWorker_BatchKeepsNoSessionState(t *testing.T) {
 		CREATE TRIGGER record_settings AFTER INSERT ON poi_references FOR EACH STATEMENT EXECUTE FUNCTION record_settings();`)
 	require.NoError(t, err)
 
-	client, err := worker.NewClient(db.Pool, db.Config(), testdb.Logger(t), nil)
+	client, err := worker.NewClient(db.Pool, workerconfig.From(db.Config()), testdb.Logger(t), nil)
 	require.NoError(t, err)
 	pub := outbox.New(client, nil, testdb.Logger(t))
 	require.NoError(t, pgx.BeginFunc(ctx, db.Pool, func(tx pgx.Tx) error {
@@ -61,8 +62,8 @@ func TestResolveFileWorker_BatchKeepsNoSessionState(t *testing.T) {
 	require.NoError(t, db.Pool.QueryRow(ctx, `SELECT DISTINCT resolved_xmin::text::bigint FROM poi_references`).Scan(&stamp))
 	var stampLocks []int64
 	for _, k := range locks {
-		if k >= worker.StampLockBase {
-			stampLocks = append(stampLocks, k-worker.StampLockBase)
+		if k >= resolvefile.StampLockBase {
+			stampLocks = append(stampLocks, k-resolvefile.StampLockBase)
 		}
 	}
 	require.Len(t, stampLocks, 1, "one stamp lock while it writes, in the stamp lock space")
@@ -76,7 +77,7 @@ func TestResolveFileWorker_ReferencesStoredByAReprocessAreTakenOverOnAPool(t *te
 	t.Parallel()
 	ctx := context.Background()
 	db := testdb.New(t)
-	client, err := worker.NewClient(db.Pool, db.Config(), testdb.Logger(t), nil)
+	client, err := worker.NewClient(db.Pool, workerconfig.From(db.Config()), testdb.Logger(t), nil)
 	require.NoError(t, err)
 	pub := outbox.New(client, nil, testdb.Logger(t))
 	require.NoError(t, pgx.BeginFunc(ctx, db.Pool, func(tx pgx.Tx) error {
@@ -99,51 +100,4 @@ func TestResolveFileWorker_ReferencesStoredByAReprocessAreTakenOverOnAPool(t *te
 	require.Equal(t, 1, testdb.Count(t, db.Pool, `SELECT count(*) FROM failed_pois`), "the failed POI written once")
 	require.Equal(t, 1, testdb.Count(t, db.Pool, `SELECT count(*) FROM river_job WHERE state = 'completed' AND attempt = 1`),
 		"completed by its first attempt")
-}
-
-// With a River pool (relay worker's, with synchronous_commit off), River's
-// own statements run on it, and everything relay writes, the job's
-// completion included, runs on the worker's pool, with the server's
-// synchronous_commit: triggers record the setting each write ran under.
-func TestNewClient_RiverStatementsRunOnTheRiverPool(t *testing.T) {
-	t.Parallel()
-	ctx := context.Background()
-	db := testdb.New(t)
-	_, err := db.Pool.Exec(ctx, `
-		CREATE TABLE seen_sync (what text, setting text);
-		CREATE FUNCTION record_sync() RETURNS trigger LANGUAGE plpgsql AS $$
-		BEGIN
-			INSERT INTO seen_sync VALUES (TG_ARGV[0], current_setting('synchronous_commit'));
-			RETURN NULL;
-		END $$;
-		CREATE TRIGGER record_sync AFTER INSERT ON poi_references FOR EACH STATEMENT EXECUTE FUNCTION record_sync('references');
-		CREATE TRIGGER record_sync AFTER INSERT ON failed_pois FOR EACH STATEMENT EXECUTE FUNCTION record_sync('failed_pois');
-		CREATE TRIGGER record_fetch AFTER UPDATE ON river_job FOR EACH ROW WHEN (NEW.state = 'running')
-			EXECUTE FUNCTION record_sync('fetch');
-		CREATE TRIGGER record_complete AFTER UPDATE ON river_job FOR EACH ROW WHEN (NEW.state = 'completed')
-			EXECUTE FUNCTION record_sync('completion');`)
-	require.NoError(t, err)
-
-	cfg := db.Config()
-	cfg.DatabaseSchema = db.Schema
-	riverPool, err := database.Open(ctx, db.URL, database.RiverOptionsFromConfig(cfg, "test"))
-	require.NoError(t, err)
-	defer riverPool.Close()
-	client, err := worker.NewClient(db.Pool, cfg, testdb.Logger(t), &worker.Options{RiverPool: riverPool,
-		Queues: []string{outbox.QueueResolve}})
-	require.NoError(t, err)
-	pub := outbox.New(client, nil, testdb.Logger(t))
-	require.NoError(t, pgx.BeginFunc(ctx, db.Pool, func(tx pgx.Tx) error {
-		_, err := pub.PublishTx(ctx, tx, outbox.Analysis{FileID: "src/s.js", POIs: []json.RawMessage{
-			fn("s1", "s", "src/s.js", "function s() { t(); }"), fn("t1", "t", "src/s.js", "function t() {}"),
-			json.RawMessage(`{"id": "bad", "name": 7}`)}})
-		return err
-	}))
-	require.NoError(t, worker.RunUntilIdle(ctx, client, db.Pool, testdb.Logger(t), nil))
-
-	rows, err := db.Pool.Query(ctx, `SELECT DISTINCT what || ' ' || setting FROM seen_sync ORDER BY 1`)
-	require.NoError(t, err)
-	seen, err := pgx.CollectRows(rows, pgx.RowTo[string])
-	require.NoError(t, err)
-	require.Equal(t, []string{"completion on", "failed_pois on", "fetch off", "references on"}, seen)
 }

@@ -1,4 +1,4 @@
-package worker_test
+package resolvefile_test
 
 import (
 	"context"
@@ -8,8 +8,10 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/relay-dev/relay/internal/testdb"
+	"github.com/relay-dev/relay/internal/workerconfig"
 	"github.com/relay-dev/relay/outbox"
 	"github.com/relay-dev/relay/worker"
+	"github.com/relay-dev/relay/worker/resolvefile"
 )
 
 // A changer must see the references of a batch that read the symbol table
@@ -35,7 +37,7 @@ func TestResolveFileWorker_ChangerWaitsForBatchesThatReadBeforeThePublish(t *tes
 			t.Parallel()
 			ctx := context.Background()
 			db := testdb.New(t)
-			client, err := worker.NewClient(db.Pool, db.Config(), testdb.Logger(t), &worker.Options{Queues: []string{outbox.QueueResolve}})
+			client, err := worker.NewClient(db.Pool, workerconfig.From(db.Config()), testdb.Logger(t), &worker.Options{Queues: []string{outbox.QueueResolve}})
 			require.NoError(t, err)
 			e := &e2e{db: db, pub: outbox.New(client, nil, testdb.Logger(t)), client: client}
 			e.publish(t, outbox.Analysis{FileID: "src/r.js", POIs: pois(fn("r.r", "r", "src/r.js", "function r() {}"))})
@@ -45,7 +47,7 @@ func TestResolveFileWorker_ChangerWaitsForBatchesThatReadBeforeThePublish(t *tes
 			referrer, err := db.Pool.Begin(ctx)
 			require.NoError(t, err)
 			defer func() { _ = referrer.Rollback(ctx) }()
-			key := worker.StampLockBase + tc.stamp
+			key := resolvefile.StampLockBase + tc.stamp
 			_, err = referrer.Exec(ctx, `SELECT pg_advisory_xact_lock_shared($1)`, key)
 			require.NoError(t, err)
 			_, err = referrer.Exec(ctx, `INSERT INTO poi_references (source_poi_id, source_file_id, name, key, type) VALUES ('r.r', 'src/r.js', 'late', 'late', 'CALLS')`)

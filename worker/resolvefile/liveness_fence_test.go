@@ -1,4 +1,4 @@
-package worker_test
+package resolvefile_test
 
 import (
 	"context"
@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/relay-dev/relay/internal/testdb"
+	"github.com/relay-dev/relay/internal/workerconfig"
 	"github.com/relay-dev/relay/outbox"
 	"github.com/relay-dev/relay/resolver"
 	"github.com/relay-dev/relay/worker"
@@ -42,7 +43,7 @@ func TestResolveFileWorker_BatchOfAReturnedJobDoesNotCommit(t *testing.T) {
 		})
 		return resolver.Extract(ctx, poi)
 	}
-	client, err := worker.NewClient(db.Pool, db.Config(), testdb.Logger(t), &worker.Options{Extract: extract})
+	client, err := worker.NewClient(db.Pool, workerconfig.From(db.Config()), testdb.Logger(t), &worker.Options{Extract: extract})
 	require.NoError(t, err)
 	pub := outbox.New(client, nil, testdb.Logger(t))
 	require.NoError(t, pgx.BeginFunc(ctx, db.Pool, func(tx pgx.Tx) error {

@@ -1,4 +1,4 @@
-package worker_test
+package resolvefile_test
 
 import (
 	"context"
@@ -19,7 +19,7 @@ import (
 	"github.com/relay-dev/relay/internal/testdb"
 	"github.com/relay-dev/relay/outbox"
 	"github.com/relay-dev/relay/resolver"
-	"github.com/relay-dev/relay/worker"
+	"github.com/relay-dev/relay/worker/resolvefile"
 )
 
 // unitBundle works jobs with rivertest inside one test transaction, which is
@@ -31,7 +31,7 @@ type unitBundle struct {
 	tw  *rivertest.Worker[outbox.ResolveFileArgs, pgx.Tx]
 }
 
-func setupUnit(t *testing.T, extract worker.ExtractFunc) *unitBundle {
+func setupUnit(t *testing.T, extract resolvefile.ExtractFunc) *unitBundle {
 	t.Helper()
 	ctx := context.Background()
 	db := testdb.New(t)
@@ -43,7 +43,7 @@ func setupUnit(t *testing.T, extract worker.ExtractFunc) *unitBundle {
 	riverCfg := &river.Config{Schema: db.Schema}
 	inserter, err := river.NewClient(driver, riverCfg)
 	require.NoError(t, err)
-	w := worker.NewResolveFileWorker(tx, worker.ResolveFileConfig{POITimeout: 200 * time.Millisecond, Extract: extract},
+	w := resolvefile.NewWorker(tx, resolvefile.Config{POITimeout: 200 * time.Millisecond, Extract: extract},
 		testdb.Logger(t), nil)
 	return &unitBundle{db: db, tx: tx, pub: outbox.New(inserter, nil, testdb.Logger(t)),
 		tw: rivertest.NewWorker(t, driver, riverCfg, w)}
@@ -399,11 +399,11 @@ func TestResolveFileWorker_LargeBatchTakesTheGlobalLinkLockInstead(t *testing.T)
 			require.NoError(t, b.tx.QueryRow(context.Background(), `
 				SELECT mode FROM pg_locks
 				WHERE locktype = 'advisory' AND pid = pg_backend_pid() AND objsubid = 1 AND granted
-				  AND (classid::bigint << 32 | objid::bigint) = $1`, worker.GlobalLinkLock).Scan(&mode))
+				  AND (classid::bigint << 32 | objid::bigint) = $1`, resolvefile.GlobalLinkLock).Scan(&mode))
 			require.Equal(t, tc.globalMode, mode)
 			require.Equal(t, 1, b.count(t, `
 				SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND pid = pg_backend_pid() AND objsubid = 1
-				  AND (classid::bigint << 32 | objid::bigint) < $1`, worker.StampLockBase),
+				  AND (classid::bigint << 32 | objid::bigint) < $1`, resolvefile.StampLockBase),
 				"no lock per name it refers to")
 			// The names it changed, exclusively, in the two-key space.
 			require.Equal(t, tc.nameLocks, b.count(t, `
@@ -416,7 +416,7 @@ func TestResolveFileWorker_LargeBatchTakesTheGlobalLinkLockInstead(t *testing.T)
 				SELECT count(*) FROM pg_locks
 				WHERE locktype = 'advisory' AND pid = pg_backend_pid() AND objsubid = 1 AND granted AND mode = 'ShareLock'
 				  AND (classid::bigint << 32 | objid::bigint) - $1 >= (SELECT max(resolved_xmin::text::bigint) FROM poi_references)`,
-				worker.StampLockBase))
+				resolvefile.StampLockBase))
 		})
 	}
 }
