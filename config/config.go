@@ -35,6 +35,8 @@ const (
 	WorkerHeartbeatTimeoutDefault   = 8 * time.Second
 	ShutdownTimeoutDefault          = 30 * time.Second
 	FetchCooldownDefault            = 5 * time.Millisecond
+	FetchPollIntervalDefault        = 250 * time.Millisecond
+	PublishQueueIntervalDefault     = outbox.DrainIntervalDefault
 	GCPercentDefault                = 400
 	RiverSynchronousCommitDefault   = "off"
 	StatementTimeoutDefault         = 60 * time.Second
@@ -129,6 +131,15 @@ type Config struct {
 	// second whatever their size; relay's batches are short, so it fetches
 	// more eagerly.
 	FetchCooldown time.Duration `mapstructure:"fetch_cooldown"`
+	// FetchPollInterval is how often a worker fetches jobs at least. A job
+	// inserted through a direct connection wakes the worker at once
+	// (LISTEN); behind a transaction pooler, which has no LISTEN, this is
+	// how long a new job can wait (River's default is 1s).
+	FetchPollInterval time.Duration `mapstructure:"fetch_poll_interval"`
+	// PublishQueueInterval is how often an idle worker looks for analyses
+	// queued by the SQL publish API (relay_publish): how long a committed
+	// SQL publish can wait before a worker publishes it.
+	PublishQueueInterval time.Duration `mapstructure:"publish_queue_interval"`
 	// GCPercent is the Go garbage collector's target (GOGC) in processes
 	// that work batches (relay worker, demo, analyze). A worker's live heap
 	// is a few MiB, so collecting when it has grown 4x rather than 1x costs
@@ -264,6 +275,8 @@ func Default() *Config {
 		WorkerHeartbeatTimeout:     WorkerHeartbeatTimeoutDefault,
 		ShutdownTimeout:            ShutdownTimeoutDefault,
 		FetchCooldown:              FetchCooldownDefault,
+		FetchPollInterval:          FetchPollIntervalDefault,
+		PublishQueueInterval:       PublishQueueIntervalDefault,
 		GCPercent:                  GCPercentDefault,
 		RiverSynchronousCommit:     RiverSynchronousCommitDefault,
 		MaxJobBytes:                outbox.MaxJobBytesDefault,
@@ -309,6 +322,7 @@ func (c *Config) Validate() error {
 	for key, d := range map[string]time.Duration{
 		"poi_timeout": c.POITimeout, "job_timeout": c.JobTimeout, "rescue_stuck_jobs_after": c.RescueStuckJobsAfter,
 		"discarded_job_retention": c.DiscardedJobRetention, "sweep_interval": c.SweepInterval, "shutdown_timeout": c.ShutdownTimeout, "fetch_cooldown": c.FetchCooldown,
+		"fetch_poll_interval": c.FetchPollInterval, "publish_queue_interval": c.PublishQueueInterval,
 		"statement_timeout": c.StatementTimeout, "idle_in_transaction_timeout": c.IdleInTransactionTimeout,
 		"mapreduce_timeout": c.MapReduceTimeout, "metrics_refresh": c.MetricsRefresh,
 		"worker_heartbeat_interval": c.WorkerHeartbeatInterval, "worker_heartbeat_timeout": c.WorkerHeartbeatTimeout,
@@ -316,6 +330,9 @@ func (c *Config) Validate() error {
 		if d <= 0 {
 			bad(key, "%s must be positive", d)
 		}
+	}
+	if c.FetchPollInterval < c.FetchCooldown {
+		bad("fetch_poll_interval", "%s must be at least fetch_cooldown (%s)", c.FetchPollInterval, c.FetchCooldown)
 	}
 	if c.RescueStuckJobsAfter <= c.JobTimeout {
 		bad("rescue_stuck_jobs_after", "%s must be longer than job_timeout (%s), or River would rescue jobs that are still being worked", c.RescueStuckJobsAfter, c.JobTimeout)

@@ -59,22 +59,15 @@ func relationsOf(t *testing.T, db *testdb.DB) (rels, failed []string) {
 	return rels, failed
 }
 
-// resolveAll publishes what the SQL API queued and works every job.
+// resolveAll publishes what the SQL API queued and works every job, as
+// relay worker --until-idle does.
 func resolveAll(t *testing.T, db *testdb.DB) {
 	t.Helper()
 	ctx := context.Background()
-	client, err := worker.NewClient(db.Pool, workerconfig.From(db.Config()), testdb.Logger(t), nil)
+	cfg := workerconfig.From(db.Config())
+	client, err := worker.NewClient(db.Pool, cfg, testdb.Logger(t), nil)
 	require.NoError(t, err)
-	pub := outbox.New(client, nil, testdb.Logger(t))
-	d := outbox.NewDrainer(db.Pool, pub, outbox.DrainConfig{}, testdb.Logger(t))
-	for {
-		res, err := d.Drain(ctx)
-		require.NoError(t, err)
-		if res.Published+res.Rejected == 0 {
-			break
-		}
-	}
-	require.NoError(t, worker.RunUntilIdle(ctx, client, db.Pool, testdb.Logger(t), nil))
+	require.NoError(t, worker.RunUntilIdle(ctx, client, worker.NewDrainer(db.Pool, client, cfg, testdb.Logger(t)), db.Pool, testdb.Logger(t), nil))
 }
 
 // TestSQLPublish_RealClients publishes a real source tree's analyses

@@ -118,6 +118,7 @@ func NewClient(pool *pgxpool.Pool, cfg *Config, logger *slog.Logger, opts *Optio
 		DiscardedJobRetentionPeriod: cfg.DiscardedJobRetention,
 		SoftStopTimeout:             cfg.ShutdownTimeout,
 		FetchCooldown:               cfg.FetchCooldown,
+		FetchPollInterval:           cfg.FetchPollInterval,
 		PeriodicJobs:                periodic,
 		ReindexerIndexNames:         ReindexerIndexNames(),
 		// LISTEN needs a session of its own, which a transaction pooler
@@ -158,16 +159,29 @@ func NewInsertClient(pool *pgxpool.Pool, cfg *Config, logger *slog.Logger) (*riv
 // retried within it still counts as work.
 const IdleGrace = 10 * time.Second
 
-// RunUntilIdle starts client and stops it once the resolve and MapReduce
-// queues are idle (WaitIdle); then it captures any discarded batches and
-// MapReduce items. It returns early, with ctx's error, if ctx ends first.
-func RunUntilIdle(ctx context.Context, client *river.Client[pgx.Tx], pool *pgxpool.Pool, logger *slog.Logger, progress func(Progress)) error {
+// NewDrainer returns the Drainer that publishes, with client inserting
+// the jobs, the analyses the SQL publish API queued: every process that
+// works the resolve queue runs one (Run, RunUntilIdle). Of cfg it uses
+// PublishQueueInterval and Publish.
+func NewDrainer(pool *pgxpool.Pool, client *river.Client[pgx.Tx], cfg *Config, logger *slog.Logger) *outbox.Drainer {
+	return outbox.NewDrainer(pool, outbox.New(client, &cfg.Publish, logger), outbox.DrainConfig{Interval: cfg.PublishQueueInterval}, logger)
+}
+
+// RunUntilIdle starts client, and drain (NewDrainer) beside it, and stops
+// both once no analysis is queued and the resolve and MapReduce queues are
+// idle (WaitIdle; with drain nil, as for a process that works only the
+// MapReduce queue, queued analyses are not waited for); then it captures any discarded batches and MapReduce
+// items. It returns early, with ctx's error, if ctx ends first.
+func RunUntilIdle(ctx context.Context, client *river.Client[pgx.Tx], drain *outbox.Drainer, pool *pgxpool.Pool, logger *slog.Logger, progress func(Progress)) error {
 	// Jobs must not inherit ctx: cancelling it (SIGTERM) starts a graceful
 	// stop below instead of cancelling in-flight batches at once.
 	if err := client.Start(context.WithoutCancel(ctx)); err != nil {
 		return fmt.Errorf("error starting River client: %w", err)
 	}
-	if err := WaitIdle(ctx, pool, progress); err != nil {
+	stopDrain := startDrain(ctx, drain)
+	err := waitIdle(ctx, pool, progress, drain != nil)
+	stopDrain()
+	if err != nil {
 		_ = client.Stop(context.WithoutCancel(ctx))
 		return err
 	}
@@ -177,15 +191,39 @@ func RunUntilIdle(ctx context.Context, client *river.Client[pgx.Tx], pool *pgxpo
 	return sweepDiscarded(ctx, pool, logger)
 }
 
-// WaitIdle waits, while a River client works them, until the resolve and
-// MapReduce queues have no job available or running and none due within
-// IdleGrace, reporting the queues' state to progress (may be nil) as it
+// startDrain runs drain (none when nil) until the returned function is
+// called, which returns once drain has stopped: a drain in progress
+// finishes or rolls back, so its analyses are published or still queued.
+func startDrain(ctx context.Context, drain *outbox.Drainer) (stop func()) {
+	if drain == nil {
+		return func() {}
+	}
+	ctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		_ = drain.Run(ctx)
+	}()
+	return func() {
+		cancel()
+		<-done
+	}
+}
+
+// WaitIdle waits, while a River client and a Drainer work them, until no
+// analysis is queued by the SQL publish API and the resolve and MapReduce
+// queues have no job available or running and none due within IdleGrace, reporting the queues' state to progress (may be nil) as it
 // goes. It reads the queues every 250ms, and every 10ms once at most
 // nearlyIdle jobs are pending, so that it returns within milliseconds of
 // the last job finishing (relay-bench times runs with it; River's
 // completion events come in batches, up to a few hundred milliseconds
 // late).
 func WaitIdle(ctx context.Context, pool *pgxpool.Pool, progress func(Progress)) error {
+	return waitIdle(ctx, pool, progress, true)
+}
+
+// waitIdle is WaitIdle, counting queued analyses as work only if queued.
+func waitIdle(ctx context.Context, pool *pgxpool.Pool, progress func(Progress), queued bool) error {
 	wait := time.NewTimer(0)
 	defer wait.Stop()
 	for {
@@ -202,6 +240,9 @@ func WaitIdle(ctx context.Context, pool *pgxpool.Pool, progress func(Progress)) 
 			progress(p)
 		}
 		pending := p.Pending + p.MapReduce.Pending
+		if queued {
+			pending += p.Queued
+		}
 		if pending == 0 {
 			return nil
 		}
@@ -220,6 +261,9 @@ const nearlyIdle = 32
 // Progress is the state of the resolve queue, and of the MapReduce queue
 // in MapReduce.
 type Progress struct {
+	// Queued counts analyses queued by the SQL publish API, not yet
+	// published.
+	Queued int64
 	// Pending counts jobs available, running, or due within IdleGrace.
 	Pending int64
 	// Completed and Discarded count finished jobs still in River's table.
@@ -250,24 +294,30 @@ func QueueProgress(ctx context.Context, pool *pgxpool.Pool) (Progress, error) {
 		                          OR (state IN ('retryable', 'scheduled') AND scheduled_at < now() + make_interval(secs => $2)))),
 		       count(*) FILTER (WHERE queue = $3 AND state = 'completed'),
 		       count(*) FILTER (WHERE queue = $3 AND state = 'cancelled'),
-		       count(*) FILTER (WHERE queue = $3 AND state = 'discarded')
+		       count(*) FILTER (WHERE queue = $3 AND state = 'discarded'),
+		       -- In the same snapshot as the jobs: a drain deletes queued
+		       -- rows and inserts their jobs in one transaction.
+		       (SELECT count(*) FROM publish_queue)
 		FROM river_job WHERE queue IN ($1, $3)`, outbox.QueueResolve, IdleGrace.Seconds(), mapreduce.Queue).Scan(
 		&p.Pending, &p.Completed, &p.Discarded,
-		&p.MapReduce.Pending, &p.MapReduce.Completed, &p.MapReduce.Cancelled, &p.MapReduce.Discarded)
+		&p.MapReduce.Pending, &p.MapReduce.Completed, &p.MapReduce.Cancelled, &p.MapReduce.Discarded, &p.Queued)
 	if err != nil {
 		return p, fmt.Errorf("error reading queue progress: %w", err)
 	}
 	return p, nil
 }
 
-// Run starts client and works until ctx ends (SIGINT/SIGTERM), then stops
-// gracefully: no new fetches, in-flight batches get the client's soft stop
+// Run starts client, and drain (NewDrainer; none when nil) beside it, and
+// works until ctx ends (SIGINT/SIGTERM), then stops gracefully: the drain
+// first, then the client: no new fetches, in-flight batches get the client's soft stop
 // timeout to finish before their contexts are cancelled.
-func Run(ctx context.Context, client *river.Client[pgx.Tx], logger *slog.Logger) error {
+func Run(ctx context.Context, client *river.Client[pgx.Tx], drain *outbox.Drainer, logger *slog.Logger) error {
 	if err := client.Start(context.WithoutCancel(ctx)); err != nil {
 		return fmt.Errorf("error starting River client: %w", err)
 	}
+	stopDrain := startDrain(ctx, drain)
 	<-ctx.Done()
+	stopDrain()
 	if errors.Is(context.Cause(ctx), liveness.ErrLeaseLost) {
 		logger.Error("stopping at once: cancelling in-flight batches", slog.String("error", context.Cause(ctx).Error()))
 		if err := client.StopAndCancel(context.WithoutCancel(ctx)); err != nil {

@@ -91,7 +91,7 @@ func TestNewClient_RiverStatementsRunOnTheRiverPool(t *testing.T) {
 			json.RawMessage(`{"id": "bad", "name": 7}`)}})
 		return err
 	}))
-	require.NoError(t, worker.RunUntilIdle(ctx, client, db.Pool, testdb.Logger(t), nil))
+	require.NoError(t, worker.RunUntilIdle(ctx, client, nil, db.Pool, testdb.Logger(t), nil))
 
 	rows, err := db.Pool.Query(ctx, `SELECT DISTINCT what || ' ' || setting FROM seen_sync ORDER BY 1`)
 	require.NoError(t, err)

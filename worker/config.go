@@ -64,6 +64,17 @@ type Config struct {
 	// FetchCooldown is the least time between two fetches of jobs
 	// (fetch_cooldown). Zero: River's default, 100ms.
 	FetchCooldown time.Duration
+	// FetchPollInterval is how often the client fetches jobs at least
+	// (fetch_poll_interval). Zero: River's default, 1s.
+	FetchPollInterval time.Duration
+	// PublishQueueInterval is how often an idle Drainer (NewDrainer) looks
+	// for analyses the SQL publish API queued (publish_queue_interval).
+	// Zero: outbox.DrainIntervalDefault.
+	PublishQueueInterval time.Duration
+	// Publish tunes the publisher a Drainer publishes queued analyses with
+	// (max_job_bytes, max_poi_bytes, max_attempts). Zero values: outbox's
+	// defaults.
+	Publish outbox.Config
 
 	// MapReduceParallel is how many MapReduce agents the client runs at
 	// once (mapreduce_parallel). It must be at least 1 when the MapReduce

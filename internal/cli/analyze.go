@@ -124,13 +124,14 @@ then resolves every batch, as 'relay worker --until-idle' would.`,
 			}
 			out := AnalyzeSummary{Summary: *sum, References: references}
 			if work {
-				client, err := worker.NewClient(pool, workerconfig.From(a.cfg), a.logger, nil)
+				wcfg := workerconfig.From(a.cfg)
+				client, err := worker.NewClient(pool, wcfg, a.logger, nil)
 				if err != nil {
 					return err
 				}
 				start := time.Now()
 				if err := a.announced(ctx, pool, client, func(ctx context.Context) error {
-					return worker.RunUntilIdle(ctx, client, pool, a.logger, nil)
+					return worker.RunUntilIdle(ctx, client, worker.NewDrainer(pool, client, wcfg, a.logger), pool, a.logger, nil)
 				}); err != nil {
 					return err
 				}

@@ -165,12 +165,13 @@ func runDemo(ctx context.Context, a *app, throwaway bool) error {
 		return err
 	}
 	fmt.Fprintf(out, "relay demo: published %d files, %d POIs in %d resolve_file jobs (one per file)\n", sum.Files, sum.POIs, sum.Jobs)
-	client, err := worker.NewClient(pool, workerconfig.From(a.cfg), a.logger, nil)
+	wcfg := workerconfig.From(a.cfg)
+	client, err := worker.NewClient(pool, wcfg, a.logger, nil)
 	if err != nil {
 		return err
 	}
 	if err := a.announced(ctx, pool, client, func(ctx context.Context) error {
-		return worker.RunUntilIdle(ctx, client, pool, a.logger, nil)
+		return worker.RunUntilIdle(ctx, client, worker.NewDrainer(pool, client, wcfg, a.logger), pool, a.logger, nil)
 	}); err != nil {
 		return err
 	}

@@ -133,3 +133,16 @@ func TestOutbox_RetryLeavesASupersededAnalysisUnlessForced(t *testing.T) {
 	require.Equal(t, 1, testdb.Count(t, db.Pool, `SELECT count(*) FROM pois WHERE file_id = 'late.py' AND poi_id = 'shared'`))
 	require.Equal(t, 0, testdb.Count(t, db.Pool, `SELECT count(*) FROM rejected_analyses`))
 }
+
+func TestWorker_UntilIdlePublishesWhatTheSQLAPIQueued(t *testing.T) {
+	t.Parallel()
+	db := testdb.New(t)
+	_, err := db.Pool.Exec(context.Background(), `SELECT relay_publish_many($1::jsonb)`,
+		`[{"fileId":"a.js","pois":[{"id":"a1","type":"function_definition","name":"a","filePath":"a.js","lineNumber":1,"rawCode":"function a() { b(); }"}]},
+		  {"fileId":"b.js","pois":[{"id":"b1","type":"function_definition","name":"b","filePath":"b.js","lineNumber":1,"rawCode":"function b() {}"}]}]`)
+	require.NoError(t, err)
+	r := run(t, db, "", nil, "worker", "--until-idle")
+	require.Equal(t, 0, r.code, r.stderr)
+	require.Equal(t, 0, testdb.Count(t, db.Pool, `SELECT count(*) FROM publish_queue`))
+	require.Equal(t, 1, testdb.Count(t, db.Pool, `SELECT count(*) FROM relationships WHERE source_poi_id = 'a1' AND target_poi_id = 'b1'`))
+}

@@ -91,10 +91,12 @@ starts, but fails every MapReduce item it takes without running the agent
 				metrics = ops.NewMetrics(pool, a.cfg.MetricsRefresh, a.logger)
 				opts.Observer = metrics
 			}
-			client, err := worker.NewClient(pool, workerconfig.From(a.cfg), a.logger, opts)
+			wcfg := workerconfig.From(a.cfg)
+			client, err := worker.NewClient(pool, wcfg, a.logger, opts)
 			if err != nil {
 				return err
 			}
+			drain := worker.NewDrainer(pool, client, wcfg, a.logger)
 			if a.cfg.HTTPAddr != "" {
 				health := ops.NewHealth(ops.HealthConfig{
 					Pool:     pool,
@@ -155,7 +157,7 @@ starts, but fails every MapReduce item it takes without running the agent
 			start := time.Now()
 			if untilIdle {
 				err := a.announced(ctx, pool, client, func(ctx context.Context) error {
-					return worker.RunUntilIdle(ctx, client, pool, a.logger, nil)
+					return worker.RunUntilIdle(ctx, client, drain, pool, a.logger, nil)
 				})
 				if errors.Is(err, liveness.ErrLeaseLost) || (err != nil && ctx.Err() == nil) {
 					return err
@@ -170,7 +172,7 @@ starts, but fails every MapReduce item it takes without running the agent
 			a.logger.InfoContext(ctx, "worker started", slog.Int("concurrency", a.cfg.WorkerConcurrency),
 				slog.Duration("rescue_stuck_jobs_after", a.cfg.RescueStuckJobsAfter))
 			return a.announced(ctx, pool, client, func(ctx context.Context) error {
-				return worker.Run(ctx, client, a.logger)
+				return worker.Run(ctx, client, drain, a.logger)
 			})
 		},
 	}

@@ -8,6 +8,7 @@ package workerconfig
 
 import (
 	"github.com/relay-dev/relay/config"
+	"github.com/relay-dev/relay/outbox"
 	"github.com/relay-dev/relay/worker"
 )
 
@@ -27,6 +28,9 @@ func From(cfg *config.Config) *worker.Config {
 		SweepInterval:         cfg.SweepInterval,
 		ShutdownTimeout:       cfg.ShutdownTimeout,
 		FetchCooldown:         cfg.FetchCooldown,
+		FetchPollInterval:     cfg.FetchPollInterval,
+		PublishQueueInterval:  cfg.PublishQueueInterval,
+		Publish:               outbox.Config{MaxJobBytes: cfg.MaxJobBytes, MaxPOIBytes: cfg.MaxPOIBytes, MaxAttempts: cfg.MaxAttempts},
 		MapReduceParallel:     cfg.MapReduceParallel,
 		MapReduceWorkdir:      cfg.MapReduceWorkdir,
 		AgentUser:             cfg.AgentUser,

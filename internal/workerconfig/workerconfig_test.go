@@ -9,6 +9,7 @@ import (
 
 	"github.com/relay-dev/relay/config"
 	"github.com/relay-dev/relay/internal/workerconfig"
+	"github.com/relay-dev/relay/outbox"
 	"github.com/relay-dev/relay/worker"
 )
 
@@ -40,6 +41,9 @@ func TestFrom_MapsEverySetting(t *testing.T) {
 		SweepInterval:         config.SweepIntervalDefault,
 		ShutdownTimeout:       config.ShutdownTimeoutDefault,
 		FetchCooldown:         config.FetchCooldownDefault,
+		FetchPollInterval:     config.FetchPollIntervalDefault,
+		PublishQueueInterval:  config.PublishQueueIntervalDefault,
+		Publish:               outbox.Config{MaxJobBytes: cfg.MaxJobBytes, MaxPOIBytes: cfg.MaxPOIBytes, MaxAttempts: cfg.MaxAttempts},
 		MapReduceParallel:     config.MapReduceParallelDefault,
 		MapReduceWorkdir:      "/var/lib/relay/mapreduce",
 		AgentUser:             "relay-agent",
