@@ -5,7 +5,7 @@ TEST_DATABASE_URL ?= postgres://root@127.0.0.1:5432/relay_test?sslmode=disable
 export TEST_DATABASE_URL
 GO ?= go
 
-.PHONY: all build test test-race test-short lint vet fmt bench bench-relay chaos chaos-short chaos-short-pooler chaos-pg fuzz migrate demo testdb pgbouncer chromium
+.PHONY: all build test test-race test-short lint vet fmt bench bench-relay chaos chaos-short chaos-short-pooler chaos-pg fuzz migrate demo testdb pgbouncer chromium clients
 
 all: lint test
 
@@ -14,7 +14,7 @@ build:
 
 # The README's test command: every package, race detector on, against the
 # PostgreSQL in TEST_DATABASE_URL (its database is created if missing).
-test: testdb pgbouncer chromium
+test: testdb pgbouncer chromium clients
 	$(GO) test -race -count=1 -timeout 15m ./...
 
 test-race: test
@@ -34,6 +34,15 @@ pgbouncer:
 chromium:
 	@command -v chromium >/dev/null 2>&1 || [ -x /usr/bin/chromium ] || \
 		{ apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; }
+
+# The SQL publish API's real clients (outbox/clients_test.go): psql,
+# Debian's python3-psycopg, and Node with node-postgres from npm (pinned in
+# outbox/testdata/clients/package-lock.json); needs root to install the
+# Debian packages when they are missing.
+clients:
+	@command -v psql >/dev/null 2>&1 && /usr/bin/python3 -c 'import psycopg' >/dev/null 2>&1 && command -v npm >/dev/null 2>&1 || \
+		{ apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq postgresql-client python3-psycopg nodejs npm >/dev/null; }
+	@[ -d outbox/testdata/clients/node_modules/pg ] || npm ci --prefix outbox/testdata/clients --no-audit --no-fund --loglevel=error
 
 # Creates the test database named in TEST_DATABASE_URL when it is missing.
 testdb:

@@ -16,7 +16,7 @@
 -- `relay outbox retry` after a fix.
 --
 -- Both functions are SECURITY DEFINER with search_path pinned to this
--- schema: a role granted EXECUTE on them alone (docs/publishing.md) can
+-- schema: a role granted EXECUTE on them alone (docs/sql/publisher_role.sql) can
 -- publish without any right on relay's tables. EXECUTE is revoked from
 -- PUBLIC.
 

@@ -136,9 +136,14 @@ func TestBrowser_OperatorFlow(t *testing.T) {
 	require.Equal(t, 2, testdb.Count(t, f.db.Pool, `SELECT count(*) FROM failed_pois WHERE file_id = 'src/app.go' AND status = 'new'`))
 	b := newBrowser(t, f)
 
+	f.exec(t, `SELECT relay_publish('{"fileId": "src/queued.go", "pois": []}')`)
+	f.exec(t, `INSERT INTO rejected_analyses (file_id, analysis, reason, file_version, queued_at)
+		VALUES ('src/thief.go', '{"fileId": "src/thief.go", "pois": []}', 'poi "x": id already belongs to a POI of file "src/app.go"', 0, now())`)
+
 	// 1. The overview.
 	b.open("/", "#depth")
 	require.Contains(t, b.text("#depth"), "failed_pois new")
+	require.Regexp(t, `1\s+analyses queued by relay_publish\s+1\s+rejected_analyses`, b.text("#sql-publish"))
 	b.shot("overview")
 
 	// 2. Filter failed POIs and open one.
