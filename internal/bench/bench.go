@@ -32,11 +32,13 @@ const (
 	PhaseRiver      = "river"
 	PhaseCLI        = "cli"
 	PhaseFreshness  = "freshness"
+	PhaseSQL        = "sql"
+	PhaseSQLLatency = "sqllatency"
 )
 
 // AllPhases lists every phase; phase n of --phases is AllPhases[n-1].
 var AllPhases = []string{PhaseCeiling, PhaseRelay, PhaseBaseline, PhaseFailures, PhaseDeadLetter, PhaseStdlib, PhaseMemory,
-	PhaseRiver, PhaseCLI, PhaseFreshness}
+	PhaseRiver, PhaseCLI, PhaseFreshness, PhaseSQL, PhaseSQLLatency}
 
 // DefaultPhases are the phases a run without --phases does: all but the
 // memory phase (it runs 1M POIs).
@@ -55,6 +57,14 @@ const (
 	FailedRowsDefault    = 1_000_000
 	ReprocessRowsDefault = 100_000
 	MemoryFilesDefault   = 20_000
+	// SQLLatencySamplesDefault publishes of about a second each (the
+	// default gap's half and the latency) keep the sqllatency phase, both
+	// ways of connecting, near five minutes.
+	SQLLatencySamplesDefault = 200
+	// SQLLatencyGapDefault is a multiple of the drainer's interval (200ms)
+	// and of River's fetch poll interval (250ms), so that a pause uniform in
+	// [0, gap) puts the publishes uniformly over both timers' phases.
+	SQLLatencyGapDefault = time.Second
 )
 
 // Config.RelayRuns values.
@@ -113,8 +123,15 @@ type Config struct {
 	// CLIWorkers are the numbers of `relay worker` processes the cli phase
 	// runs relay with, one run each, in order.
 	CLIWorkers []int
-	// Rounds is how many times the relay phase's concurrent run is done.
+	// Rounds is how many times the relay phase's concurrent run is done,
+	// and how many rounds (a Go publisher run and an SQL API run each) the
+	// sql phase does.
 	Rounds int
+	// SQLLatencySamples is how many publishes the sqllatency phase times
+	// each way (directly, through PgBouncer), and SQLLatencyGap the bound of
+	// the random pause before each.
+	SQLLatencySamples int
+	SQLLatencyGap     time.Duration
 	// Keep leaves the database in place.
 	Keep bool
 	// Logger receives relay's logs (discarded by default).
@@ -140,6 +157,8 @@ func (c *Config) defaults() {
 		c.CLIWorkers = []int{1}
 	}
 	c.Rounds = cmp.Or(c.Rounds, 1)
+	c.SQLLatencySamples = cmp.Or(c.SQLLatencySamples, SQLLatencySamplesDefault)
+	c.SQLLatencyGap = cmp.Or(c.SQLLatencyGap, SQLLatencyGapDefault)
 	c.StdlibReferences = cmp.Or(c.StdlibReferences, goanalyze.ReferencesLexical)
 	if len(c.Phases) == 0 {
 		c.Phases = DefaultPhases
@@ -167,6 +186,10 @@ func (c *Config) validate() error {
 		return fmt.Errorf("invalid workers: %d must be at least 1", c.Workers)
 	case c.FilesPerTx < 1:
 		return fmt.Errorf("invalid files-per-tx: %d must be at least 1", c.FilesPerTx)
+	case c.SQLLatencySamples < 1:
+		return fmt.Errorf("invalid sql-latency-samples: %d must be at least 1", c.SQLLatencySamples)
+	case c.SQLLatencyGap < 0:
+		return fmt.Errorf("invalid sql-latency-gap: %s must not be negative", c.SQLLatencyGap)
 	case c.RelayRuns != RelayRunsBoth && c.RelayRuns != RelayRunsSequential && c.RelayRuns != RelayRunsConcurrent:
 		return fmt.Errorf("invalid relay-runs: %q must be %s, %s or %s", c.RelayRuns, RelayRunsBoth, RelayRunsSequential, RelayRunsConcurrent)
 	}
@@ -226,6 +249,8 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		{PhaseRiver, b.riverNoOp},
 		{PhaseCLI, b.cli},
 		{PhaseFreshness, b.freshness},
+		{PhaseSQL, b.sqlPublish},
+		{PhaseSQLLatency, b.sqlLatency},
 	}
 	for _, s := range steps {
 		if !has(s.name) {

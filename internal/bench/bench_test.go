@@ -73,10 +73,67 @@ func TestMain_SmokeRunOfPhasesOneToFour(t *testing.T) {
 	require.Positive(t, res.PeakRSSBytes)
 }
 
+// TestMain_SmokeRunOfSQLPhases runs the sql and sqllatency phases on a
+// tiny corpus: the SQL API's runs write what the Go publisher's write, and
+// every figure is filled in, directly and through PgBouncer.
+func TestMain_SmokeRunOfSQLPhases(t *testing.T) {
+	t.Parallel()
+	var out, errOut bytes.Buffer
+	code := bench.Main(context.Background(), []string{
+		"--database-url", testdb.ServerURL(t), "--files", "6", "--pois-per-file", "4", "--malformed", "0.1",
+		"--phases", "sql,sqllatency", "--files-per-tx", "2", "--rounds", "2",
+		"--sql-latency-samples", "3", "--sql-latency-gap", "1ms", "--json",
+	}, &out, &errOut)
+	require.Equal(t, 0, code, errOut.String())
+
+	var res bench.Result
+	require.NoError(t, json.Unmarshal(out.Bytes(), &res), out.String())
+	s := res.SQLPublish
+	require.NotNil(t, s)
+	require.Len(t, s.Rounds, 2)
+	require.Equal(t, []string{"go", "sql"}, []string{s.Rounds[0].First, s.Rounds[1].First}, "the order alternates")
+	for _, r := range s.Rounds {
+		for _, run := range []*bench.RunResult{r.Go, r.SQL} {
+			require.True(t, run.Concurrent)
+			require.Equal(t, 24, run.POIs)
+			require.EqualValues(t, run.Files, run.Jobs, "one job per file")
+			require.EqualValues(t, 2, run.FailedPOIs, "every malformed POI is in failed_pois")
+			require.Positive(t, run.E2EPOIsPerSec)
+		}
+		require.Positive(t, r.SQL.Relationships)
+		require.Equal(t, r.Go.Relationships, r.SQL.Relationships, "the SQL API's run writes the Go publisher's relationships")
+		require.InDelta(t, r.SQL.E2EPOIsPerSec/r.Go.E2EPOIsPerSec, r.SQLVsGo, 1e-9)
+	}
+	require.NotNil(t, s.Go)
+	require.NotNil(t, s.SQL)
+	require.Positive(t, s.SQLVsGo)
+
+	l := res.SQLLatency
+	require.NotNil(t, l)
+	for _, run := range []*bench.LatencyRun{l.Direct, l.PgBouncer} {
+		require.NotNil(t, run)
+		require.Equal(t, 3, run.Samples)
+		require.Positive(t, run.Min, "a job cannot start before its publish commits")
+		require.LessOrEqual(t, run.Min, run.P50)
+		require.LessOrEqual(t, run.P50, run.P99)
+		require.LessOrEqual(t, run.P99, run.Max)
+	}
+	require.False(t, l.Direct.PollOnly)
+	require.True(t, l.PgBouncer.PollOnly, "behind a transaction pooler River polls")
+	names := make([]string, 0, len(res.Targets))
+	for _, tg := range res.Targets {
+		names = append(names, tg.Name)
+	}
+	require.Contains(t, names, "SQL API vs Go publisher, e2e POIs/s (medians of 2 rounds)")
+	require.Contains(t, names, "SQL API first attempt p99, PgBouncer (s)")
+}
+
 func TestMain_RejectsBadFlags(t *testing.T) {
 	t.Parallel()
 	for _, args := range [][]string{
-		{"--phases", "11"},
+		{"--phases", "13"},
+		{"--sql-latency-samples", "-1"},
+		{"--sql-latency-gap", "-1s"},
 		{"--cli-workers", "1,0"},
 		{"--rounds", "0"},
 		{"--phases", "nope"},

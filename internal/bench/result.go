@@ -48,6 +48,11 @@ type Result struct {
 	// RelayVsCeilingSequential is the sequential run's.
 	RelayVsCeiling           float64 `json:"relay_vs_ceiling,omitempty"`
 	RelayVsCeilingSequential float64 `json:"relay_vs_ceiling_sequential,omitempty"`
+	// SQLPublish is the sql phase: the SQL publish API's throughput beside
+	// the Go publisher's, in the same rounds; SQLLatency the sqllatency
+	// phase: its first attempt's latency after the caller's commit.
+	SQLPublish *SQLPublish `json:"sql_publish,omitempty"`
+	SQLLatency *SQLLatency `json:"sql_latency,omitempty"`
 	// Targets are the issue's targets with this run's value.
 	Targets []Target `json:"targets"`
 	// PeakRSSBytes is the process's peak RSS (VmHWM) over the whole run.
@@ -157,6 +162,24 @@ func (r *Result) evaluate() {
 			add("web console, slowest page (ms)", d.ConsoleMaxMS, "< 200 ms", d.ConsoleMaxMS < 200)
 		}
 	}
+	if s := r.SQLPublish; s != nil {
+		add(fmt.Sprintf("SQL API vs Go publisher, e2e POIs/s (medians of %d rounds)", len(s.Rounds)), s.SQLVsGo, ">= 0.8", s.SQLVsGo >= 0.8)
+		// The SQL API's runs write what the Go publisher's write, in every
+		// round.
+		jobs, failed, rels := true, true, true
+		for _, x := range s.Rounds {
+			jobs = jobs && x.SQL.Jobs == int64(x.SQL.Files)
+			failed = failed && x.SQL.FailedPOIs == int64(x.SQL.Malformed)
+			rels = rels && x.SQL.Relationships == x.Go.Relationships
+		}
+		add("sql runs jobs per file", s.SQL.JobsPerFile, "== 1", jobs)
+		add("sql runs failed_pois rows", float64(s.SQL.FailedPOIs), fmt.Sprintf("== %d malformed", s.SQL.Malformed), failed)
+		add("sql runs relationships", float64(s.SQL.Relationships), fmt.Sprintf("== %d (go runs)", s.Go.Relationships), rels)
+	}
+	if l := r.SQLLatency; l != nil {
+		add("SQL API first attempt p99, direct (s)", l.Direct.P99, "< 1", l.Direct.P99 < 1)
+		add("SQL API first attempt p99, PgBouncer (s)", l.PgBouncer.P99, "< 1", l.PgBouncer.P99 < 1)
+	}
 	if m := r.Memory; m != nil {
 		add("RSS large / RSS small", m.RSSRatio, "<= 1.5", m.RSSRatio <= 1.5)
 	}
@@ -199,6 +222,10 @@ func (r *Result) WriteTable(w io.Writer) error {
 		row("memory small", mm.Small)
 		row("memory large", mm.Large)
 	}
+	if s := r.SQLPublish; s != nil {
+		row("sql phase: Go publisher", s.Go)
+		row("sql phase: relay_publish_many", s.SQL)
+	}
 	if err := tw.Flush(); err != nil {
 		return err
 	}
@@ -232,6 +259,28 @@ func (r *Result) WriteTable(w io.Writer) error {
 		}
 		slowest, median := roundsSpread(r.RelayConcurrentRounds)
 		fmt.Fprintf(w, "  slowest %.0f, median %.0f e2e POIs/s: slowest/median %.2f\n", slowest, median, slowest/median)
+	}
+	if s := r.SQLPublish; s != nil {
+		fmt.Fprintf(w, "\nSQL publish API (relay_publish_many, %d files a transaction, one connection) vs Go publisher (PublishManyTx), both while a worker runs:\n",
+			r.Config.FilesPerTx)
+		for i, x := range s.Rounds {
+			fmt.Fprintf(w, "  round %d (%s first): go %.0f, sql %.0f e2e POIs/s: sql/go %.2f\n", i+1, x.First, x.Go.E2EPOIsPerSec, x.SQL.E2EPOIsPerSec, x.SQLVsGo)
+		}
+		fmt.Fprintf(w, "  median: go %.0f, sql %.0f e2e POIs/s: sql/go %.2f\n", s.Go.E2EPOIsPerSec, s.SQL.E2EPOIsPerSec, s.SQLVsGo)
+		if r.RelayConcurrent != nil {
+			fmt.Fprintf(w, "  (relay phase, concurrent run: %.0f e2e POIs/s; sql/that %.2f)\n", r.RelayConcurrent.E2EPOIsPerSec,
+				ratio(s.SQL.E2EPOIsPerSec, r.RelayConcurrent.E2EPOIsPerSec))
+		}
+	}
+	if l := r.SQLLatency; l != nil {
+		fmt.Fprintln(w, "\nSQL publish API, caller's COMMIT to the job's first attempt (idle worker, one relay_publish a transaction):")
+		for _, x := range []struct {
+			name string
+			run  *LatencyRun
+		}{{"direct", l.Direct}, {"PgBouncer (transaction mode, River polling)", l.PgBouncer}} {
+			fmt.Fprintf(w, "  %-44s %d samples: min %.0f ms, p50 %.0f ms, p99 %.0f ms, max %.0f ms\n", x.name, x.run.Samples,
+				1000*x.run.Min, 1000*x.run.P50, 1000*x.run.P99, 1000*x.run.Max)
+		}
 	}
 	fmt.Fprintln(w)
 	tw = tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
