@@ -357,7 +357,6 @@ func TestSQLPublish_APublisherRoleMayOnlyPublish(t *testing.T) {
 	b := setupSQL(t)
 	ctx := context.Background()
 	role := "relay_publisher_" + strings.ToLower(strings.TrimPrefix(b.db.Name, "relay_test_"))
-	role = pgx.Identifier{role}.Sanitize()[1 : len(pgx.Identifier{role}.Sanitize())-1]
 	_, err := b.db.Pool.Exec(ctx, publisherRoleSQL(t, role))
 	require.NoError(t, err)
 	t.Cleanup(func() {

@@ -151,18 +151,18 @@ func (b *bench) runCorpus(ctx context.Context, src source, perPOI, concurrent bo
 // publish publishes every file of src with pub, FilesPerTx files per
 // transaction, counting the POIs into res.
 func (b *bench) publish(ctx context.Context, src source, pub *outbox.Publisher, res *RunResult) error {
-	batch := make([]outbox.Analysis, 0, b.cfg.FilesPerTx)
-	flush := func() error {
-		if len(batch) == 0 {
-			return nil
-		}
-		err := pgx.BeginFunc(ctx, b.pool, func(tx pgx.Tx) error {
+	return b.publishBatches(src, res, func(batch []outbox.Analysis) error {
+		return pgx.BeginFunc(ctx, b.pool, func(tx pgx.Tx) error {
 			_, err := pub.PublishManyTx(ctx, tx, batch)
 			return err
 		})
-		batch = batch[:0]
-		return err
-	}
+	})
+}
+
+// publishBatches hands every file of src to flush, FilesPerTx files at a
+// time, counting the POIs into res and logging progress every 5s.
+func (b *bench) publishBatches(src source, res *RunResult, flush func([]outbox.Analysis) error) error {
+	batch := make([]outbox.Analysis, 0, b.cfg.FilesPerTx)
 	lastLog := time.Now()
 	for k := range src.files {
 		a, err := src.next(k)
@@ -172,16 +172,20 @@ func (b *bench) publish(ctx context.Context, src source, pub *outbox.Publisher, 
 		res.POIs += len(a.POIs)
 		batch = append(batch, a)
 		if len(batch) == cap(batch) {
-			if err := flush(); err != nil {
+			if err := flush(batch); err != nil {
 				return err
 			}
+			batch = batch[:0]
 		}
 		if time.Since(lastLog) > 5*time.Second {
 			b.progress("  published %d of %d files", k+1, src.files)
 			lastLog = time.Now()
 		}
 	}
-	return flush()
+	if len(batch) == 0 {
+		return nil
+	}
+	return flush(batch)
 }
 
 // work runs relay's worker until the queue is idle.

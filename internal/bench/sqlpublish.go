@@ -138,11 +138,7 @@ func (b *bench) runSQLCorpus(ctx context.Context, src source) (*RunResult, error
 // Encoding each transaction's JSON array is timed, as the Go publisher's
 // encoding of its job arguments is: both are the caller's work.
 func (b *bench) publishSQL(ctx context.Context, conn *pgx.Conn, src source, res *RunResult) error {
-	batch := make([]outbox.Analysis, 0, b.cfg.FilesPerTx)
-	flush := func() error {
-		if len(batch) == 0 {
-			return nil
-		}
+	return b.publishBatches(src, res, func(batch []outbox.Analysis) error {
 		data, err := json.Marshal(batch)
 		if err != nil {
 			return fmt.Errorf("error encoding analyses: %w", err)
@@ -157,28 +153,8 @@ func (b *bench) publishSQL(ctx context.Context, conn *pgx.Conn, src source, res 
 		if took != len(batch) {
 			return fmt.Errorf("relay_publish_many took %d of %d analyses", took, len(batch))
 		}
-		batch = batch[:0]
 		return nil
-	}
-	lastLog := time.Now()
-	for k := range src.files {
-		a, err := src.next(k)
-		if err != nil {
-			return err
-		}
-		res.POIs += len(a.POIs)
-		batch = append(batch, a)
-		if len(batch) == cap(batch) {
-			if err := flush(); err != nil {
-				return err
-			}
-		}
-		if time.Since(lastLog) > 5*time.Second {
-			b.progress("  published %d of %d files", k+1, src.files)
-			lastLog = time.Now()
-		}
-	}
-	return flush()
+	})
 }
 
 // callerConn opens the connection of a service that publishes through the

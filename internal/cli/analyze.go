@@ -10,7 +10,6 @@ import (
 
 	"github.com/relay-dev/relay/internal/goanalyze"
 	"github.com/relay-dev/relay/internal/workerconfig"
-	"github.com/relay-dev/relay/outbox"
 	"github.com/relay-dev/relay/worker"
 )
 
@@ -90,12 +89,10 @@ then resolves every batch, as 'relay worker --until-idle' would.`,
 				return err
 			}
 			defer pool.Close()
-			inserter, err := worker.NewInsertClient(pool, workerconfig.From(a.cfg), a.logger)
+			pub, err := a.publisher(pool)
 			if err != nil {
 				return err
 			}
-			pub := outbox.New(inserter, &outbox.Config{MaxJobBytes: a.cfg.MaxJobBytes, MaxPOIBytes: a.cfg.MaxPOIBytes,
-				MaxAttempts: a.cfg.MaxAttempts}, a.logger)
 			stderr := a.env.Stderr
 			last := time.Now()
 			sum, err := goanalyze.Publish(ctx, pool, pub, dir, goanalyze.PublishConfig{

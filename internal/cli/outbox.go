@@ -14,9 +14,6 @@ import (
 	"github.com/relay-dev/relay/deadletter/rejected"
 	"github.com/relay-dev/relay/internal/ops"
 	"github.com/relay-dev/relay/internal/termout"
-	"github.com/relay-dev/relay/internal/workerconfig"
-	"github.com/relay-dev/relay/outbox"
-	"github.com/relay-dev/relay/worker"
 )
 
 func newOutboxCmd(a *app) *cobra.Command {
@@ -140,12 +137,10 @@ was rejected again or left alone.`,
 				if err != nil {
 					return err
 				}
-				client, err := worker.NewInsertClient(dl.pool, workerconfig.From(a.cfg), a.logger)
+				pub, err := a.publisher(dl.pool)
 				if err != nil {
 					return err
 				}
-				pub := outbox.New(client, &outbox.Config{MaxJobBytes: a.cfg.MaxJobBytes, MaxPOIBytes: a.cfg.MaxPOIBytes,
-					MaxAttempts: a.cfg.MaxAttempts}, a.logger)
 				start, last := time.Now(), time.Now()
 				var outcomes []rejected.Outcome
 				for i, id := range ids {

@@ -134,12 +134,10 @@ type pendingLine struct {
 // publishStreamLimited is publishStream rejecting lines longer than
 // maxLineBytes.
 func publishStreamLimited(ctx context.Context, a *app, pool *pgxpool.Pool, r io.Reader, maxLineBytes int64) (*PublishSummary, error) {
-	client, err := worker.NewInsertClient(pool, workerconfig.From(a.cfg), a.logger)
+	pub, err := a.publisher(pool)
 	if err != nil {
 		return nil, err
 	}
-	pub := outbox.New(client, &outbox.Config{MaxJobBytes: a.cfg.MaxJobBytes, MaxPOIBytes: a.cfg.MaxPOIBytes,
-		MaxAttempts: a.cfg.MaxAttempts}, a.logger)
 
 	sum := &PublishSummary{Rejected: []RejectedLine{}}
 	reject := func(line int, fileID, msg string) {
@@ -350,4 +348,16 @@ func byteSize(n int64) string {
 		return fmt.Sprintf("%d %s", int64(v), units[i])
 	}
 	return fmt.Sprintf("%.1f %s", v, units[i])
+}
+
+// publisher is the publisher of the commands that publish (publish,
+// analyze, outbox retry): an insert-only River client on pool and the
+// configured limits (max_job_bytes, max_poi_bytes, max_attempts).
+func (a *app) publisher(pool *pgxpool.Pool) (*outbox.Publisher, error) {
+	wcfg := workerconfig.From(a.cfg)
+	client, err := worker.NewInsertClient(pool, wcfg, a.logger)
+	if err != nil {
+		return nil, err
+	}
+	return outbox.New(client, &wcfg.Publish, a.logger), nil
 }
