@@ -40,8 +40,12 @@ chromium:
 # outbox/testdata/clients/package-lock.json); needs root to install the
 # Debian packages when they are missing.
 clients:
-	@command -v psql >/dev/null 2>&1 && /usr/bin/python3 -c 'import psycopg' >/dev/null 2>&1 && command -v npm >/dev/null 2>&1 || \
-		{ apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq postgresql-client python3-psycopg nodejs npm >/dev/null; }
+	@command -v psql >/dev/null 2>&1 || \
+		{ apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq postgresql-client >/dev/null; }
+	@/usr/bin/python3 -c 'import psycopg' >/dev/null 2>&1 || \
+		{ apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq python3-psycopg >/dev/null; }
+	@command -v npm >/dev/null 2>&1 || \
+		{ apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq nodejs npm >/dev/null; }
 	@[ -d outbox/testdata/clients/node_modules/pg ] || npm ci --prefix outbox/testdata/clients --no-audit --no-fund --loglevel=error
 
 # Creates the test database named in TEST_DATABASE_URL when it is missing.
