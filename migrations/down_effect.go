@@ -165,6 +165,13 @@ var DownEffects = map[int64]DownEffect{
 		Note: "removes the SQL publish API (relay_publish, relay_publish_many): analyses it queued and not yet " +
 			"published, and rejected analyses, are lost",
 	},
+	23: {
+		DropsTables:        []string{"link_queue"},
+		DropsDerivedTables: []string{"link_rounds"},
+		Note: "removes the bulk linker's queue: references not yet linked are lost until their files are " +
+			"published again; every stored reference is stamped 0, so the next publish of a name it looks up " +
+			"resolves it again",
+	},
 }
 
 // DownEffectOf returns what rolling back version destroys. A version

@@ -22,6 +22,7 @@ import (
 	"github.com/relay-dev/relay/internal/liveness"
 	"github.com/relay-dev/relay/internal/mapreduce"
 	"github.com/relay-dev/relay/outbox"
+	"github.com/relay-dev/relay/worker/link"
 	"github.com/relay-dev/relay/worker/resolvefile"
 )
 
@@ -33,10 +34,12 @@ const QueueMaintenance = "relay_maintenance"
 type Options struct {
 	// Extract overrides the resolver (tests).
 	Extract resolvefile.ExtractFunc
-	// Observer is told about each batch (metrics); may be nil.
-	Observer resolvefile.Observer
-	// Queues lists the queues to work: outbox.QueueResolve,
-	// mapreduce.Queue and QueueMaintenance. Empty means all three. The
+	// Observer is told about each batch and link round (metrics); may be
+	// nil.
+	Observer Observer
+	// Queues lists the queues to work: outbox.QueueResolve (with
+	// link.QueueLink, the linker its jobs feed), mapreduce.Queue and
+	// QueueMaintenance. Empty means all. The
 	// periodic dead-letter sweep is scheduled only with QueueMaintenance.
 	Queues []string
 	// MapReduce tunes the MapReduce worker; nil takes cfg's
@@ -48,6 +51,12 @@ type Options struct {
 	// synchronous_commit off (database.RiverOptionsFromConfig). Batches
 	// and everything else relay writes use the pool given to NewClient.
 	RiverPool *pgxpool.Pool
+}
+
+// Observer is told about every resolve_file batch and link round.
+type Observer interface {
+	resolvefile.Observer
+	link.Observer
 }
 
 // NewClient builds the River client that works relay's queues with cfg:
@@ -64,6 +73,7 @@ func NewClient(pool *pgxpool.Pool, cfg *Config, logger *slog.Logger, opts *Optio
 		POITimeout: cfg.POITimeout, JobTimeout: cfg.JobTimeout, Extract: opts.Extract,
 		ReprocessMaxAttempts: cfg.ReprocessMaxAttempts,
 	}, logger, opts.Observer))
+	river.AddWorker(workers, link.NewWorker(pool, link.Config{}, logger, opts.Observer))
 	mrCfg := mapreduce.WorkerConfig{Workdir: cfg.MapReduceWorkdir}
 	if opts.MapReduce != nil {
 		mrCfg = *opts.MapReduce
@@ -79,6 +89,7 @@ func NewClient(pool *pgxpool.Pool, cfg *Config, logger *slog.Logger, opts *Optio
 
 	all := map[string]river.QueueConfig{
 		outbox.QueueResolve: {MaxWorkers: cfg.Concurrency},
+		link.QueueLink:      {MaxWorkers: 1},
 		mapreduce.Queue:     {MaxWorkers: cfg.MapReduceParallel},
 		QueueMaintenance:    {MaxWorkers: 1},
 	}
@@ -91,6 +102,10 @@ func NewClient(pool *pgxpool.Pool, cfg *Config, logger *slog.Logger, opts *Optio
 				return nil, fmt.Errorf("error creating River client: unknown queue %q", q)
 			}
 			queues[q] = qc
+			if q == outbox.QueueResolve {
+				// Whoever works resolve_file jobs works the linker they feed.
+				queues[link.QueueLink] = all[link.QueueLink]
+			}
 		}
 	}
 	if err := cfg.validate(queues); err != nil {
@@ -264,7 +279,8 @@ type Progress struct {
 	// Queued counts analyses queued by the SQL publish API, not yet
 	// published.
 	Queued int64
-	// Pending counts jobs available, running, or due within IdleGrace.
+	// Pending counts resolve_file and link jobs available, running, or due
+	// within IdleGrace: none left means the relationships are final.
 	Pending int64
 	// Completed and Discarded count finished jobs still in River's table.
 	Completed int64
@@ -286,7 +302,7 @@ type MapReduceQueueProgress struct {
 func QueueProgress(ctx context.Context, pool *pgxpool.Pool) (Progress, error) {
 	var p Progress
 	err := pool.QueryRow(ctx, `
-		SELECT count(*) FILTER (WHERE queue = $1 AND (state IN ('available', 'running')
+		SELECT count(*) FILTER (WHERE queue IN ($1, $4) AND (state IN ('available', 'running')
 		                          OR (state IN ('retryable', 'scheduled') AND scheduled_at < now() + make_interval(secs => $2)))),
 		       count(*) FILTER (WHERE queue = $1 AND state = 'completed'),
 		       count(*) FILTER (WHERE queue = $1 AND state = 'discarded'),
@@ -298,7 +314,7 @@ func QueueProgress(ctx context.Context, pool *pgxpool.Pool) (Progress, error) {
 		       -- In the same snapshot as the jobs: a drain deletes queued
 		       -- rows and inserts their jobs in one transaction.
 		       (SELECT count(*) FROM publish_queue)
-		FROM river_job WHERE queue IN ($1, $3)`, outbox.QueueResolve, IdleGrace.Seconds(), mapreduce.Queue).Scan(
+		FROM river_job WHERE queue IN ($1, $3, $4)`, outbox.QueueResolve, IdleGrace.Seconds(), mapreduce.Queue, link.QueueLink).Scan(
 		&p.Pending, &p.Completed, &p.Discarded,
 		&p.MapReduce.Pending, &p.MapReduce.Completed, &p.MapReduce.Cancelled, &p.MapReduce.Discarded, &p.Queued)
 	if err != nil {

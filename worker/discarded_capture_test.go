@@ -30,8 +30,8 @@ func TestResolveFileWorker_ExhaustedBatchIsCapturedDurably(t *testing.T) {
 
 	_, err = db.Pool.Exec(ctx, `
 		CREATE FUNCTION refuse() RETURNS trigger LANGUAGE plpgsql AS $$
-		BEGIN RAISE EXCEPTION 'relationships unwritable (injected by test)'; END $$;
-		CREATE TRIGGER refuse BEFORE INSERT ON poi_references FOR EACH ROW EXECUTE FUNCTION refuse();`)
+		BEGIN RAISE EXCEPTION 'link_queue unwritable (injected by test)'; END $$;
+		CREATE TRIGGER refuse BEFORE INSERT ON link_queue FOR EACH ROW EXECUTE FUNCTION refuse();`)
 	require.NoError(t, err)
 
 	var jobID int64
@@ -64,8 +64,8 @@ func TestResolveFileWorker_ExhaustedBatchIsCapturedDurably(t *testing.T) {
 	require.Len(t, args.POIs, 2, "the whole batch is kept")
 	require.Equal(t, 2, testdb.Count(t, db.Pool, `SELECT jsonb_array_length(item_data->'pois') FROM dead_lettered_items
 		WHERE job_id = 'resolve_file' AND NOT item_data ? 'poisZstd'`), "item_data keeps the POIs readable, not compressed")
-	require.Contains(t, string(history), "relationships unwritable")
-	require.Contains(t, sig, "relationships unwritable")
+	require.Contains(t, string(history), "link_queue unwritable")
+	require.Contains(t, sig, "link_queue unwritable")
 	require.Equal(t, 1, testdb.Count(t, db.Pool, `SELECT count(*) FROM dead_letter_events WHERE action = 'item_added'`))
 
 	// Sweeping again captures nothing twice.

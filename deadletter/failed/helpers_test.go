@@ -16,6 +16,7 @@ import (
 	"github.com/relay-dev/relay/internal/workerconfig"
 	"github.com/relay-dev/relay/outbox"
 	"github.com/relay-dev/relay/worker"
+	"github.com/relay-dev/relay/worker/link"
 	"github.com/relay-dev/relay/worker/resolvefile"
 )
 
@@ -52,7 +53,7 @@ func (b *bundle) publish(t *testing.T, fileID string, pois ...json.RawMessage) {
 }
 
 // work runs a real worker until the resolve queue is idle. The worker is
-// the production one (resolve_file plus the discarded-job sweep), with
+// the production one (resolve_file and the linker), with
 // ReprocessMaxAttempts set to b.maxAttempts.
 func (b *bundle) work(t *testing.T) {
 	t.Helper()
@@ -62,9 +63,10 @@ func (b *bundle) work(t *testing.T) {
 	river.AddWorker(workers, resolvefile.NewWorker(b.db.Pool, resolvefile.Config{
 		POITimeout: cfg.POITimeout, JobTimeout: cfg.JobTimeout, ReprocessMaxAttempts: b.maxAttempts,
 	}, logger, nil))
+	river.AddWorker(workers, link.NewWorker(b.db.Pool, link.Config{}, logger, nil))
 	client, err := river.NewClient(riverpgxv5.New(b.db.Pool), &river.Config{
 		Logger: logger, Schema: cfg.DatabaseSchema, Workers: workers,
-		Queues: map[string]river.QueueConfig{outbox.QueueResolve: {MaxWorkers: 2}},
+		Queues: map[string]river.QueueConfig{outbox.QueueResolve: {MaxWorkers: 2}, link.QueueLink: {MaxWorkers: 1}},
 	})
 	require.NoError(t, err)
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)

@@ -14,6 +14,7 @@ import (
 	"github.com/relay-dev/relay/outbox"
 	"github.com/relay-dev/relay/resolver"
 	"github.com/relay-dev/relay/worker"
+	"github.com/relay-dev/relay/worker/link"
 	"github.com/relay-dev/relay/worker/resolvefile"
 )
 
@@ -42,27 +43,35 @@ const (
 	hotFile          = "bench/hot.go"
 )
 
-// freshnessObserver collects the batches' freshness, and hands the hot
-// file's batches to a channel.
+// freshnessObserver collects the publishes' freshness from the link
+// rounds, and hands the hot file's to a channel, with the references its
+// round resolved again.
 type freshnessObserver struct {
 	mu   sync.Mutex
 	bulk []time.Duration
-	hot  chan *resolvefile.BatchSummary
+	hot  chan hotFinal
 }
 
-func (o *freshnessObserver) BatchDone(sum *resolvefile.BatchSummary) {
-	if sum.FileID == hotFile {
-		o.hot <- sum
-		return
-	}
-	if sum.Freshness > 0 {
+type hotFinal struct {
+	freshness  time.Duration
+	reresolved int
+}
+
+func (*freshnessObserver) BatchDone(*resolvefile.BatchSummary) {}
+
+func (*freshnessObserver) BatchFailed(time.Duration) {}
+
+func (o *freshnessObserver) Linked(sum *link.Summary) {
+	for _, f := range sum.Final {
+		if f.FileID == hotFile {
+			o.hot <- hotFinal{f.Freshness, sum.Reresolved}
+			continue
+		}
 		o.mu.Lock()
-		o.bulk = append(o.bulk, sum.Freshness)
+		o.bulk = append(o.bulk, f.Freshness)
 		o.mu.Unlock()
 	}
 }
-
-func (*freshnessObserver) BatchFailed(time.Duration) {}
 
 // hotAnalysis is the hot file, defining the function name.
 func hotAnalysis(name string) outbox.Analysis {
@@ -100,7 +109,7 @@ func (b *bench) freshness(ctx context.Context, res *Result) error {
 		}
 	}}
 	wcfg := workerconfig.From(b.workerConfig())
-	obs := &freshnessObserver{hot: make(chan *resolvefile.BatchSummary, freshnessRenames+1)}
+	obs := &freshnessObserver{hot: make(chan hotFinal, freshnessRenames+1)}
 	client, err := worker.NewClient(b.pool, wcfg, b.cfg.Logger, &worker.Options{RiverPool: b.riverPool, Observer: obs})
 	if err != nil {
 		return err
@@ -141,9 +150,9 @@ func (b *bench) freshness(ctx context.Context, res *Result) error {
 			return fmt.Errorf("error re-publishing %s: %w", hotFile, err)
 		}
 		select {
-		case sum := <-obs.hot:
-			renames = append(renames, sum.Freshness)
-			f.RenameReresolved += int64(sum.Reresolved)
+		case h := <-obs.hot:
+			renames = append(renames, h.freshness)
+			f.RenameReresolved += int64(h.reresolved)
 		case <-time.After(time.Minute):
 			return fmt.Errorf("the re-publish of %s was not worked within a minute", hotFile)
 		case <-ctx.Done():

@@ -15,6 +15,7 @@ import (
 	"github.com/relay-dev/relay/internal/workerconfig"
 	"github.com/relay-dev/relay/outbox"
 	"github.com/relay-dev/relay/worker"
+	"github.com/relay-dev/relay/worker/link"
 	"github.com/relay-dev/relay/worker/resolvefile"
 )
 
@@ -202,14 +203,17 @@ func (b *bench) work(ctx context.Context, wcfg *worker.Config, res *RunResult) e
 	return nil
 }
 
-// reresolved adds every batch's re-resolved references to a run's count.
+// reresolved adds every link round's re-resolved references to a run's
+// count.
 type reresolved struct{ res *RunResult }
 
-func (r reresolved) BatchDone(sum *resolvefile.BatchSummary) {
-	atomic.AddInt64(&r.res.Reresolved, int64(sum.Reresolved))
-}
+func (reresolved) BatchDone(*resolvefile.BatchSummary) {}
 
 func (reresolved) BatchFailed(time.Duration) {}
+
+func (r reresolved) Linked(sum *link.Summary) {
+	atomic.AddInt64(&r.res.Reresolved, int64(sum.Reresolved))
+}
 
 // workProgress reports the queue every 5 seconds.
 func (b *bench) workProgress() func(worker.Progress) {

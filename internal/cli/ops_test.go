@@ -26,7 +26,7 @@ func TestStatus_ShowsQueuesDeadLettersAndSignatures(t *testing.T) {
 
 	r = run(t, db, "", nil, "status")
 	require.Equal(t, cli.ExitOK, r.code, r.stderr)
-	for _, s := range []string{"QUEUES", "resolve  completed  4", "THROUGHPUT (last 10 min)", "4 jobs completed",
+	for _, s := range []string{"QUEUES", "resolve     completed  4", "relay_link  completed", "THROUGHPUT (last 10 min)", "jobs completed",
 		"failed_pois:          new 3", "TOP ERROR SIGNATURES", "validation", "FAILED POIS PER HOUR", "###",
 		"freshness (publish to final relationships): p50 "} {
 		require.Contains(t, r.stdout, s)
@@ -43,7 +43,7 @@ func TestStatus_ShowsQueuesDeadLettersAndSignatures(t *testing.T) {
 	require.Len(t, out.Activity.PerMinute, 5)
 	require.Len(t, out.Activity.FailuresPerHour, 24)
 	require.NotEmpty(t, out.Activity.TopSignatures)
-	require.Equal(t, int64(4), out.Activity.Freshness.Jobs, "the demo's four batches")
+	require.Equal(t, int64(4), out.Activity.Freshness.Jobs, "the demo's four publishes")
 	require.Positive(t, out.Activity.Freshness.P50Seconds)
 	require.GreaterOrEqual(t, out.Activity.Freshness.P99Seconds, out.Activity.Freshness.P50Seconds)
 

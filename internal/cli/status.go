@@ -87,7 +87,7 @@ func printStatus(w io.Writer, st *ops.State, act *ops.Activity) {
 	fmt.Fprintf(w, "\nTHROUGHPUT (last %d min)\n  %d jobs completed (%.1f/min), %d discarded, %d POIs dead-lettered\n",
 		mins, done, float64(done)/float64(max(mins, 1)), discarded, failed)
 	if f := act.Freshness; f.Jobs > 0 {
-		fmt.Fprintf(w, "  freshness (publish to final relationships): p50 %s, p99 %s over %d batches\n",
+		fmt.Fprintf(w, "  freshness (publish to final relationships): p50 %s, p99 %s over %d publishes\n",
 			f.P50(), f.P99(), f.Jobs)
 	}
 

@@ -16,6 +16,7 @@ import (
 	"github.com/relay-dev/relay/internal/ops"
 	"github.com/relay-dev/relay/internal/testdb"
 	"github.com/relay-dev/relay/migrations"
+	"github.com/relay-dev/relay/worker/link"
 	"github.com/relay-dev/relay/worker/resolvefile"
 )
 
@@ -132,8 +133,10 @@ func TestMetrics_ExportEveryNameWithBatchAndDatabaseValues(t *testing.T) {
 	t.Parallel()
 	b := setupHealth(t, 100)
 	addFailedPOIs(t, b.db, 2)
-	b.metrics.BatchDone(&resolvefile.BatchSummary{POIs: 5, Resolved: 4, Failed: 1, Relationships: 7, Duration: 20 * time.Millisecond,
+	b.metrics.BatchDone(&resolvefile.BatchSummary{POIs: 5, Resolved: 4, Failed: 1, Duration: 20 * time.Millisecond,
 		FailedByClass: map[failed.ErrorClass]int{failed.ClassTimeout: 1}})
+	b.metrics.Linked(&link.Summary{Rows: 1, Relationships: 7, Reresolved: 3,
+		Final: []link.Final{{FileID: "a.go", Freshness: 250 * time.Millisecond}}})
 	b.metrics.BatchFailed(time.Second)
 
 	code, body := b.get(t, "/metrics")
@@ -145,6 +148,8 @@ func TestMetrics_ExportEveryNameWithBatchAndDatabaseValues(t *testing.T) {
 		`relay_pois_resolved_total 4`,
 		`relay_pois_failed_total{error_class="timeout"} 1`,
 		`relay_relationships_written_total 7`,
+		`relay_references_reresolved_total 3`,
+		`relay_freshness_seconds_count 1`,
 		`relay_batches_total{outcome="completed"} 1`,
 		`relay_batches_total{outcome="failed"} 1`,
 		`relay_failed_pois{status="new"} 2`,

@@ -11,6 +11,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 
 	"github.com/relay-dev/relay/outbox"
+	"github.com/relay-dev/relay/worker"
+	"github.com/relay-dev/relay/worker/link"
 	"github.com/relay-dev/relay/worker/resolvefile"
 )
 
@@ -70,7 +72,7 @@ func NewMetrics(pool *pgxpool.Pool, refresh time.Duration, logger *slog.Logger) 
 			Help: "Other files' references resolved again because a publish changed a name they look up after they were resolved."}),
 	}
 	m.freshness = prometheus.NewHistogram(prometheus.HistogramOpts{Name: MetricFreshness,
-		Help:    "Time from a publish until its batch committed and its relationships were final.",
+		Help:    "Time from a publish until the link round that made its relationships final committed.",
 		Buckets: prometheus.ExponentialBuckets(0.01, 2, 16)})
 	m.Registry.MustRegister(m.resolved, m.failed, m.batches, m.duration, m.relationships, m.reresolved, m.freshness,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
@@ -86,14 +88,10 @@ func NewMetrics(pool *pgxpool.Pool, refresh time.Duration, logger *slog.Logger) 
 	return m
 }
 
-var _ resolvefile.Observer = (*Metrics)(nil)
+var _ worker.Observer = (*Metrics)(nil)
 
 // BatchDone records a finished batch.
 func (m *Metrics) BatchDone(sum *resolvefile.BatchSummary) {
-	if sum.Freshness > 0 {
-		m.freshness.Observe(sum.Freshness.Seconds())
-	}
-	m.reresolved.Add(float64(sum.Reresolved))
 	outcome := "completed"
 	if sum.Superseded {
 		outcome = "superseded"
@@ -101,10 +99,18 @@ func (m *Metrics) BatchDone(sum *resolvefile.BatchSummary) {
 	m.batches.WithLabelValues(outcome).Inc()
 	m.duration.Observe(sum.Duration.Seconds())
 	m.resolved.Add(float64(sum.Resolved))
-	m.relationships.Add(float64(sum.Relationships))
 	for class, n := range sum.FailedByClass {
 		m.failed.WithLabelValues(string(class)).Add(float64(n))
 	}
+}
+
+// Linked records a committed link round.
+func (m *Metrics) Linked(sum *link.Summary) {
+	for _, f := range sum.Final {
+		m.freshness.Observe(f.Freshness.Seconds())
+	}
+	m.reresolved.Add(float64(sum.Reresolved))
+	m.relationships.Add(float64(sum.Relationships))
 }
 
 // BatchFailed records a batch whose transaction failed (River retries it).

@@ -147,9 +147,9 @@ type Activity struct {
 	Freshness Freshness `json:"freshness"`
 }
 
-// Freshness is the time from a publish until its resolve_file job
-// completed, from which on its relationships are final (docs/design.md,
-// "Resolution protocol"): the median and 99th percentile over Jobs jobs.
+// Freshness is the time from a publish until the link round that made its
+// relationships final committed (docs/design.md, "Resolution protocol"):
+// the median and 99th percentile over Jobs publishes.
 type Freshness struct {
 	Jobs       int64   `json:"jobs"`
 	P50Seconds float64 `json:"p50_seconds"`
@@ -231,10 +231,9 @@ func RecentActivity(ctx context.Context, pool *pgxpool.Pool, minutes, n int) (*A
 	}
 
 	if err := pool.QueryRow(ctx, `
-		SELECT count(*),
-		       coalesce(percentile_cont(0.5) WITHIN GROUP (ORDER BY extract(epoch FROM finalized_at - created_at)), 0),
-		       coalesce(percentile_cont(0.99) WITHIN GROUP (ORDER BY extract(epoch FROM finalized_at - created_at)), 0)
-		FROM river_job WHERE state = 'completed' AND finalized_at >= $1 AND kind = $2`, since, "resolve_file").
+		SELECT count(*), coalesce(percentile_cont(0.5) WITHIN GROUP (ORDER BY f), 0),
+		       coalesce(percentile_cont(0.99) WITHIN GROUP (ORDER BY f), 0)
+		FROM link_rounds CROSS JOIN LATERAL unnest(freshness_seconds) AS f WHERE linked_at >= $1`, since).
 		Scan(&act.Freshness.Jobs, &act.Freshness.P50Seconds, &act.Freshness.P99Seconds); err != nil {
 		return nil, fmt.Errorf("error reading freshness: %w", err)
 	}

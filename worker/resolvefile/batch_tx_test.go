@@ -12,26 +12,21 @@ import (
 	"github.com/relay-dev/relay/internal/workerconfig"
 	"github.com/relay-dev/relay/outbox"
 	"github.com/relay-dev/relay/worker"
-	"github.com/relay-dev/relay/worker/resolvefile"
 )
 
-// A batch keeps no state in its connection's session, so that it works
+// The linker keeps no state in its connection's session, so that it works
 // through a transaction-pooling connection pooler: its application_name is
 // the pool's, its index-plan settings are its transaction's own and end
-// with it, and while it writes its references it
-// holds its stamp lock, a transaction-scoped advisory lock whose key carries
-// the stamp of its references. A trigger records what its writes ran under.
-func TestResolveFileWorker_BatchKeepsNoSessionState(t *testing.T) {
+// with it. A trigger records what its writes of references ran under.
+func TestLinker_KeepsNoSessionState(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	db := testdb.New(t)
 	_, err := db.Pool.Exec(ctx, `
-		CREATE TABLE seen (plan_cache_mode text, application_name text, stamp_locks bigint[]);
+		CREATE TABLE seen (plan_cache_mode text, application_name text);
 		CREATE FUNCTION record_settings() RETURNS trigger LANGUAGE plpgsql AS $$
 		BEGIN
-			INSERT INTO seen VALUES (current_setting('plan_cache_mode'), current_setting('application_name'),
-				ARRAY(SELECT classid::bigint << 32 | objid::bigint FROM pg_locks
-				      WHERE pid = pg_backend_pid() AND locktype = 'advisory' AND objsubid = 1 AND granted AND mode = 'ShareLock'));
+			INSERT INTO seen VALUES (current_setting('plan_cache_mode'), current_setting('application_name'));
 			RETURN NULL;
 		END $$;
 		CREATE TRIGGER record_settings AFTER INSERT ON poi_references FOR EACH STATEMENT EXECUTE FUNCTION record_settings();`)
@@ -48,9 +43,8 @@ func TestResolveFileWorker_BatchKeepsNoSessionState(t *testing.T) {
 	require.NoError(t, worker.RunUntilIdle(ctx, client, nil, db.Pool, testdb.Logger(t), nil))
 
 	var planCacheMode, appName, poolAppName string
-	var locks []int64
-	require.NoError(t, db.Pool.QueryRow(ctx, `SELECT plan_cache_mode, application_name, stamp_locks FROM seen`).
-		Scan(&planCacheMode, &appName, &locks))
+	require.NoError(t, db.Pool.QueryRow(ctx, `SELECT plan_cache_mode, application_name FROM seen`).
+		Scan(&planCacheMode, &appName))
 	require.NoError(t, db.Pool.QueryRow(ctx, `SELECT current_setting('application_name')`).Scan(&poolAppName))
 	require.Equal(t, "force_generic_plan", planCacheMode, "the batch runs on index plans")
 	var after string
@@ -58,16 +52,6 @@ func TestResolveFileWorker_BatchKeepsNoSessionState(t *testing.T) {
 	require.Equal(t, "auto", after, "the planner settings end with the batch's transaction")
 	require.Equal(t, poolAppName, appName, "application_name unchanged")
 
-	var stamp int64
-	require.NoError(t, db.Pool.QueryRow(ctx, `SELECT DISTINCT resolved_xmin::text::bigint FROM poi_references`).Scan(&stamp))
-	var stampLocks []int64
-	for _, k := range locks {
-		if k >= resolvefile.StampLockBase {
-			stampLocks = append(stampLocks, k-resolvefile.StampLockBase)
-		}
-	}
-	require.Len(t, stampLocks, 1, "one stamp lock while it writes, in the stamp lock space")
-	require.GreaterOrEqual(t, stampLocks[0], stamp, "the stamp lock's stamp is taken no earlier than the references'")
 }
 
 // A batch whose references a reprocess stored since the publish takes them
@@ -88,16 +72,15 @@ func TestResolveFileWorker_ReferencesStoredByAReprocessAreTakenOverOnAPool(t *te
 			return err
 		}
 		// What a reprocess of m1 would have written meanwhile.
-		_, err := tx.Exec(ctx, `INSERT INTO poi_references (source_poi_id, source_file_id, name, key, type, resolved_xmin)
-			VALUES ('m1', 'src/m.js', 'two', 'two', 'CALLS', '1')`)
+		_, err := tx.Exec(ctx, `INSERT INTO poi_references (source_poi_id, source_file_id, name, key, type)
+			VALUES ('m1', 'src/m.js', 'two', 'two', 'CALLS')`)
 		return err
 	}))
 	require.NoError(t, worker.RunUntilIdle(ctx, client, nil, db.Pool, testdb.Logger(t), nil))
 
 	require.Equal(t, 1, testdb.Count(t, db.Pool, `SELECT count(*) FROM relationships WHERE source_poi_id = 'm1' AND target_poi_id = 'm2'`))
 	require.Equal(t, 2, testdb.Count(t, db.Pool, `SELECT count(*) FROM poi_references WHERE source_poi_id = 'm1'`))
-	require.Equal(t, 0, testdb.Count(t, db.Pool, `SELECT count(*) FROM poi_references WHERE resolved_xmin = '1'`))
 	require.Equal(t, 1, testdb.Count(t, db.Pool, `SELECT count(*) FROM failed_pois`), "the failed POI written once")
-	require.Equal(t, 1, testdb.Count(t, db.Pool, `SELECT count(*) FROM river_job WHERE state = 'completed' AND attempt = 1`),
+	require.Equal(t, 1, testdb.Count(t, db.Pool, `SELECT count(*) FROM river_job WHERE kind = 'resolve_file' AND state = 'completed' AND attempt = 1`),
 		"completed by its first attempt")
 }

@@ -1,11 +1,9 @@
-// Package resolvefile is relay's resolve_file job: Worker resolves one
-// file's POI batch, every POI inside its own error boundary (structural
-// validation, recovered panics, a per-POI deadline), failed POIs into
-// failed_pois, and the relationships, the failed_pois rows and the job's
-// completion in one transaction. store.go holds the batch's SQL and the
-// resolution protocol that keeps every stored reference's target right
-// whatever the order of publishes and jobs (link). Package worker registers
-// Worker with relay's River client.
+// Package resolvefile is relay's resolve_file job: Worker works one file's
+// POI batch, every POI inside its own error boundary (structural
+// validation, recovered panics, a per-POI deadline), and writes the failed
+// POIs into failed_pois, hands the references of the others to the linker
+// (package link) and completes the job, in one transaction. Package worker
+// registers Worker with relay's River client.
 package resolvefile
 
 import (
@@ -24,8 +22,10 @@ import (
 	"github.com/riverqueue/river/rivertype"
 
 	"github.com/relay-dev/relay/deadletter/failed"
+	"github.com/relay-dev/relay/internal/indexplans"
 	"github.com/relay-dev/relay/outbox"
 	"github.com/relay-dev/relay/resolver"
+	"github.com/relay-dev/relay/worker/link"
 )
 
 // Beginner starts a transaction: a *pgxpool.Pool in production, or a test's
@@ -98,20 +98,10 @@ type BatchSummary struct {
 	Resolved      int
 	Failed        int
 	FailedByClass map[failed.ErrorClass]int
-	Relationships int64
-	Unknown       int
-	Ambiguous     int
-	// Reresolved counts other files' references to the names this publish
-	// changed that were resolved again because they had been resolved
-	// before the publish was visible.
-	Reresolved int
+	// References counts the references handed to the linker.
+	References int
 	Superseded bool
 	Duration   time.Duration
-	// Freshness is the time from the publish (its job's creation, in the
-	// publishing transaction) until this batch committed: from then on,
-	// the publish's relationships are final (docs/design.md, "Resolution
-	// protocol"). Zero for a superseded batch, whose publish was replaced.
-	Freshness time.Duration
 }
 
 // Work resolves the batch. It returns an error (so River retries the whole
@@ -145,13 +135,10 @@ func (w *Worker) Work(ctx context.Context, job *river.Job[outbox.ResolveFileArgs
 		return err
 	}
 	sum.Duration = time.Since(start)
-	if !sum.Superseded {
-		sum.Freshness = time.Since(job.CreatedAt)
-	}
 	w.metrics.BatchDone(sum)
 	if sum.Superseded {
-		log.InfoContext(ctx, "batch superseded by a newer publish of the file; only other files' references re-resolved",
-			slog.Int64("file_version", args.FileVersion), slog.Int64("relationships", sum.Relationships))
+		log.InfoContext(ctx, "batch superseded by a newer publish of the file; only its changed names handed to the linker",
+			slog.Int64("file_version", args.FileVersion))
 		return nil
 	}
 	for _, r := range results {
@@ -161,10 +148,7 @@ func (w *Worker) Work(ctx context.Context, job *river.Job[outbox.ResolveFileArgs
 		}
 	}
 	log.InfoContext(ctx, "batch resolved", slog.Int("pois", sum.POIs), slog.Int("resolved", sum.Resolved),
-		slog.Int("failed", sum.Failed), slog.Int64("relationships", sum.Relationships),
-		slog.Int("unknown_names", sum.Unknown), slog.Int("ambiguous_names", sum.Ambiguous),
-		slog.Int("reresolved_references", sum.Reresolved), slog.Duration("duration", sum.Duration),
-		slog.Duration("freshness", sum.Freshness))
+		slog.Int("failed", sum.Failed), slog.Int("references", sum.References), slog.Duration("duration", sum.Duration))
 	return nil
 }
 
@@ -238,19 +222,22 @@ func (w *Worker) resolvePOI(ctx context.Context, jobID int64, fileID string, ind
 	}
 }
 
-// commit writes the batch's effects and completes the job in one
-// transaction.
+// commit writes the batch's effects, hands its references and changed
+// names to the linker (link.Queue, link.EnsureTx) and completes the job, in
+// one transaction. The file's row is share-locked first: a batch whose
+// file was published again since (superseded) writes no failed POIs and
+// hands over no references, only the names its publish changed.
 func (w *Worker) commit(ctx context.Context, job *river.Job[outbox.ResolveFileArgs], results []poiResult) (*BatchSummary, error) {
 	args := job.Args
 	sum := &BatchSummary{JobID: job.ID, FileID: args.FileID, POIs: len(results), FailedByClass: map[failed.ErrorClass]int{}}
-	tx, err := w.begin(ctx)
+	tx, err := indexplans.Begin(ctx, w.db)
 	if err != nil {
 		return nil, fmt.Errorf("error beginning batch transaction: %w", err)
 	}
 	defer func() { _ = tx.Rollback(ctx) }()
 	st := store{tx: tx}
 
-	var ok2 []poiResult
+	var ok []poiResult
 	var failures []failed.POI
 	for _, r := range results {
 		if r.fail != nil {
@@ -258,65 +245,56 @@ func (w *Worker) commit(ctx context.Context, job *river.Job[outbox.ResolveFileAr
 			sum.FailedByClass[r.fail.Class]++
 			continue
 		}
-		ok2 = append(ok2, r)
+		ok = append(ok, r)
 	}
-	sum.Resolved, sum.Failed = len(ok2), len(failures)
+	sum.Resolved, sum.Failed = len(ok), len(failures)
 
-	in := linkInput{jobID: job.ID, fileID: args.FileID, ok: ok2, changed: args.ChangedNames, publishXID: args.PublishXID}
-	if len(args.FailedPOIIDs) == 0 {
-		// The usual batch: link checks the file's version first.
-		in.version = &args.FileVersion
-	} else {
-		// A reprocess batch is never superseded; it writes symbols and
-		// outcomes before linking, so it locks the file's row first.
-		if _, _, err := st.fileVersion(ctx, args.FileID); err != nil {
-			return nil, err
-		}
-		in.changed = withSuppliedNames(args.ChangedNames, ok2)
+	version, exists, err := st.fileVersion(ctx, args.FileID)
+	if err != nil {
+		return nil, err
 	}
-	if len(args.FailedPOIIDs) > 0 {
-		// A reprocessed POI may never have entered the symbol table.
-		if err := st.upsertSymbols(ctx, args.FileID, ok2); err != nil {
+	reprocess := len(args.FailedPOIIDs) > 0
+	entry := link.Entry{JobID: job.ID, FileID: args.FileID, Replace: !reprocess, PublishedAt: job.CreatedAt, Changed: args.ChangedNames}
+	switch {
+	case reprocess:
+		// A reprocess batch is never superseded: a reprocessed POI may never
+		// have entered the symbol table, and references to its id or symbol
+		// resolve again as references to its name do.
+		entry.Changed = withSuppliedNames(args.ChangedNames, ok)
+		if err := st.upsertSymbols(ctx, args.FileID, ok); err != nil {
 			return nil, err
 		}
-		// A reprocess job: each POI's outcome goes to the failed_pois row it
-		// came from (reprocessed, or back to new with its error history).
-		// Only a POI without a row (a malformed job) gets a row of its own.
-		outcomes := make([]failed.ReprocessOutcome, 0, len(results))
-		var rowless []failed.POI
-		for _, r := range results {
-			if r.index >= len(args.FailedPOIIDs) {
-				if r.fail != nil {
-					rowless = append(rowless, *r.fail)
-				}
-				continue
-			}
-			outcomes = append(outcomes, failed.ReprocessOutcome{FailedPOIID: args.FailedPOIIDs[r.index], Failure: r.fail})
-		}
-		rec, err := failed.RecordReprocessOutcomesTx(ctx, tx, job.ID, args.FileID, outcomes, w.cfg.ReprocessMaxAttempts)
-		if err != nil {
-			w.logger.ErrorContext(ctx, "could not record reprocess outcomes; batch will be retried",
-				slog.Int64("job_id", job.ID), slog.String("file_id", args.FileID), slog.String("error", err.Error()))
+		if failures, err = w.recordReprocess(ctx, tx, job, results); err != nil {
 			return nil, err
 		}
-		if rec.Skipped > 0 {
-			w.logger.WarnContext(ctx, "reprocess outcomes skipped: rows no longer waiting for this job",
-				slog.Int64("job_id", job.ID), slog.String("file_id", args.FileID), slog.Int("skipped", rec.Skipped))
-		}
-		if rec.ManualReview > 0 {
-			w.logger.WarnContext(ctx, "failed POIs reached the reprocess cap and need manual review",
-				slog.Int64("job_id", job.ID), slog.String("file_id", args.FileID), slog.Int("manual_review", rec.ManualReview))
-		}
-		failures = rowless
+	case !exists || version != args.FileVersion:
+		// A newer publish of the file replaced these POIs; its job hands
+		// over their references. This publish's changed names still go to
+		// the linker: the newer job only carries what changed after it.
+		sum.Superseded = true
+		sum.Resolved, sum.Failed = 0, 0
+		clear(sum.FailedByClass)
+		failures, ok = nil, nil
 	}
-	in.failures = failures
+	if !sum.Superseded {
+		entry.FileVersion = &version
+	}
+	for _, r := range ok {
+		for _, ref := range r.refs {
+			entry.Refs = append(entry.Refs, link.Ref{Source: r.poi.ID, Reference: ref})
+		}
+	}
+	sum.References = len(entry.Refs)
+
 	if err := completeTx(ctx, tx, job); err != nil {
 		return nil, fmt.Errorf("error completing job: %w", err)
 	}
-	// Linking comes last: it takes the link locks, which are held until
-	// commit, so everything that needs no lock is done before.
-	link, err := st.link(ctx, in)
-	if err != nil {
+	b := &pgx.Batch{}
+	if err := failed.QueueInsert(b, failures); err != nil {
+		return nil, err
+	}
+	link.Queue(b, entry)
+	if err := tx.SendBatch(ctx, b).Close(); err != nil {
 		if len(failures) > 0 {
 			// The safety net itself failed: say which POIs, and let River
 			// retry the whole batch rather than drop them.
@@ -327,61 +305,50 @@ func (w *Worker) commit(ctx context.Context, job *river.Job[outbox.ResolveFileAr
 			w.logger.ErrorContext(ctx, "could not write the batch, failed POIs included; batch will be retried",
 				slog.Int64("job_id", job.ID), slog.String("file_id", args.FileID), slog.Any("poi_ids", ids), slog.String("error", err.Error()))
 		}
+		return nil, fmt.Errorf("error writing the batch's %d failed POIs and %d references: %w", len(failures), len(entry.Refs), err)
+	}
+	if err := link.EnsureTx(ctx, tx); err != nil {
 		return nil, err
 	}
-	if link.superseded {
-		// A newer publish of the file replaced these POIs; its job resolves
-		// them. Only the names this publish changed were re-resolved in
-		// other files: the newer job only carries what changed after it.
-		sum.Superseded = true
-		sum.Resolved, sum.Failed = 0, 0
-		clear(sum.FailedByClass)
-	}
-	sum.Relationships, sum.Unknown, sum.Ambiguous, sum.Reresolved = link.written, link.unknown, link.ambiguous, link.reresolved
 	if err := tx.Commit(ctx); err != nil {
 		return nil, fmt.Errorf("error committing batch: %w", err)
 	}
 	return sum, nil
 }
 
-// txOptionsBeginner begins a transaction with its own BEGIN statement: a
-// *pgxpool.Pool.
-type txOptionsBeginner interface {
-	BeginTx(ctx context.Context, opts pgx.TxOptions) (pgx.Tx, error)
-}
-
-// begin begins the batch's transaction on index plans (indexPlansSQL): in
-// the BEGIN's own round trip on a pool, or after it on a Beginner that only
-// begins (a test's transaction, whose Begin is a savepoint).
-func (w *Worker) begin(ctx context.Context) (pgx.Tx, error) {
-	if b, ok := w.db.(txOptionsBeginner); ok {
-		return b.BeginTx(ctx, pgx.TxOptions{BeginQuery: "BEGIN; " + indexPlansSQL})
+// recordReprocess records a reprocess job's outcomes: each POI's outcome
+// goes to the failed_pois row it came from (reprocessed, or back to new
+// with its error history). It returns the failures of POIs without a row
+// (a malformed job), which get rows of their own.
+func (w *Worker) recordReprocess(ctx context.Context, tx pgx.Tx, job *river.Job[outbox.ResolveFileArgs], results []poiResult) ([]failed.POI, error) {
+	args := job.Args
+	outcomes := make([]failed.ReprocessOutcome, 0, len(results))
+	var rowless []failed.POI
+	for _, r := range results {
+		if r.index >= len(args.FailedPOIIDs) {
+			if r.fail != nil {
+				rowless = append(rowless, *r.fail)
+			}
+			continue
+		}
+		outcomes = append(outcomes, failed.ReprocessOutcome{FailedPOIID: args.FailedPOIIDs[r.index], Failure: r.fail})
 	}
-	tx, err := w.db.Begin(ctx)
+	rec, err := failed.RecordReprocessOutcomesTx(ctx, tx, job.ID, args.FileID, outcomes, w.cfg.ReprocessMaxAttempts)
 	if err != nil {
+		w.logger.ErrorContext(ctx, "could not record reprocess outcomes; batch will be retried",
+			slog.Int64("job_id", job.ID), slog.String("file_id", args.FileID), slog.String("error", err.Error()))
 		return nil, err
 	}
-	if _, err := tx.Exec(ctx, indexPlansSQL); err != nil {
-		_ = tx.Rollback(ctx)
-		return nil, err
+	if rec.Skipped > 0 {
+		w.logger.WarnContext(ctx, "reprocess outcomes skipped: rows no longer waiting for this job",
+			slog.Int64("job_id", job.ID), slog.String("file_id", args.FileID), slog.Int("skipped", rec.Skipped))
 	}
-	return tx, nil
+	if rec.ManualReview > 0 {
+		w.logger.WarnContext(ctx, "failed POIs reached the reprocess cap and need manual review",
+			slog.Int64("job_id", job.ID), slog.String("file_id", args.FileID), slog.Int("manual_review", rec.ManualReview))
+	}
+	return rowless, nil
 }
-
-// indexPlansSQL runs the rest of a batch's transaction on index plans, and
-// ends with it. The batch's statements look rows up by key sets in tables
-// that grow (pois, poi_references, files, river_job); a plan chosen while a
-// table was empty or not yet analyzed (a new deployment, a table just
-// truncated, before autovacuum analyzes it) would keep sequential scans as
-// the table grows. With sequential scans, hash and merge joins off, the
-// planner uses them only when nothing else can run a statement; JIT is off
-// (an unanalyzed table's estimates can cross jit_above_cost); plans are
-// generic, since an index plan does not depend on the parameters. The
-// settings are the transaction's own (set_config's is_local), so they hold
-// through a transaction-pooling connection pooler and end with the batch.
-const indexPlansSQL = `SELECT set_config('enable_seqscan', 'off', true), set_config('enable_hashjoin', 'off', true),
-	set_config('enable_mergejoin', 'off', true), set_config('jit', 'off', true),
-	set_config('plan_cache_mode', 'force_generic_plan', true)`
 
 // completeTx completes job in tx with river.JobCompleteTx. JobCompleteTx
 // returns the updated job with its args decoded again, every POI's JSON for

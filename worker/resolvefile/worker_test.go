@@ -19,6 +19,7 @@ import (
 	"github.com/relay-dev/relay/internal/testdb"
 	"github.com/relay-dev/relay/outbox"
 	"github.com/relay-dev/relay/resolver"
+	"github.com/relay-dev/relay/worker/link"
 	"github.com/relay-dev/relay/worker/resolvefile"
 )
 
@@ -55,7 +56,18 @@ func (b *unitBundle) publishAndWork(t *testing.T, a outbox.Analysis) (*rivertest
 	res, err := b.pub.PublishTx(context.Background(), b.tx, a)
 	require.NoError(t, err)
 	require.Len(t, res.JobIDs, 1)
-	return b.tw.WorkJob(context.Background(), t, b.tx, b.job(t, res.JobIDs[0]))
+	return b.workJob(t, res.JobIDs[0])
+}
+
+// workJob works job id in the test transaction and, when it completes,
+// runs the linker until link_queue is empty (link.Drain).
+func (b *unitBundle) workJob(t *testing.T, id int64) (*rivertest.WorkResult, error) {
+	t.Helper()
+	res, err := b.tw.WorkJob(context.Background(), t, b.tx, b.job(t, id))
+	if err == nil {
+		require.NoError(t, link.Drain(context.Background(), b.tx))
+	}
+	return res, err
 }
 
 func (b *unitBundle) job(t *testing.T, id int64) *rivertype.JobRow {
@@ -227,7 +239,7 @@ func TestResolveFileWorker_FailedPOIsWriteFailureRetriesTheBatch(t *testing.T) {
 		fn("other", "other", "src/f.js", "function other() {}"),
 	}})
 	require.NoError(t, err)
-	res, err := b.tw.WorkJob(ctx, t, b.tx, b.job(t, pr.JobIDs[0]))
+	res, err := b.workJob(t, pr.JobIDs[0])
 	require.ErrorContains(t, err, "failed_pois is unwritable", "the batch must fail so River retries it")
 	require.Equal(t, river.EventKindJobFailed, res.EventKind)
 	// River retries it: at once (available) or after a backoff (retryable).
@@ -238,7 +250,7 @@ func TestResolveFileWorker_FailedPOIsWriteFailureRetriesTheBatch(t *testing.T) {
 	// The fault is removed; the retry writes everything exactly once.
 	_, err = b.tx.Exec(ctx, `DROP TRIGGER refuse ON failed_pois`)
 	require.NoError(t, err)
-	res, err = b.tw.WorkJob(ctx, t, b.tx, b.job(t, pr.JobIDs[0]))
+	res, err = b.workJob(t, pr.JobIDs[0])
 	require.NoError(t, err)
 	require.Equal(t, 2, res.Job.Attempt)
 	require.Equal(t, river.EventKindJobCompleted, res.EventKind)
@@ -262,7 +274,7 @@ func TestResolveFileWorker_SupersededJobWritesNothing(t *testing.T) {
 
 	// The newer job runs first; the older one, superseded, must change nothing.
 	for _, id := range []int64{second.JobIDs[0], first.JobIDs[0]} {
-		res, err := b.tw.WorkJob(ctx, t, b.tx, b.job(t, id))
+		res, err := b.workJob(t, id)
 		require.NoError(t, err)
 		require.Equal(t, river.EventKindJobCompleted, res.EventKind)
 	}
@@ -292,7 +304,7 @@ func TestResolveFileWorker_RelationshipKinds(t *testing.T) {
 	} {
 		res, err := b.pub.PublishTx(ctx, b.tx, a)
 		require.NoError(t, err)
-		wr, err := b.tw.WorkJob(ctx, t, b.tx, b.job(t, res.JobIDs[0]))
+		wr, err := b.workJob(t, res.JobIDs[0])
 		require.NoError(t, err)
 		require.Equal(t, river.EventKindJobCompleted, wr.EventKind)
 	}
@@ -329,18 +341,17 @@ func TestResolveFileWorker_ReferencesAlreadyStoredByAReprocessAreTakenOver(t *te
 	res, err := b.pub.PublishTx(ctx, b.tx, a)
 	require.NoError(t, err)
 	// What a reprocess of m1 would have written meanwhile: its call of two,
-	// resolved to nothing, under an old stamp.
-	_, err = b.tx.Exec(ctx, `INSERT INTO poi_references (source_poi_id, source_file_id, name, key, type, resolved_xmin)
-		VALUES ('m1', 'src/m.js', 'two', 'two', 'CALLS', '1')`)
+	// resolved to nothing.
+	_, err = b.tx.Exec(ctx, `INSERT INTO poi_references (source_poi_id, source_file_id, name, key, type)
+		VALUES ('m1', 'src/m.js', 'two', 'two', 'CALLS')`)
 	require.NoError(t, err)
 
-	wr, err := b.tw.WorkJob(ctx, t, b.tx, b.job(t, res.JobIDs[0]))
+	wr, err := b.workJob(t, res.JobIDs[0])
 	require.NoError(t, err)
 	require.Equal(t, river.EventKindJobCompleted, wr.EventKind)
 	require.Equal(t, 1, b.count(t, `SELECT count(*) FROM relationships WHERE source_poi_id = 'm1' AND target_poi_id = 'm2' AND type = 'CALLS'`))
 	require.Equal(t, 2, b.count(t, `SELECT count(*) FROM poi_references WHERE source_poi_id = 'm1'`), "two and three, once each")
 	require.Equal(t, 1, b.count(t, `SELECT count(*) FROM poi_references WHERE source_poi_id = 'm1' AND name = 'three' AND target_poi_id IS NULL`))
-	require.Equal(t, 0, b.count(t, `SELECT count(*) FROM poi_references WHERE resolved_xmin = '1'`), "the batch's stamp replaced the old one")
 }
 
 // A job whose args hold the POIs readable (enqueued before they were stored
@@ -363,60 +374,8 @@ func TestResolveFileWorker_WorksJobsWithReadableArgs(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, 1, b.count(t, `SELECT count(*) FROM river_job WHERE id = $1 AND args ? 'pois' AND NOT args ? 'poisZstd'`, res.JobIDs[0]))
 
-	wr, err := b.tw.WorkJob(ctx, t, b.tx, b.job(t, res.JobIDs[0]))
+	wr, err := b.workJob(t, res.JobIDs[0])
 	require.NoError(t, err)
 	require.Equal(t, river.EventKindJobCompleted, wr.EventKind)
 	require.Equal(t, 2, b.count(t, `SELECT count(*) FROM relationships WHERE source_file_id = 'src/r.js'`))
-}
-
-// A batch that changed more names than the lock table should hold per batch
-// takes the global link lock exclusively instead of one lock per name, and
-// resolves the same; a smaller one shares the global lock, locks each name
-// it changed, and holds its stamp lock (it also refers to names). (The test
-// transaction holds the batch's locks until it ends.)
-func TestResolveFileWorker_LargeBatchTakesTheGlobalLinkLockInstead(t *testing.T) {
-	t.Parallel()
-	for _, tc := range []struct {
-		pois       int
-		globalMode string
-		nameLocks  int
-		stampLocks int
-	}{{10, "ShareLock", 20, 1}, {300, "ExclusiveLock", 0, 0}} { // 20: each POI's name and "id:" name
-		t.Run(fmt.Sprint(tc.pois), func(t *testing.T) {
-			t.Parallel()
-			b := setupUnit(t, nil)
-			a := outbox.Analysis{FileID: "src/big.js"}
-			for i := range tc.pois {
-				a.POIs = append(a.POIs, fn(fmt.Sprintf("p%d", i), fmt.Sprintf("f%d", i), a.FileID,
-					fmt.Sprintf("function f%d() { return f%d(); }", i, (i+1)%tc.pois)))
-			}
-			res, err := b.publishAndWork(t, a)
-			require.NoError(t, err)
-			require.Equal(t, river.EventKindJobCompleted, res.EventKind)
-			require.Equal(t, tc.pois, b.count(t, `SELECT count(*) FROM relationships WHERE type = 'CALLS'`))
-
-			var mode string
-			require.NoError(t, b.tx.QueryRow(context.Background(), `
-				SELECT mode FROM pg_locks
-				WHERE locktype = 'advisory' AND pid = pg_backend_pid() AND objsubid = 1 AND granted
-				  AND (classid::bigint << 32 | objid::bigint) = $1`, resolvefile.GlobalLinkLock).Scan(&mode))
-			require.Equal(t, tc.globalMode, mode)
-			require.Equal(t, 1, b.count(t, `
-				SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND pid = pg_backend_pid() AND objsubid = 1
-				  AND (classid::bigint << 32 | objid::bigint) < $1`, resolvefile.StampLockBase),
-				"no lock per name it refers to")
-			// The names it changed, exclusively, in the two-key space.
-			require.Equal(t, tc.nameLocks, b.count(t, `
-				SELECT count(*) FROM pg_locks
-				WHERE locktype = 'advisory' AND pid = pg_backend_pid() AND objsubid = 2 AND granted
-				  AND mode = 'ExclusiveLock'`))
-			// Its stamp lock: a stamp no lower than its references' (a
-			// changer takes it after its barrier, under a later snapshot).
-			require.Equal(t, tc.stampLocks, b.count(t, `
-				SELECT count(*) FROM pg_locks
-				WHERE locktype = 'advisory' AND pid = pg_backend_pid() AND objsubid = 1 AND granted AND mode = 'ShareLock'
-				  AND (classid::bigint << 32 | objid::bigint) - $1 >= (SELECT max(resolved_xmin::text::bigint) FROM poi_references)`,
-				resolvefile.StampLockBase))
-		})
-	}
 }

@@ -1,0 +1,315 @@
+package link
+
+import (
+	"cmp"
+	"context"
+	"fmt"
+	"maps"
+	"slices"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/relay-dev/relay/internal/indexplans"
+	"github.com/relay-dev/relay/resolver"
+)
+
+// Beginner starts transactions: a *pgxpool.Pool, or a test's pgx.Tx (whose
+// Begin is a savepoint).
+type Beginner interface {
+	Begin(ctx context.Context) (pgx.Tx, error)
+}
+
+// RoundRowsDefault is how many link_queue rows a round reads at most.
+const RoundRowsDefault = 1000
+
+// Summary is what one round did.
+type Summary struct {
+	// Rows is the link_queue rows the round read and deleted; Postponed
+	// the rows it left for a later round (their file is being published).
+	Rows, Postponed int
+	// Files is the files whose references the round stored, References
+	// how many.
+	Files, References int
+	// Relationships counts the resolved references written (stored, or
+	// resolved again to another target).
+	Relationships int64
+	// Unknown and Ambiguous count the stored references without a target.
+	Unknown, Ambiguous int
+	// Reresolved counts the references resolved again: stored before the
+	// round, looking up a name a row changed.
+	Reresolved int
+	// Final are the publishes whose relationships the round made final.
+	Final    []Final
+	Duration time.Duration
+}
+
+// Final is a publish a round made final: its file, and the time from the
+// publish to (just before) the round's commit.
+type Final struct {
+	FileID    string
+	Freshness time.Duration
+}
+
+// row is one link_queue row.
+type row struct {
+	jobID       int64
+	fileID      string
+	fileVersion *int64
+	replace     bool
+	publishedAt time.Time
+	changed     []string
+	srcs, names []string
+	types       []string
+}
+
+// stored is a reference to resolve and store: its key, source file and
+// the target it has now (nil when new or unresolved).
+type stored struct {
+	src, file, name, typ string
+	target               *string
+	// jobID is the job that handed the linker an own reference.
+	jobID int64
+}
+
+type refKey struct{ src, typ, name string }
+
+func (s stored) key() refKey { return refKey{s.src, s.typ, s.name} }
+
+func (s stored) ref() resolver.Reference {
+	return resolver.Reference{Name: s.name, Type: resolver.RelType(s.typ)}
+}
+
+// Round runs one linker round in one transaction (below). It returns a
+// Summary with Rows and Postponed zero when link_queue was empty.
+//
+// A round holds the linker lock (one round at a time), reads up to limit
+// queued rows in job order and share-locks their files' rows, skipping a
+// file whose row a publish holds (its rows wait for a later round). It
+// resolves, against the symbol table as its statements read it, the rows'
+// references whose file is still at the row's version, and every stored
+// reference that looks up a name a row changed; it writes the targets and
+// deletes the rows it read. A publish or job that commits after the round
+// read something has a row of its own, read by a later round.
+func Round(ctx context.Context, db Beginner, limit int) (*Summary, error) {
+	start := time.Now()
+	tx, err := indexplans.Begin(ctx, db)
+	if err != nil {
+		return nil, fmt.Errorf("error beginning a link round: %w", err)
+	}
+	defer func() { _ = tx.Rollback(ctx) }()
+	rows, err := readRows(ctx, tx, limit)
+	if err != nil || len(rows) == 0 {
+		return &Summary{}, err
+	}
+	sum := &Summary{}
+	apply, done, err := lockFiles(ctx, tx, rows, sum)
+	if err != nil {
+		return nil, err
+	}
+	own := ownRefs(apply, sum)
+	others, err := readChanged(ctx, tx, changedKeys(done), own)
+	if err != nil {
+		return nil, err
+	}
+	sum.Reresolved = len(others)
+	cands, err := readCandidates(ctx, tx, own, others)
+	if err != nil {
+		return nil, err
+	}
+	for _, r := range apply {
+		sum.Final = append(sum.Final, Final{FileID: r.fileID, Freshness: time.Since(r.publishedAt)})
+	}
+	if err := write(ctx, tx, resolve(own, others, cands, sum), done, sum); err != nil {
+		return nil, err
+	}
+	if err := tx.Commit(ctx); err != nil {
+		return nil, fmt.Errorf("error committing a link round: %w", err)
+	}
+	sum.Duration = time.Since(start)
+	return sum, nil
+}
+
+// readRows takes the linker lock and reads up to limit queued rows, in job
+// order.
+func readRows(ctx context.Context, tx pgx.Tx, limit int) ([]row, error) {
+	if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock($1)`, linkerLock); err != nil {
+		return nil, fmt.Errorf("error taking the linker lock: %w", err)
+	}
+	rs, err := tx.Query(ctx, `
+		SELECT job_id, file_id, file_version, replace, published_at, changed, ref_sources, ref_names, ref_types
+		FROM link_queue ORDER BY job_id LIMIT $1`, limit)
+	if err != nil {
+		return nil, fmt.Errorf("error reading link_queue: %w", err)
+	}
+	out, err := pgx.CollectRows(rs, func(r pgx.CollectableRow) (row, error) {
+		var x row
+		err := r.Scan(&x.jobID, &x.fileID, &x.fileVersion, &x.replace, &x.publishedAt, &x.changed, &x.srcs, &x.names, &x.types)
+		return x, err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("error reading link_queue: %w", err)
+	}
+	return out, nil
+}
+
+// lockFiles share-locks the files of rows that carry references, in
+// file_id order, skipping those a publish holds. It returns the rows whose
+// references are stored (their file is still at the row's version) and the
+// rows the round deletes (all but those of skipped files).
+func lockFiles(ctx context.Context, tx pgx.Tx, rows []row, sum *Summary) (apply, done []row, err error) {
+	var files []string
+	for _, r := range rows {
+		if r.fileVersion != nil {
+			files = append(files, r.fileID)
+		}
+	}
+	slices.Sort(files)
+	files = slices.Compact(files)
+	version := make(map[string]int64, len(files))
+	if len(files) > 0 {
+		rs, err := tx.Query(ctx, `SELECT file_id, version FROM files WHERE file_id = ANY($1) ORDER BY file_id FOR SHARE SKIP LOCKED`, files)
+		if err != nil {
+			return nil, nil, fmt.Errorf("error locking %d files to link: %w", len(files), err)
+		}
+		var id string
+		var v int64
+		if _, err := pgx.ForEachRow(rs, []any{&id, &v}, func() error { version[id] = v; return nil }); err != nil {
+			return nil, nil, fmt.Errorf("error locking %d files to link: %w", len(files), err)
+		}
+	}
+	for _, r := range rows {
+		if r.fileVersion != nil {
+			v, locked := version[r.fileID]
+			if !locked && slices.Contains(files, r.fileID) {
+				// Locked by a publish (or gone: then the row is stale, and a
+				// later round finds the file missing and drops it).
+				if exists, err := fileExists(ctx, tx, r.fileID); err != nil {
+					return nil, nil, err
+				} else if exists {
+					sum.Postponed++
+					continue
+				}
+			}
+			if locked && v == *r.fileVersion {
+				apply = append(apply, r)
+			}
+		}
+		done = append(done, r)
+	}
+	sum.Rows = len(done)
+	return apply, done, nil
+}
+
+func fileExists(ctx context.Context, tx pgx.Tx, fileID string) (bool, error) {
+	var ok bool
+	if err := tx.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM files WHERE file_id = $1)`, fileID).Scan(&ok); err != nil {
+		return false, fmt.Errorf("error reading file %q: %w", fileID, err)
+	}
+	return ok, nil
+}
+
+// ownRefs returns the references of the rows to apply, one per key, a
+// later row's replacing an earlier one's.
+func ownRefs(apply []row, sum *Summary) map[refKey]stored {
+	own := map[refKey]stored{}
+	files := map[string]bool{}
+	for _, r := range apply {
+		files[r.fileID] = true
+		for i := range r.srcs {
+			s := stored{src: r.srcs[i], file: r.fileID, name: r.names[i], typ: r.types[i], jobID: r.jobID}
+			own[s.key()] = s
+		}
+	}
+	sum.Files, sum.References = len(files), len(own)
+	return own
+}
+
+// changedKeys returns the keys the rows changed, sorted, each once.
+func changedKeys(rows []row) []string {
+	var keys []string
+	for _, r := range rows {
+		keys = append(keys, r.changed...)
+	}
+	slices.Sort(keys)
+	return slices.Compact(keys)
+}
+
+// dependsChunk is the most keys one read of depends looks up: a GIN scan
+// sets up its keys in time quadratic in their number.
+const dependsChunk = 1000
+
+// readChanged reads the stored references that look up a changed key, by
+// key and, for derived references, through depends; those among own are
+// left out (own replaces them).
+func readChanged(ctx context.Context, tx pgx.Tx, changed []string, own map[refKey]stored) ([]stored, error) {
+	if len(changed) == 0 {
+		return nil, nil
+	}
+	b := &pgx.Batch{}
+	seen := map[refKey]bool{}
+	var out []stored
+	read := func(rows pgx.Rows) error {
+		var s stored
+		_, err := pgx.ForEachRow(rows, []any{&s.src, &s.file, &s.name, &s.typ, &s.target}, func() error {
+			k := s.key()
+			if _, mine := own[k]; !mine && !seen[k] {
+				seen[k] = true
+				out = append(out, s)
+			}
+			return nil
+		})
+		return err
+	}
+	b.Queue(`SELECT source_poi_id, source_file_id, name, type, target_poi_id FROM poi_references WHERE key = ANY($1)`, changed).Query(read)
+	for chunk := range slices.Chunk(changed, dependsChunk) {
+		b.Queue(`SELECT source_poi_id, source_file_id, name, type, target_poi_id FROM poi_references
+			WHERE depends && $1::text[] AND depends IS NOT NULL`, chunk).Query(read)
+	}
+	if err := tx.SendBatch(ctx, b).Close(); err != nil {
+		return nil, fmt.Errorf("error reading the references to %d changed names: %w", len(changed), err)
+	}
+	return out, nil
+}
+
+// resolution is a reference and the target resolver.Lookup gave it.
+type resolution struct {
+	stored
+	tgt, tgtFile *string
+	own          bool
+}
+
+// resolve looks every reference up among cands.
+func resolve(own map[refKey]stored, others []stored, cands map[string][]resolver.Candidate, sum *Summary) []resolution {
+	out := make([]resolution, 0, len(own)+len(others))
+	add := func(s stored, isOwn bool) {
+		rs := resolution{stored: s, own: isOwn}
+		refCands := candidatesOf(cands, s.ref())
+		target, outcome := resolver.Lookup(s.src, s.file, s.ref(), refCands)
+		switch outcome {
+		case resolver.Resolved:
+			rs.tgt = &target
+			f := fileOf(refCands, target)
+			rs.tgtFile = &f
+		case resolver.Unknown:
+			if isOwn {
+				sum.Unknown++
+			}
+		case resolver.Ambiguous:
+			if isOwn {
+				sum.Ambiguous++
+			}
+		}
+		out = append(out, rs)
+	}
+	keys := slices.SortedFunc(maps.Keys(own), func(a, b refKey) int {
+		return cmp.Or(cmp.Compare(a.src, b.src), cmp.Compare(a.typ, b.typ), cmp.Compare(a.name, b.name))
+	})
+	for _, k := range keys {
+		add(own[k], true)
+	}
+	for _, s := range others {
+		add(s, false)
+	}
+	return out
+}

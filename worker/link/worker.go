@@ -1,0 +1,185 @@
+package link
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/riverqueue/river"
+	"github.com/riverqueue/river/riverdriver/riverpgxv5"
+	"github.com/riverqueue/river/rivertype"
+)
+
+// Observer is told about every committed round; the metrics exporter is
+// one.
+type Observer interface {
+	Linked(sum *Summary)
+}
+
+type nopObserver struct{}
+
+func (nopObserver) Linked(*Summary) {}
+
+// Config tunes the link job.
+type Config struct {
+	// RoundRows is how many link_queue rows a round reads at most
+	// (RoundRowsDefault when zero).
+	RoundRows int
+	// Handover is how long one link job runs rounds before it hands the
+	// queue to a new link job (HandoverDefault when zero), so that no job
+	// runs long enough to look stuck to River's rescuer.
+	Handover time.Duration
+	// Postponed is how long the job waits before the next round when a
+	// round could only postpone rows (their files are being published).
+	Postponed time.Duration
+}
+
+// Defaults for Config.
+const (
+	HandoverDefault  = time.Minute
+	PostponedDefault = 100 * time.Millisecond
+)
+
+// Worker is the River worker for link jobs.
+type Worker struct {
+	river.WorkerDefaults[Args]
+	db     Beginner
+	cfg    Config
+	logger *slog.Logger
+	obs    Observer
+}
+
+// NewWorker returns the link worker. obs may be nil.
+func NewWorker(db Beginner, cfg Config, logger *slog.Logger, obs Observer) *Worker {
+	cfg.RoundRows = cmp.Or(cfg.RoundRows, RoundRowsDefault)
+	cfg.Handover = cmp.Or(cfg.Handover, HandoverDefault)
+	cfg.Postponed = cmp.Or(cfg.Postponed, PostponedDefault)
+	if obs == nil {
+		obs = nopObserver{}
+	}
+	return &Worker{db: db, cfg: cfg, logger: logger, obs: obs}
+}
+
+// Timeout: a link job ends itself after Handover; a round has no deadline
+// of its own but the context's.
+func (w *Worker) Timeout(*river.Job[Args]) time.Duration { return -1 }
+
+// Work runs rounds until link_queue is empty, then completes the job under
+// the gate lock (finish); after Handover it completes and inserts the next
+// link job in one transaction instead. A round that fails on a conflict
+// with a concurrent publish (a deadlock, a target deleted since it was
+// read) is run again; any other error returns, and River retries the job:
+// the rows stay queued.
+func (w *Worker) Work(ctx context.Context, job *river.Job[Args]) error {
+	start := time.Now()
+	for {
+		sum, err := Round(ctx, w.db, w.cfg.RoundRows)
+		switch {
+		case isConflict(err):
+			w.logger.InfoContext(ctx, "link round conflicted with a publish; running it again", slog.String("error", err.Error()))
+			continue
+		case err != nil:
+			return err
+		}
+		if sum.Rows > 0 {
+			w.obs.Linked(sum)
+			w.logger.DebugContext(ctx, "link round", slog.Int("rows", sum.Rows), slog.Int("files", sum.Files),
+				slog.Int("references", sum.References), slog.Int64("relationships", sum.Relationships),
+				slog.Int("reresolved_references", sum.Reresolved), slog.Duration("duration", sum.Duration))
+			continue
+		}
+		if sum.Postponed > 0 {
+			select {
+			case <-ctx.Done():
+				return ctx.Err()
+			case <-time.After(w.cfg.Postponed):
+			}
+		}
+		done, err := w.finish(ctx, job, time.Since(start) > w.cfg.Handover)
+		if err != nil || done {
+			return err
+		}
+	}
+}
+
+// finish completes job if link_queue is empty, or when handover is set by
+// inserting the next link job with it, and reports whether it did. It
+// holds the linker lock and the gate lock exclusively: every transaction
+// that queued a row and saw this job waiting or running has committed, so
+// its row is seen here.
+func (w *Worker) finish(ctx context.Context, job *river.Job[Args], handover bool) (bool, error) {
+	tx, err := w.db.Begin(ctx)
+	if err != nil {
+		return false, fmt.Errorf("error finishing link job: %w", err)
+	}
+	defer func() { _ = tx.Rollback(ctx) }()
+	// The look is a statement of its own, so that its snapshot is taken
+	// after the locks were granted.
+	if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock($1), pg_advisory_xact_lock($2)`, linkerLock, gateLock); err != nil {
+		return false, fmt.Errorf("error finishing link job: %w", err)
+	}
+	var queued bool
+	if err := tx.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM link_queue)`).Scan(&queued); err != nil {
+		return false, fmt.Errorf("error finishing link job: %w", err)
+	}
+	if queued && !handover {
+		return false, nil
+	}
+	if queued {
+		client, err := river.ClientFromContextSafely[pgx.Tx](ctx)
+		if err != nil {
+			return false, fmt.Errorf("error handing link_queue over: %w", err)
+		}
+		if _, err := client.InsertTx(ctx, tx, Args{}, nil); err != nil {
+			return false, fmt.Errorf("error handing link_queue over: %w", err)
+		}
+	}
+	completed, err := river.JobCompleteTx[*riverpgxv5.Driver](ctx, tx, job)
+	if err != nil {
+		return false, fmt.Errorf("error completing link job: %w", err)
+	}
+	if completed.State != rivertype.JobStateCompleted || completed.Attempt != job.Attempt {
+		return false, fmt.Errorf("link job %d attempt %d no longer belongs to this worker (state %s)", job.ID, job.Attempt, completed.State)
+	}
+	if err := tx.Commit(ctx); err != nil {
+		return false, fmt.Errorf("error completing link job: %w", err)
+	}
+	return true, nil
+}
+
+// isConflict reports whether err is a round's conflict with a concurrent
+// writer, which running the round again resolves: a deadlock, a
+// serialization failure, or a target POI deleted after the round read it.
+func isConflict(err error) bool {
+	var pgErr *pgconn.PgError
+	if !errors.As(err, &pgErr) {
+		return false
+	}
+	switch pgErr.Code {
+	case "40P01", "40001", "23503":
+		return true
+	}
+	return false
+}
+
+// Drain runs rounds on db until link_queue is empty, without a River job:
+// what a link job does, for tests and tools that work jobs one by one.
+func Drain(ctx context.Context, db Beginner) error {
+	for {
+		sum, err := Round(ctx, db, RoundRowsDefault)
+		if isConflict(err) {
+			continue
+		}
+		if err != nil {
+			return err
+		}
+		if sum.Rows == 0 && sum.Postponed == 0 {
+			return nil
+		}
+	}
+}
