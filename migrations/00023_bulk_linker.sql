@@ -4,8 +4,10 @@
 -- one linker at a time (the `link` River job) resolves every queued file's
 -- references and every stored reference that looks up a changed name, in
 -- bulk, against the symbol table as its round reads it, and deletes the
--- rows it read. The stamps that ordered resolving jobs against publishes
--- (poi_references.resolved_xmin and its index) have no use left.
+-- rows it read. poi_references.resolved_xmin is now the xmin of a snapshot
+-- the linker took before it read the symbol table: a reference whose stamp
+-- is above a publish's transaction id was resolved seeing that publish, and
+-- is not resolved again for it.
 --
 -- link_rounds keeps, per linker round, the time from each publish it made
 -- final to the round's commit: the freshness `relay status` and the console
@@ -22,6 +24,8 @@ CREATE TABLE link_queue (
     -- changed names). The linker stores the references only while the file
     -- is still at this version.
     file_version  bigint,
+    -- publish_xid is the publish's transaction id (0: unknown).
+    publish_xid   bigint NOT NULL,
     -- replace: the references are all of the file's (a publish). A
     -- reprocess job's row adds the references of the POIs it resolved.
     replace       boolean NOT NULL,
@@ -42,13 +46,6 @@ CREATE TABLE link_rounds (
 );
 CREATE INDEX link_rounds_linked_at_idx ON link_rounds (linked_at);
 
-CREATE INDEX poi_references_key_idx ON poi_references (key);
-DROP INDEX poi_references_key_resolved_xmin_idx;
-ALTER TABLE poi_references DROP COLUMN resolved_xmin;
-
 -- +goose Down
-ALTER TABLE poi_references ADD COLUMN resolved_xmin xid8 NOT NULL DEFAULT '0';
-CREATE INDEX poi_references_key_resolved_xmin_idx ON poi_references (key, resolved_xmin);
-DROP INDEX poi_references_key_idx;
 DROP TABLE link_rounds;
 DROP TABLE link_queue;

@@ -169,8 +169,7 @@ var DownEffects = map[int64]DownEffect{
 		DropsTables:        []string{"link_queue"},
 		DropsDerivedTables: []string{"link_rounds"},
 		Note: "removes the bulk linker's queue: references not yet linked are lost until their files are " +
-			"published again; every stored reference is stamped 0, so the next publish of a name it looks up " +
-			"resolves it again",
+			"published again",
 	},
 }
 

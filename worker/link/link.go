@@ -75,6 +75,10 @@ type Entry struct {
 	// PublishedAt is when the publish (the job) was created: freshness runs
 	// from it.
 	PublishedAt time.Time
+	// PublishXID is the publish's transaction id (0: unknown): a stored
+	// reference resolved under a snapshot whose xmin is above it saw the
+	// publish, and is not resolved again for Changed.
+	PublishXID int64
 	// Changed are the reference keys (resolver.ReferenceKey) whose
 	// definitions the publish changed: every stored reference that looks
 	// one up is resolved again.
@@ -93,12 +97,12 @@ func Queue(b *pgx.Batch, e Entry) {
 		changed = []string{}
 	}
 	b.Queue(`
-		INSERT INTO link_queue (job_id, file_id, file_version, replace, published_at, changed, ref_sources, ref_names, ref_types)
-		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)
+		INSERT INTO link_queue (job_id, file_id, file_version, replace, published_at, changed, ref_sources, ref_names, ref_types, publish_xid)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)
 		ON CONFLICT (job_id) DO UPDATE SET file_version = excluded.file_version, replace = excluded.replace,
 			changed = excluded.changed, ref_sources = excluded.ref_sources, ref_names = excluded.ref_names,
 			ref_types = excluded.ref_types`,
-		e.JobID, e.FileID, e.FileVersion, e.Replace, e.PublishedAt, changed, srcs, names, types)
+		e.JobID, e.FileID, e.FileVersion, e.Replace, e.PublishedAt, changed, srcs, names, types, e.PublishXID)
 }
 
 // EnsureTx makes sure that a link job will read what tx queued: it takes the

@@ -5,7 +5,9 @@ import (
 	"context"
 	"fmt"
 	"maps"
+	"math"
 	"slices"
+	"strconv"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -56,6 +58,7 @@ type row struct {
 	jobID       int64
 	fileID      string
 	fileVersion *int64
+	publishXID  int64
 	replace     bool
 	publishedAt time.Time
 	changed     []string
@@ -108,6 +111,10 @@ func Round(ctx context.Context, db Beginner, limit int) (*Summary, error) {
 		return nil, err
 	}
 	own := ownRefs(apply, sum)
+	var stamp string
+	if err := tx.QueryRow(ctx, `SELECT pg_snapshot_xmin(pg_current_snapshot())::text`).Scan(&stamp); err != nil {
+		return nil, fmt.Errorf("error stamping a link round: %w", err)
+	}
 	others, err := readChanged(ctx, tx, changedKeys(done), own)
 	if err != nil {
 		return nil, err
@@ -120,7 +127,7 @@ func Round(ctx context.Context, db Beginner, limit int) (*Summary, error) {
 	for _, r := range apply {
 		sum.Final = append(sum.Final, Final{FileID: r.fileID, Freshness: time.Since(r.publishedAt)})
 	}
-	if err := write(ctx, tx, resolve(own, others, cands, sum), done, sum); err != nil {
+	if err := write(ctx, tx, stamp, resolve(own, others, cands, sum), done, sum); err != nil {
 		return nil, err
 	}
 	if err := tx.Commit(ctx); err != nil {
@@ -137,14 +144,14 @@ func readRows(ctx context.Context, tx pgx.Tx, limit int) ([]row, error) {
 		return nil, fmt.Errorf("error taking the linker lock: %w", err)
 	}
 	rs, err := tx.Query(ctx, `
-		SELECT job_id, file_id, file_version, replace, published_at, changed, ref_sources, ref_names, ref_types
+		SELECT job_id, file_id, file_version, publish_xid, replace, published_at, changed, ref_sources, ref_names, ref_types
 		FROM link_queue ORDER BY job_id LIMIT $1`, limit)
 	if err != nil {
 		return nil, fmt.Errorf("error reading link_queue: %w", err)
 	}
 	out, err := pgx.CollectRows(rs, func(r pgx.CollectableRow) (row, error) {
 		var x row
-		err := r.Scan(&x.jobID, &x.fileID, &x.fileVersion, &x.replace, &x.publishedAt, &x.changed, &x.srcs, &x.names, &x.types)
+		err := r.Scan(&x.jobID, &x.fileID, &x.fileVersion, &x.publishXID, &x.replace, &x.publishedAt, &x.changed, &x.srcs, &x.names, &x.types)
 		return x, err
 	})
 	if err != nil {
@@ -225,26 +232,48 @@ func ownRefs(apply []row, sum *Summary) map[refKey]stored {
 	return own
 }
 
+// changed is a key some rows changed, and the latest of their publishes'
+// transaction ids (math.MaxInt64 when one is unknown).
+type changed struct {
+	key string
+	xid int64
+}
+
 // changedKeys returns the keys the rows changed, sorted, each once.
-func changedKeys(rows []row) []string {
-	var keys []string
+func changedKeys(rows []row) []changed {
+	xids := map[string]int64{}
 	for _, r := range rows {
-		keys = append(keys, r.changed...)
+		xid := r.publishXID
+		if xid <= 0 {
+			xid = math.MaxInt64
+		}
+		for _, k := range r.changed {
+			xids[k] = max(xids[k], xid)
+		}
 	}
-	slices.Sort(keys)
-	return slices.Compact(keys)
+	out := make([]changed, 0, len(xids))
+	for _, k := range slices.Sorted(maps.Keys(xids)) {
+		out = append(out, changed{k, xids[k]})
+	}
+	return out
 }
 
 // dependsChunk is the most keys one read of depends looks up: a GIN scan
 // sets up its keys in time quadratic in their number.
 const dependsChunk = 1000
 
-// readChanged reads the stored references that look up a changed key, by
-// key and, for derived references, through depends; those among own are
-// left out (own replaces them).
-func readChanged(ctx context.Context, tx pgx.Tx, changed []string, own map[refKey]stored) ([]stored, error) {
+// readChanged reads the stored references that look up a changed key and
+// may have been resolved without its publish: stamped (resolved_xmin) at or
+// below the publish's transaction id. They are read by key and, for derived
+// references, through depends; those among own are left out (own replaces
+// them).
+func readChanged(ctx context.Context, tx pgx.Tx, changed []changed, own map[refKey]stored) ([]stored, error) {
 	if len(changed) == 0 {
 		return nil, nil
+	}
+	keys, xids := make([]string, len(changed)), make([]string, len(changed))
+	for i, c := range changed {
+		keys[i], xids[i] = c.key, strconv.FormatInt(c.xid, 10)
 	}
 	b := &pgx.Batch{}
 	seen := map[refKey]bool{}
@@ -261,10 +290,22 @@ func readChanged(ctx context.Context, tx pgx.Tx, changed []string, own map[refKe
 		})
 		return err
 	}
-	b.Queue(`SELECT source_poi_id, source_file_id, name, type, target_poi_id FROM poi_references WHERE key = ANY($1)`, changed).Query(read)
-	for chunk := range slices.Chunk(changed, dependsChunk) {
+	b.Queue(`
+		SELECT r.source_poi_id, r.source_file_id, r.name, r.type, r.target_poi_id
+		FROM unnest($1::text[], $2::text[]) AS u(key, xid)
+		CROSS JOIN LATERAL (SELECT * FROM poi_references r WHERE r.key = u.key AND r.resolved_xmin <= u.xid::xid8 OFFSET 0) r`,
+		keys, xids).Query(read)
+	// One statement per dependsChunk keys, each bounded by its latest
+	// publish.
+	for i := 0; i < len(changed); i += dependsChunk {
+		chunk := changed[i:min(i+dependsChunk, len(changed))]
+		var horizon int64
+		for _, c := range chunk {
+			horizon = max(horizon, c.xid)
+		}
 		b.Queue(`SELECT source_poi_id, source_file_id, name, type, target_poi_id FROM poi_references
-			WHERE depends && $1::text[] AND depends IS NOT NULL`, chunk).Query(read)
+			WHERE depends && $1::text[] AND depends IS NOT NULL AND resolved_xmin <= $2::text::xid8`,
+			keys[i:i+len(chunk)], strconv.FormatInt(horizon, 10)).Query(read)
 	}
 	if err := tx.SendBatch(ctx, b).Close(); err != nil {
 		return nil, fmt.Errorf("error reading the references to %d changed names: %w", len(changed), err)

@@ -254,7 +254,8 @@ func (w *Worker) commit(ctx context.Context, job *river.Job[outbox.ResolveFileAr
 		return nil, err
 	}
 	reprocess := len(args.FailedPOIIDs) > 0
-	entry := link.Entry{JobID: job.ID, FileID: args.FileID, Replace: !reprocess, PublishedAt: job.CreatedAt, Changed: args.ChangedNames}
+	entry := link.Entry{JobID: job.ID, FileID: args.FileID, Replace: !reprocess, PublishedAt: job.CreatedAt,
+		PublishXID: args.PublishXID, Changed: args.ChangedNames}
 	switch {
 	case reprocess:
 		// A reprocess batch is never superseded: a reprocessed POI may never
