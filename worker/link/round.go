@@ -188,17 +188,18 @@ func lockFiles(ctx context.Context, tx pgx.Tx, rows []row, sum *Summary) (apply,
 	for _, r := range rows {
 		if r.fileVersion != nil {
 			v, locked := version[r.fileID]
-			if !locked && slices.Contains(files, r.fileID) {
-				// Locked by a publish (or gone: then the row is stale, and a
-				// later round finds the file missing and drops it).
-				if exists, err := fileExists(ctx, tx, r.fileID); err != nil {
+			if !locked {
+				// A publish holds the file's row (the row waits for a later
+				// round), or the file is gone (the row is stale).
+				exists, err := fileExists(ctx, tx, r.fileID)
+				if err != nil {
 					return nil, nil, err
-				} else if exists {
+				}
+				if exists {
 					sum.Postponed++
 					continue
 				}
-			}
-			if locked && v == *r.fileVersion {
+			} else if v == *r.fileVersion {
 				apply = append(apply, r)
 			}
 		}

@@ -1,0 +1,51 @@
+package link
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/stretchr/testify/require"
+
+	"github.com/relay-dev/relay/internal/testdb"
+	"github.com/relay-dev/relay/resolver"
+)
+
+// A round leaves the rows of a file whose row a publish holds for a later
+// round (it neither waits for the publish nor drops them), links the other
+// files' rows, and links the postponed rows once the publish ends.
+func TestRound_PostponesTheRowsOfAFileBeingPublished(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	db := testdb.New(t)
+	_, err := db.Pool.Exec(ctx, `
+		INSERT INTO files (file_id) VALUES ('a.js'), ('b.js');
+		INSERT INTO pois (poi_id, file_id, name, type, line_number) VALUES
+			('a1', 'a.js', 'a', 'function_definition', 1), ('b1', 'b.js', 'b', 'function_definition', 1)`)
+	require.NoError(t, err)
+	b := &pgx.Batch{}
+	for i, f := range []struct{ file, src, calls string }{{"a.js", "a1", "b"}, {"b.js", "b1", "a"}} {
+		Queue(b, Entry{JobID: int64(i + 1), FileID: f.file, FileVersion: new(int64(1)), Replace: true, PublishedAt: time.Now(),
+			Refs: []Ref{{Source: f.src, Reference: resolver.Reference{Name: f.calls, Type: resolver.Calls}}}})
+	}
+	require.NoError(t, db.Pool.SendBatch(ctx, b).Close())
+
+	publish, err := db.Pool.Begin(ctx)
+	require.NoError(t, err)
+	defer func() { _ = publish.Rollback(ctx) }()
+	_, err = publish.Exec(ctx, `SELECT 1 FROM files WHERE file_id = 'a.js' FOR UPDATE`)
+	require.NoError(t, err)
+
+	sum, err := Round(ctx, db.Pool, RoundRowsDefault)
+	require.NoError(t, err)
+	require.Equal(t, 1, sum.Rows, "b.js's row linked")
+	require.Equal(t, 1, sum.Postponed, "a.js's row left for a later round")
+	require.Equal(t, 1, testdb.Count(t, db.Pool, `SELECT count(*) FROM relationships WHERE source_poi_id = 'b1' AND target_poi_id = 'a1'`))
+	require.Equal(t, 1, testdb.Count(t, db.Pool, `SELECT count(*) FROM link_queue WHERE file_id = 'a.js'`))
+
+	require.NoError(t, publish.Rollback(ctx))
+	require.NoError(t, Drain(ctx, db.Pool))
+	require.Equal(t, 1, testdb.Count(t, db.Pool, `SELECT count(*) FROM relationships WHERE source_poi_id = 'a1' AND target_poi_id = 'b1'`))
+	require.Zero(t, testdb.Count(t, db.Pool, `SELECT count(*) FROM link_queue`))
+}
