@@ -4,14 +4,17 @@
 -- one linker at a time (the `link` River job) resolves every queued file's
 -- references and every stored reference that looks up a changed name, in
 -- bulk, against the symbol table as its round reads it, and deletes the
--- rows it read. poi_references.resolved_xmin is now the xmin of a snapshot
--- the linker took before it read the symbol table: a reference whose stamp
--- is above a publish's transaction id was resolved seeing that publish, and
--- is not resolved again for it.
+-- rows it read.
 --
--- link_rounds keeps, per linker round, the time from each publish it made
--- final to the round's commit: the freshness `relay status` and the console
--- show. The linker deletes rounds older than a day.
+-- link_rounds keeps each linker round: the snapshot it took before it read
+-- the symbol table, and the time from each publish it made final to its
+-- commit (the freshness `relay status` and the console show). A reference
+-- records the round that resolved it (poi_references.resolved_round): for a
+-- publish that changed a name it looks up, it is resolved again only when
+-- that round's snapshot did not see the publish. The stamps of the protocol
+-- before (resolved_xmin, a snapshot xmin that any long transaction on the
+-- server held back) go. The linker deletes rounds older than a day; a
+-- reference of a deleted round counts as not having seen any publish.
 
 -- +goose Up
 CREATE TABLE link_queue (
@@ -39,6 +42,7 @@ CREATE TABLE link_queue (
 
 CREATE TABLE link_rounds (
     id                bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+    snapshot          pg_snapshot NOT NULL,
     linked_at         timestamptz NOT NULL DEFAULT now(),
     files             integer NOT NULL,
     reresolved        integer NOT NULL,
@@ -46,6 +50,15 @@ CREATE TABLE link_rounds (
 );
 CREATE INDEX link_rounds_linked_at_idx ON link_rounds (linked_at);
 
+ALTER TABLE poi_references ADD COLUMN resolved_round bigint NOT NULL DEFAULT 0;
+CREATE INDEX poi_references_key_resolved_round_idx ON poi_references (key, resolved_round);
+DROP INDEX poi_references_key_resolved_xmin_idx;
+ALTER TABLE poi_references DROP COLUMN resolved_xmin;
+
 -- +goose Down
+ALTER TABLE poi_references ADD COLUMN resolved_xmin xid8 NOT NULL DEFAULT '0';
+CREATE INDEX poi_references_key_resolved_xmin_idx ON poi_references (key, resolved_xmin);
+DROP INDEX poi_references_key_resolved_round_idx;
+ALTER TABLE poi_references DROP COLUMN resolved_round;
 DROP TABLE link_rounds;
 DROP TABLE link_queue;

@@ -168,8 +168,10 @@ var DownEffects = map[int64]DownEffect{
 	23: {
 		DropsTables:        []string{"link_queue"},
 		DropsDerivedTables: []string{"link_rounds"},
+		DropsColumns:       []string{"poi_references.resolved_round"},
 		Note: "removes the bulk linker's queue: references not yet linked are lost until their files are " +
-			"published again",
+			"published again; every stored reference is stamped 0, so the next publish of a name it looks up " +
+			"resolves it again",
 	},
 }
 

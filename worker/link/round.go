@@ -111,11 +111,15 @@ func Round(ctx context.Context, db Beginner, limit int) (*Summary, error) {
 		return nil, err
 	}
 	own := ownRefs(apply, sum)
-	var stamp string
-	if err := tx.QueryRow(ctx, `SELECT pg_snapshot_xmin(pg_current_snapshot())::text`).Scan(&stamp); err != nil {
-		return nil, fmt.Errorf("error stamping a link round: %w", err)
+	// The round's snapshot, taken before it reads the symbol table: every
+	// publish it sees, the round's reading sees.
+	var round int64
+	if err := tx.QueryRow(ctx, `
+		INSERT INTO link_rounds (snapshot, files, reresolved, freshness_seconds) VALUES (pg_current_snapshot(), 0, 0, '{}')
+		RETURNING id`).Scan(&round); err != nil {
+		return nil, fmt.Errorf("error starting a link round: %w", err)
 	}
-	others, err := readChanged(ctx, tx, changedKeys(done), own)
+	others, err := readChanged(ctx, tx, done, own)
 	if err != nil {
 		return nil, err
 	}
@@ -127,7 +131,7 @@ func Round(ctx context.Context, db Beginner, limit int) (*Summary, error) {
 	for _, r := range apply {
 		sum.Final = append(sum.Final, Final{FileID: r.fileID, Freshness: time.Since(r.publishedAt)})
 	}
-	if err := write(ctx, tx, stamp, resolve(own, others, cands, sum), done, sum); err != nil {
+	if err := write(ctx, tx, round, resolve(own, others, cands, sum), done, sum); err != nil {
 		return nil, err
 	}
 	if err := tx.Commit(ctx); err != nil {
@@ -233,48 +237,88 @@ func ownRefs(apply []row, sum *Summary) map[refKey]stored {
 	return own
 }
 
-// changed is a key some rows changed, and the latest of their publishes'
-// transaction ids (math.MaxInt64 when one is unknown).
-type changed struct {
-	key string
-	xid int64
-}
+// unknownXID stands for a publish whose transaction id is unknown: no round
+// saw it.
+const unknownXID = math.MaxInt64
 
-// changedKeys returns the keys the rows changed, sorted, each once.
-func changedKeys(rows []row) []changed {
-	xids := map[string]int64{}
+// changedKeys returns the keys the rows changed, sorted, each once, with the
+// transaction ids of the publishes that changed them.
+func changedKeys(rows []row) (keys []string, xids map[string][]int64) {
+	xids = map[string][]int64{}
 	for _, r := range rows {
 		xid := r.publishXID
 		if xid <= 0 {
-			xid = math.MaxInt64
+			xid = unknownXID
 		}
 		for _, k := range r.changed {
-			xids[k] = max(xids[k], xid)
+			xids[k] = append(xids[k], xid)
 		}
 	}
-	out := make([]changed, 0, len(xids))
-	for _, k := range slices.Sorted(maps.Keys(xids)) {
-		out = append(out, changed{k, xids[k]})
+	return slices.Sorted(maps.Keys(xids)), xids
+}
+
+// unseenBy returns, for each of xids, the last round whose snapshot did not
+// see that publish: rounds run one at a time and each one's snapshot is
+// taken after the one before, so every round up to it missed the publish
+// and every later one saw it. A publish no kept round missed gets the round
+// before the oldest kept (a reference of a deleted round counts as having
+// missed it); an unknown one, every round.
+func unseenBy(ctx context.Context, tx pgx.Tx, xids []int64) (map[int64]int64, error) {
+	out := make(map[int64]int64, len(xids))
+	var known []string
+	for _, x := range xids {
+		if x == unknownXID {
+			out[x] = math.MaxInt64
+		} else if _, ok := out[x]; !ok {
+			out[x] = 0
+			known = append(known, strconv.FormatInt(x, 10))
+		}
 	}
-	return out
+	if len(known) == 0 {
+		return out, nil
+	}
+	rows, err := tx.Query(ctx, `
+		SELECT u.xid::bigint, coalesce(
+			(SELECT id FROM link_rounds WHERE NOT pg_visible_in_snapshot(u.xid::xid8, snapshot) ORDER BY id DESC LIMIT 1),
+			(SELECT min(id) - 1 FROM link_rounds), 0)
+		FROM unnest($1::text[]) AS u(xid)`, known)
+	if err != nil {
+		return nil, fmt.Errorf("error finding the rounds that missed %d publishes: %w", len(known), err)
+	}
+	var xid, round int64
+	if _, err := pgx.ForEachRow(rows, []any{&xid, &round}, func() error { out[xid] = round; return nil }); err != nil {
+		return nil, fmt.Errorf("error finding the rounds that missed %d publishes: %w", len(known), err)
+	}
+	return out, nil
 }
 
 // dependsChunk is the most keys one read of depends looks up: a GIN scan
 // sets up its keys in time quadratic in their number.
 const dependsChunk = 1000
 
-// readChanged reads the stored references that look up a changed key and
-// may have been resolved without its publish: stamped (resolved_xmin) at or
-// below the publish's transaction id. They are read by key and, for derived
-// references, through depends; those among own are left out (own replaces
-// them).
-func readChanged(ctx context.Context, tx pgx.Tx, changed []changed, own map[refKey]stored) ([]stored, error) {
-	if len(changed) == 0 {
+// readChanged reads the stored references that look up a key one of done
+// changed and were resolved by a round that missed the publish (unseenBy).
+// They are read by key and, for derived references, through depends; those
+// among own are left out (own replaces them).
+func readChanged(ctx context.Context, tx pgx.Tx, done []row, own map[refKey]stored) ([]stored, error) {
+	keys, xidsOf := changedKeys(done)
+	if len(keys) == 0 {
 		return nil, nil
 	}
-	keys, xids := make([]string, len(changed)), make([]string, len(changed))
-	for i, c := range changed {
-		keys[i], xids[i] = c.key, strconv.FormatInt(c.xid, 10)
+	var all []int64
+	for _, xs := range xidsOf {
+		all = append(all, xs...)
+	}
+	unseen, err := unseenBy(ctx, tx, all)
+	if err != nil {
+		return nil, err
+	}
+	// A key changed by several publishes: the latest round that missed any.
+	bounds := make([]int64, len(keys))
+	for i, k := range keys {
+		for _, x := range xidsOf[k] {
+			bounds[i] = max(bounds[i], unseen[x])
+		}
 	}
 	b := &pgx.Batch{}
 	seen := map[refKey]bool{}
@@ -293,23 +337,18 @@ func readChanged(ctx context.Context, tx pgx.Tx, changed []changed, own map[refK
 	}
 	b.Queue(`
 		SELECT r.source_poi_id, r.source_file_id, r.name, r.type, r.target_poi_id
-		FROM unnest($1::text[], $2::text[]) AS u(key, xid)
-		CROSS JOIN LATERAL (SELECT * FROM poi_references r WHERE r.key = u.key AND r.resolved_xmin <= u.xid::xid8 OFFSET 0) r`,
-		keys, xids).Query(read)
-	// One statement per dependsChunk keys, each bounded by its latest
-	// publish.
-	for i := 0; i < len(changed); i += dependsChunk {
-		chunk := changed[i:min(i+dependsChunk, len(changed))]
-		var horizon int64
-		for _, c := range chunk {
-			horizon = max(horizon, c.xid)
-		}
+		FROM unnest($1::text[], $2::bigint[]) AS u(key, bound)
+		CROSS JOIN LATERAL (SELECT * FROM poi_references r WHERE r.key = u.key AND r.resolved_round <= u.bound OFFSET 0) r`,
+		keys, bounds).Query(read)
+	// One statement per dependsChunk keys, each bounded by its latest round.
+	for i := 0; i < len(keys); i += dependsChunk {
+		j := min(i+dependsChunk, len(keys))
 		b.Queue(`SELECT source_poi_id, source_file_id, name, type, target_poi_id FROM poi_references
-			WHERE depends && $1::text[] AND depends IS NOT NULL AND resolved_xmin <= $2::text::xid8`,
-			keys[i:i+len(chunk)], strconv.FormatInt(horizon, 10)).Query(read)
+			WHERE depends && $1::text[] AND depends IS NOT NULL AND resolved_round <= $2`,
+			keys[i:j], slices.Max(bounds[i:j])).Query(read)
 	}
 	if err := tx.SendBatch(ctx, b).Close(); err != nil {
-		return nil, fmt.Errorf("error reading the references to %d changed names: %w", len(changed), err)
+		return nil, fmt.Errorf("error reading the references to %d changed names: %w", len(keys), err)
 	}
 	return out, nil
 }

@@ -111,7 +111,7 @@ const roundRetention = 24 * time.Hour
 // records the round, in one round trip: the rows' own references inserted
 // (or replacing a stored one), each other reference rewritten when its
 // target changed, in key order.
-func write(ctx context.Context, tx pgx.Tx, stamp string, res []resolution, done []row, sum *Summary) error {
+func write(ctx context.Context, tx pgx.Tx, round int64, res []resolution, done []row, sum *Summary) error {
 	var own, upd columns
 	for _, r := range res {
 		switch {
@@ -130,26 +130,26 @@ func write(ctx context.Context, tx pgx.Tx, stamp string, res []resolution, done 
 	b := &pgx.Batch{}
 	if len(own.src) > 0 {
 		b.Queue(`
-			INSERT INTO poi_references AS r (source_poi_id, source_file_id, name, key, type, resolved_xmin,
+			INSERT INTO poi_references AS r (source_poi_id, source_file_id, name, key, type, resolved_round,
 			                                 target_poi_id, target_file_id, job_id, resolved_at, depends)
-			SELECT u.src, u.file, u.name, u.key, u.type, $10::xid8, u.tgt, u.tgt_file, u.job,
+			SELECT u.src, u.file, u.name, u.key, u.type, $10, u.tgt, u.tgt_file, u.job,
 			       CASE WHEN u.tgt IS NULL THEN NULL ELSE now() END,
 			       CASE WHEN u.deps = '' THEN NULL ELSE string_to_array(u.deps, ' ') END
 			FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[], $8::bigint[], $9::text[])
 				AS u(src, file, name, key, type, tgt, tgt_file, job, deps)
 			ON CONFLICT (source_poi_id, type, name) DO UPDATE
 				SET target_poi_id = excluded.target_poi_id, target_file_id = excluded.target_file_id,
-				    job_id = excluded.job_id, resolved_at = excluded.resolved_at, resolved_xmin = excluded.resolved_xmin`,
-			own.src, own.file, own.name, keysOf(own.name), own.typ, own.tgt, own.tgtFile, own.job, own.deps, stamp)
+				    job_id = excluded.job_id, resolved_at = excluded.resolved_at, resolved_round = excluded.resolved_round`,
+			own.src, own.file, own.name, keysOf(own.name), own.typ, own.tgt, own.tgtFile, own.job, own.deps, round)
 	}
 	if len(upd.src) > 0 {
 		b.Queue(`
 			UPDATE poi_references r
-			SET target_poi_id = u.tgt, target_file_id = u.tgt_file, resolved_xmin = $6::xid8,
+			SET target_poi_id = u.tgt, target_file_id = u.tgt_file, resolved_round = $6,
 			    resolved_at = CASE WHEN u.tgt IS NULL THEN NULL ELSE now() END
 			FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[]) AS u(src, name, type, tgt, tgt_file)
 			WHERE r.source_poi_id = u.src AND r.type = u.type AND r.name = u.name`,
-			upd.src, upd.name, upd.typ, upd.tgt, upd.tgtFile, stamp)
+			upd.src, upd.name, upd.typ, upd.tgt, upd.tgtFile, round)
 	}
 	jobs := make([]int64, len(done))
 	for i, r := range done {
@@ -160,7 +160,8 @@ func write(ctx context.Context, tx pgx.Tx, stamp string, res []resolution, done 
 	for i, f := range sum.Final {
 		fresh[i] = f.Freshness.Seconds()
 	}
-	b.Queue(`INSERT INTO link_rounds (files, reresolved, freshness_seconds) VALUES ($1, $2, $3)`, sum.Files, sum.Reresolved, fresh)
+	b.Queue(`UPDATE link_rounds SET linked_at = now(), files = $2, reresolved = $3, freshness_seconds = $4 WHERE id = $1`,
+		round, sum.Files, sum.Reresolved, fresh)
 	b.Queue(`DELETE FROM link_rounds WHERE linked_at < now() - make_interval(secs => $1)`, roundRetention.Seconds())
 	if err := tx.SendBatch(ctx, b).Close(); err != nil {
 		return fmt.Errorf("error writing %d references and %d re-resolved ones: %w", len(own.src), len(upd.src), err)
