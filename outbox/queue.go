@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"sync"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -20,6 +21,7 @@ type Beginner interface {
 const (
 	DrainIntervalDefault = 200 * time.Millisecond
 	DrainBatchDefault    = 100
+	DrainLoopsDefault    = 4
 )
 
 // DrainConfig tunes a Drainer. Zero values take the defaults.
@@ -29,6 +31,9 @@ type DrainConfig struct {
 	Interval time.Duration
 	// Batch is how many analyses one drain transaction publishes.
 	Batch int
+	// Loops is how many drains Run runs at once, at most, while a backlog
+	// lasts (each on a connection of its own); an idle Drainer runs one.
+	Loops int
 }
 
 // Drainer publishes the analyses that the SQL API (relay_publish and
@@ -39,6 +44,18 @@ type DrainConfig struct {
 // a drainer that dies publishes nothing and the rows stay queued. An
 // analysis the Publisher rejects moves to rejected_analyses with the reason
 // in the same transaction, so nothing queued is lost or published twice.
+//
+// Drains running at once (Run's loops, other processes' drainers) take
+// different rows, and so different files: publish_queue holds one row per
+// file. A file queued again while a drain holds its row is queued behind
+// that drain's lock and published after it commits, so the last committed
+// publish of a file still wins. The files' rows are locked in file_id
+// order, as every publish locks them, so concurrent drains do not deadlock
+// on them. A drain can deadlock, as a single one could, with a caller's
+// transaction that holds the row of a file of the drain (it published that
+// file, queued again since by another caller) and then publishes another
+// file of the drain, waiting for its queued row: PostgreSQL aborts one of
+// the two, and an aborted drain's rows stay queued.
 type Drainer struct {
 	db     Beginner
 	pub    *Publisher
@@ -50,6 +67,7 @@ type Drainer struct {
 func NewDrainer(db Beginner, pub *Publisher, cfg DrainConfig, logger *slog.Logger) *Drainer {
 	cfg.Interval = cmp.Or(cfg.Interval, DrainIntervalDefault)
 	cfg.Batch = cmp.Or(cfg.Batch, DrainBatchDefault)
+	cfg.Loops = cmp.Or(cfg.Loops, DrainLoopsDefault)
 	return &Drainer{db: db, pub: pub, cfg: cfg, logger: logger}
 }
 
@@ -60,11 +78,33 @@ type DrainResult struct {
 	Published, Rejected int
 }
 
-// Run drains until ctx ends: again at once after a full batch, otherwise
-// every Interval. A failed drain (the database unreachable, a deadlock) is
-// logged and tried again after Interval; its rows stay queued. Run returns
-// nil when ctx ends.
+// Run drains until ctx ends. One loop drains every Interval, and again at
+// once after a full batch; a full batch also wakes another of up to Loops
+// loops, which drains beside it until it takes a batch that is not full:
+// a backlog is drained Loops batches at a time, an idle queue costs one
+// drain every Interval. A failed drain (the database unreachable, a
+// deadlock) is logged and its rows stay queued: the first loop tries again
+// after Interval, another goes idle. Run returns nil when ctx ends, once
+// every loop's drain in progress has committed or rolled back.
 func (d *Drainer) Run(ctx context.Context) error {
+	// Buffered, so that a wake-up sent while every other loop is busy is
+	// taken by the next to go idle rather than lost.
+	wake := make(chan struct{}, 1)
+	var wg sync.WaitGroup
+	for range d.cfg.Loops - 1 {
+		wg.Go(func() {
+			for {
+				select {
+				case <-ctx.Done():
+					return
+				case <-wake:
+				}
+				for d.step(ctx, wake) {
+				}
+			}
+		})
+	}
+	defer wg.Wait()
 	wait := time.NewTimer(0)
 	defer wait.Stop()
 	for {
@@ -73,18 +113,32 @@ func (d *Drainer) Run(ctx context.Context) error {
 			return nil
 		case <-wait.C:
 		}
-		res, err := d.Drain(ctx)
-		switch {
-		case ctx.Err() != nil:
-			return nil
-		case err != nil:
-			d.logger.ErrorContext(ctx, "publishing queued analyses failed; they stay queued", slog.String("error", err.Error()))
-		case res.Published+res.Rejected == d.cfg.Batch:
+		if d.step(ctx, wake) {
 			wait.Reset(0)
-			continue
+		} else {
+			wait.Reset(d.cfg.Interval)
 		}
-		wait.Reset(d.cfg.Interval)
 	}
+}
+
+// step runs one drain of Run's loops and reports whether it took a full
+// batch, in which case it wakes another loop if one is idle.
+func (d *Drainer) step(ctx context.Context, wake chan<- struct{}) (full bool) {
+	res, err := d.Drain(ctx)
+	switch {
+	case ctx.Err() != nil:
+		return false
+	case err != nil:
+		d.logger.ErrorContext(ctx, "publishing queued analyses failed; they stay queued", slog.String("error", err.Error()))
+		return false
+	case res.Published+res.Rejected < d.cfg.Batch:
+		return false
+	}
+	select {
+	case wake <- struct{}{}:
+	default:
+	}
+	return true
 }
 
 // queued is one publish_queue row.

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -341,6 +342,127 @@ func TestSQLPublish_WhatThePublishRejectsLaterLandsInRejectedAnalyses(t *testing
 	require.Contains(t, reason, `id already belongs to a POI of file "owner.py"`)
 	require.Equal(t, int64(0), version)
 	require.JSONEq(t, sqlAnalysis("thief.py", "mine", "shared"), string(analysis), "the analysis is kept whole")
+}
+
+// overlapRecorder is a Beginner that counts the transactions open at once,
+// and holds the commit of every transaction but the first until two have
+// been open together (or until done ends), so that a test knows whether
+// drains ran side by side.
+type overlapRecorder struct {
+	db   outbox.Beginner
+	done <-chan struct{}
+
+	overlap chan struct{} // closed once two transactions were open at once
+
+	mu                sync.Mutex
+	begun, open, most int
+}
+
+func newOverlapRecorder(db outbox.Beginner, done <-chan struct{}) *overlapRecorder {
+	return &overlapRecorder{db: db, done: done, overlap: make(chan struct{})}
+}
+
+func (r *overlapRecorder) Begin(ctx context.Context) (pgx.Tx, error) {
+	tx, err := r.db.Begin(ctx)
+	if err != nil {
+		return nil, err
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.begun++
+	r.open++
+	if r.open == 2 && r.most < 2 {
+		close(r.overlap)
+	}
+	r.most = max(r.most, r.open)
+	return &recordedTx{Tx: tx, r: r, first: r.begun == 1}, nil
+}
+
+// mostOpen is the most transactions that were open at once.
+func (r *overlapRecorder) mostOpen() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.most
+}
+
+type recordedTx struct {
+	pgx.Tx
+	r     *overlapRecorder
+	first bool
+	ended sync.Once
+}
+
+func (tx *recordedTx) Commit(ctx context.Context) error {
+	if !tx.first {
+		select {
+		case <-tx.r.overlap:
+		case <-tx.r.done:
+		}
+	}
+	defer tx.end()
+	return tx.Tx.Commit(ctx)
+}
+
+func (tx *recordedTx) Rollback(ctx context.Context) error {
+	defer tx.end()
+	return tx.Tx.Rollback(ctx)
+}
+
+func (tx *recordedTx) end() {
+	tx.ended.Do(func() {
+		tx.r.mu.Lock()
+		tx.r.open--
+		tx.r.mu.Unlock()
+	})
+}
+
+// TestDrainer_SeveralLoopsPublishEachQueuedAnalysisOnce runs a Drainer of
+// several loops over a backlog of many files: the loops drain side by side,
+// and each analysis is published exactly once, with one resolve_file job.
+func TestDrainer_SeveralLoopsPublishEachQueuedAnalysisOnce(t *testing.T) {
+	t.Parallel()
+	b := setupSQL(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+
+	const files, batch, loops = 200, 10, 4
+	var as []string
+	for i := range files {
+		f := fmt.Sprintf("loops/%03d.py", i)
+		as = append(as, sqlAnalysis(f, f+"#1", f+"#2"))
+	}
+	var n int
+	require.NoError(t, b.db.Pool.QueryRow(ctx, `SELECT relay_publish_many($1::jsonb)`, "["+strings.Join(as, ",")+"]").Scan(&n))
+	require.Equal(t, files, n)
+
+	rec := newOverlapRecorder(b.db.Pool, ctx.Done())
+	// Interval: an hour, so that only full batches (a backlog) start drains
+	// after the first.
+	d := outbox.NewDrainer(rec, b.pub, outbox.DrainConfig{Batch: batch, Loops: loops, Interval: time.Hour}, testdb.Logger(t))
+	runCtx, stop := context.WithCancel(ctx)
+	ran := make(chan error, 1)
+	go func() { ran <- d.Run(runCtx) }()
+	for b.count(t, `SELECT count(*) FROM publish_queue`) > 0 {
+		select {
+		case <-ctx.Done():
+			stop()
+			<-ran
+			t.Fatalf("the queue still holds %d analyses; at most %d drains ran at once", b.count(t, `SELECT count(*) FROM publish_queue`), rec.mostOpen())
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
+	stop()
+	require.NoError(t, <-ran)
+
+	require.GreaterOrEqual(t, rec.mostOpen(), 2, "drains ran side by side")
+	require.LessOrEqual(t, rec.mostOpen(), loops)
+	require.Equal(t, files, b.count(t, `SELECT count(*) FROM river_job WHERE kind = 'resolve_file'`))
+	require.Equal(t, files, b.count(t, `SELECT count(DISTINCT args->>'fileId') FROM river_job WHERE kind = 'resolve_file'`),
+		"one resolve_file job per file")
+	require.Equal(t, files, b.count(t, `SELECT count(*) FROM files WHERE version = 1`), "each file published once")
+	require.Equal(t, files, b.count(t, `SELECT count(*) FROM files`))
+	require.Equal(t, 2*files, b.count(t, `SELECT count(*) FROM pois`))
+	require.Equal(t, 0, b.count(t, `SELECT count(*) FROM rejected_analyses`))
 }
 
 // publisherRoleSQL is docs/sql/publisher_role.sql: what the README tells

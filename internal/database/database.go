@@ -12,6 +12,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/relay-dev/relay/config"
+	"github.com/relay-dev/relay/outbox"
 )
 
 // ApplicationName is reported to PostgreSQL (pg_stat_activity) for every
@@ -49,14 +50,19 @@ type Options struct {
 // batches and the maintenance services.
 const riverConns = 4
 
+// workerExtraConns is what a worker process runs beside its batches on the
+// pool: the SQL publish queue's drain loops and the link job.
+const workerExtraConns = outbox.DrainLoopsDefault + 1
+
 // OptionsFromConfig picks the pool settings out of relay's configuration.
-// The pool holds a connection for every batch a worker runs at once and
-// River's own (pgx's default, max(4, NumCPU), would make batches queue for
-// connections behind River's notifier and fetches).
+// The pool holds a connection for every batch a worker runs at once, for
+// its drain loops and link job, and River's own (pgx's default, max(4,
+// NumCPU), would make batches queue for connections behind River's
+// notifier and fetches).
 func OptionsFromConfig(cfg *config.Config, role string) Options {
 	return Options{
 		Role:                     role,
-		MaxConns:                 int32(cfg.WorkerConcurrency + riverConns),
+		MaxConns:                 int32(cfg.WorkerConcurrency + riverConns + workerExtraConns),
 		Schema:                   cfg.DatabaseSchema,
 		StatementTimeout:         cfg.StatementTimeout,
 		IdleInTransactionTimeout: cfg.IdleInTransactionTimeout,

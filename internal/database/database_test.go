@@ -7,6 +7,7 @@ import (
 
 	"github.com/relay-dev/relay/config"
 	"github.com/relay-dev/relay/internal/database"
+	"github.com/relay-dev/relay/outbox"
 )
 
 // A worker's pool holds a connection per batch it runs at once plus
@@ -17,7 +18,8 @@ func TestOptionsFromConfig_PoolFitsTheWorkersAndRiver(t *testing.T) {
 	for _, n := range []int{1, 8, 50} {
 		cfg.WorkerConcurrency = n
 		opts := database.OptionsFromConfig(cfg, "worker")
-		require.EqualValues(t, n+4, opts.MaxConns, "worker_concurrency %d", n)
+		// River 4, the link job 1, the drain loops 4.
+		require.EqualValues(t, n+4+1+outbox.DrainLoopsDefault, opts.MaxConns, "worker_concurrency %d", n)
 		require.Equal(t, "worker", opts.Role)
 	}
 }
