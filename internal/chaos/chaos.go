@@ -442,11 +442,12 @@ func (h *harness) runRelay(ctx context.Context, name string, env []string, stdin
 	return p.wait(ctx)
 }
 
-// pending counts resolve_file jobs not completed yet, and those running.
+// pending counts the jobs not completed yet (resolve_file batches and the
+// link jobs that make their relationships final), and the batches running.
 func pending(ctx context.Context, pool *pgxpool.Pool) (notCompleted, running int, err error) {
 	err = pool.QueryRow(ctx, `
-		SELECT count(*) FILTER (WHERE state <> 'completed'), count(*) FILTER (WHERE state = 'running')
-		FROM river_job WHERE kind = 'resolve_file'`).Scan(&notCompleted, &running)
+		SELECT count(*) FILTER (WHERE state <> 'completed'), count(*) FILTER (WHERE state = 'running' AND kind = 'resolve_file')
+		FROM river_job WHERE kind IN ('resolve_file', 'link')`).Scan(&notCompleted, &running)
 	if err != nil {
 		return 0, 0, fmt.Errorf("error reading the queue: %w", err)
 	}

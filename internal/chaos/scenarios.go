@@ -122,14 +122,14 @@ func (h *harness) finish(ctx context.Context, db *scenarioDB, res *Result) error
 	}
 }
 
-// expedite makes every retryable or scheduled resolve_file job due now,
-// through River's client API.
+// expedite makes every retryable or scheduled resolve_file or link job due
+// now, through River's client API.
 func expedite(ctx context.Context, db *scenarioDB) (int, error) {
 	client, err := river.NewClient(riverpgxv5.New(db.pool), &river.Config{Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
 	if err != nil {
 		return 0, fmt.Errorf("error creating River client: %w", err)
 	}
-	rows, err := db.pool.Query(ctx, `SELECT id FROM river_job WHERE kind = 'resolve_file' AND state IN ('retryable', 'scheduled') ORDER BY id`)
+	rows, err := db.pool.Query(ctx, `SELECT id FROM river_job WHERE kind IN ('resolve_file', 'link') AND state IN ('retryable', 'scheduled') ORDER BY id`)
 	if err != nil {
 		return 0, fmt.Errorf("error listing retryable jobs: %w", err)
 	}
