@@ -63,7 +63,9 @@ func TestLinker_RowQueuedWhileTheLinkJobFinishesIsLinked(t *testing.T) {
 	}()
 	// The link job waits for the gate; then the queuer commits.
 	require.Eventually(t, func() bool {
-		return testdb.Count(t, db.Pool, `SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND NOT granted`) > 0
+		return testdb.Count(t, db.Pool, `
+			SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND NOT granted AND mode = 'ExclusiveLock'
+			  AND (classid::bigint << 32 | objid::bigint) = $1`, gateLock) > 0
 	}, 30*time.Second, 5*time.Millisecond, "the link job never waited for the gate")
 	require.NoError(t, queuer.Commit(ctx))
 

@@ -189,21 +189,32 @@ func lockFiles(ctx context.Context, tx pgx.Tx, rows []row, sum *Summary) (apply,
 			return nil, nil, fmt.Errorf("error locking %d files to link: %w", len(files), err)
 		}
 	}
+	// A file not locked is held by a publish (its rows wait for a later
+	// round) or gone (its rows are stale): one read tells which.
+	var unlocked []string
+	for _, f := range files {
+		if _, ok := version[f]; !ok {
+			unlocked = append(unlocked, f)
+		}
+	}
+	held := map[string]bool{}
+	if len(unlocked) > 0 {
+		rs, err := tx.Query(ctx, `SELECT file_id FROM files WHERE file_id = ANY($1)`, unlocked)
+		if err != nil {
+			return nil, nil, fmt.Errorf("error reading %d files being published: %w", len(unlocked), err)
+		}
+		var id string
+		if _, err := pgx.ForEachRow(rs, []any{&id}, func() error { held[id] = true; return nil }); err != nil {
+			return nil, nil, fmt.Errorf("error reading %d files being published: %w", len(unlocked), err)
+		}
+	}
 	for _, r := range rows {
 		if r.fileVersion != nil {
-			v, locked := version[r.fileID]
-			if !locked {
-				// A publish holds the file's row (the row waits for a later
-				// round), or the file is gone (the row is stale).
-				exists, err := fileExists(ctx, tx, r.fileID)
-				if err != nil {
-					return nil, nil, err
-				}
-				if exists {
-					sum.Postponed++
-					continue
-				}
-			} else if v == *r.fileVersion {
+			if held[r.fileID] {
+				sum.Postponed++
+				continue
+			}
+			if v, locked := version[r.fileID]; locked && v == *r.fileVersion {
 				apply = append(apply, r)
 			}
 		}
@@ -211,14 +222,6 @@ func lockFiles(ctx context.Context, tx pgx.Tx, rows []row, sum *Summary) (apply,
 	}
 	sum.Rows = len(done)
 	return apply, done, nil
-}
-
-func fileExists(ctx context.Context, tx pgx.Tx, fileID string) (bool, error) {
-	var ok bool
-	if err := tx.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM files WHERE file_id = $1)`, fileID).Scan(&ok); err != nil {
-		return false, fmt.Errorf("error reading file %q: %w", fileID, err)
-	}
-	return ok, nil
 }
 
 // ownRefs returns the references of the rows to apply, one per key, a

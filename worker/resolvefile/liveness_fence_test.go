@@ -36,7 +36,7 @@ func TestResolveFileWorker_BatchOfAReturnedJobDoesNotCommit(t *testing.T) {
 		once.Do(func() {
 			// Another worker returns the running job to the queue, as
 			// Liveness does for a worker that is gone.
-			_, err := db.Pool.Exec(ctx, `UPDATE river_job SET state = 'available', scheduled_at = now() WHERE state = 'running'`)
+			_, err := db.Pool.Exec(ctx, `UPDATE river_job SET state = 'available', scheduled_at = now() WHERE state = 'running' AND kind = 'resolve_file'`)
 			if err != nil {
 				panic(err)
 			}
@@ -55,6 +55,6 @@ func TestResolveFileWorker_BatchOfAReturnedJobDoesNotCommit(t *testing.T) {
 
 	require.Equal(t, 1, testdb.Count(t, db.Pool, `SELECT count(*) FROM commits`), "one attempt's references committed")
 	require.Equal(t, 1, testdb.Count(t, db.Pool, `SELECT count(*) FROM relationships WHERE source_poi_id = 'f1' AND target_poi_id = 'f2'`))
-	require.Equal(t, 1, testdb.Count(t, db.Pool, `SELECT count(*) FROM river_job WHERE state = 'completed' AND attempt = 2`),
+	require.Equal(t, 1, testdb.Count(t, db.Pool, `SELECT count(*) FROM river_job WHERE kind = 'resolve_file' AND state = 'completed' AND attempt = 2`),
 		"completed by the attempt that owned it")
 }
