@@ -471,6 +471,21 @@ func TestPublishTx_LeavesTheCallersPlannerSettingsAlone(t *testing.T) {
 	require.Equal(t, []string{callers}, seen)
 }
 
+// Every statement a publish reads or deletes by key with runs on indexes
+// even on a generic plan made while the tables are empty, as a long-lived
+// publisher's cached statement may be: a plan that scans a whole table
+// would be kept as the table grows.
+func TestPublisherStatements_RunOnIndexesOnGenericPlans(t *testing.T) {
+	t.Parallel()
+	for name, st := range outbox.PublisherStatements {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			text := testdb.GenericPlan(t, testdb.Tx(t), st.SQL, st.Args)
+			require.NotContains(t, text, "Seq Scan", text)
+		})
+	}
+}
+
 // A republish finds the POIs a file no longer has as a set difference: on
 // a generic plan (what a long-lived publisher's cached statement may run
 // on), no filter compares each of the file's rows with every id it still

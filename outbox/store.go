@@ -73,9 +73,8 @@ func (s store) write(ctx context.Context, files []fileBatch) (xid int64, rej *Re
 	// (relay_publish): the last committed publish of a file wins, whatever
 	// its path. Queued rows are locked before the files' rows, as the SQL
 	// API's drain does, so the two cannot deadlock.
-	b.Queue(`DELETE FROM publish_queue WHERE file_id IN (
-		SELECT file_id FROM publish_queue WHERE file_id = ANY($1) ORDER BY file_id FOR UPDATE)`, fileIDs)
-	b.Queue(`SELECT file_id, poi_count FROM files WHERE file_id = ANY($1) ORDER BY file_id FOR UPDATE`, fileIDs).
+	b.Queue(deleteQueuedSQL, fileIDs)
+	b.Queue(lockFilesSQL, fileIDs).
 		Query(func(rows pgx.Rows) error {
 			for rows.Next() {
 				var id string
@@ -105,12 +104,7 @@ func (s store) write(ctx context.Context, files []fileBatch) (xid int64, rej *Re
 			}
 			return rows.Err()
 		})
-	b.Queue(`
-		SELECT u.file, p.file_id, p.poi_id
-		FROM unnest($1::text[], $2::text[]) WITH ORDINALITY AS u(id, file, ord)
-		JOIN pois p ON p.poi_id = u.id
-		WHERE p.file_id <> u.file
-		ORDER BY u.ord LIMIT 1`, ids, owners).
+	b.Queue(otherOwnerSQL, ids, owners).
 		Query(func(rows pgx.Rows) error {
 			for rows.Next() {
 				var file, other, id string
@@ -122,8 +116,7 @@ func (s store) write(ctx context.Context, files []fileBatch) (xid int64, rej *Re
 			}
 			return rows.Err()
 		})
-	b.Queue(`SELECT file_id, poi_id, name, type, line_number, coalesce(symbol, ''), receiver, result, fields
-		FROM pois WHERE file_id = ANY($1)`, fileIDs).
+	b.Queue(oldSymbolsSQL, fileIDs).
 		Query(func(rows pgx.Rows) error {
 			for rows.Next() {
 				var file string
@@ -142,21 +135,9 @@ func (s store) write(ctx context.Context, files []fileBatch) (xid int64, rej *Re
 		})
 	// ids are unique across the files (checked before) and none belongs to
 	// another file (checked above, or the savepoint is rolled back), so
-	// "not among ids" is "no longer among this file's POIs". The difference
-	// is a set operation, then a lookup by key: a filter comparing each of
-	// the files' rows with every id would take time quadratic in a file's
-	// size once the statement runs on a generic plan.
+	// "not among ids" is "no longer among this file's POIs".
 	b.Queue(deleteRemovedSQL, fileIDs, ids)
-	// The files' references (and so their relationships), found through
-	// their remaining POIs (the trigger on pois took those of the POIs just
-	// deleted): the table is keyed by source POI, not by file. The LATERAL
-	// (fenced by OFFSET 0) keeps the plan driven from the files' POIs; as a
-	// join, the planner may walk the whole table instead.
-	b.Queue(`
-		DELETE FROM poi_references WHERE ctid = ANY(ARRAY(
-			SELECT r.ctid FROM pois p
-			CROSS JOIN LATERAL (SELECT ctid FROM poi_references r WHERE r.source_poi_id = p.poi_id OFFSET 0) r
-			WHERE p.file_id = ANY($1)))`, fileIDs)
+	b.Queue(deleteReferencesSQL, fileIDs)
 	b.Queue(upsertSymbolsSQL, ids, owners, names, types, lines, symbols, receivers, results, fields).
 		Exec(func(tag pgconn.CommandTag) error { upserted = tag.RowsAffected(); return nil })
 	if err := s.tx.SendBatch(ctx, b).Close(); err != nil {
@@ -266,9 +247,59 @@ func changedNames(old map[symbolKey]int32, syms []resolver.POI, keys []symbolKey
 	return changed
 }
 
-// deleteRemovedSQL deletes the POIs of the files $1 that are not among the
-// ids $2.
-const deleteRemovedSQL = `
-	DELETE FROM pois WHERE poi_id = ANY(ARRAY(
-		SELECT poi_id FROM pois WHERE file_id = ANY($1)
-		EXCEPT SELECT unnest($2::text[])))`
+// The publisher's statements run in the caller's transaction, under the
+// caller's planner settings, and a long-lived connection may run one on a
+// generic plan made while the tables were empty. Each is therefore written
+// so that its only plan is driven from its keys: a parameterized LATERAL
+// subquery fenced by OFFSET 0, a lookup per key on an index, and rows
+// deleted by the ctid found there. On an empty table a scan of the whole
+// table is the cheaper plan, and a generic plan made then would keep it as
+// the table grows (TestPublisherStatements_RunOnIndexesOnGenericPlans).
+// Deleting by ctid is safe: every writer of a file's POIs and references
+// holds the file's row lock, which the publish holds FOR UPDATE, so no row
+// found moves before it is deleted.
+const (
+	// deleteQueuedSQL deletes the SQL API's queued analyses of the files
+	// $1, locking them in file_id order first.
+	deleteQueuedSQL = `
+	DELETE FROM publish_queue WHERE file_id = ANY(ARRAY(
+		SELECT file_id FROM publish_queue WHERE file_id = ANY($1) ORDER BY file_id FOR UPDATE))`
+	// lockFilesSQL locks the rows of the files $1 that exist, in file_id
+	// order.
+	lockFilesSQL = `SELECT file_id, poi_count FROM files WHERE file_id = ANY($1) ORDER BY file_id FOR UPDATE`
+	// otherOwnerSQL returns the first of the POI ids $1 that belongs to a
+	// file other than its own ($2).
+	otherOwnerSQL = `
+	SELECT u.file, p.file_id, p.poi_id
+	FROM unnest($1::text[], $2::text[]) WITH ORDINALITY AS u(id, file, ord)
+	CROSS JOIN LATERAL (SELECT file_id, poi_id FROM pois WHERE poi_id = u.id OFFSET 0) p
+	WHERE p.file_id <> u.file
+	ORDER BY u.ord LIMIT 1`
+	// oldSymbolsSQL reads the symbols of the files $1.
+	oldSymbolsSQL = `
+	SELECT p.file_id, p.poi_id, p.name, p.type, p.line_number, coalesce(p.symbol, ''), p.receiver, p.result, p.fields
+	FROM unnest($1::text[]) AS u(file)
+	CROSS JOIN LATERAL (SELECT * FROM pois WHERE file_id = u.file OFFSET 0) p`
+	// deleteRemovedSQL deletes the POIs of the files $1 that are not among
+	// the ids $2. The difference is a set operation: a filter comparing
+	// each of the files' rows with every id would take time quadratic in a
+	// file's size.
+	deleteRemovedSQL = `
+	WITH gone AS MATERIALIZED (
+		SELECT p.poi_id FROM unnest($1::text[]) AS u(file)
+		CROSS JOIN LATERAL (SELECT poi_id FROM pois WHERE file_id = u.file OFFSET 0) p
+		EXCEPT SELECT unnest($2::text[]))
+	DELETE FROM pois t USING (
+		SELECT p.ctid FROM gone g CROSS JOIN LATERAL (SELECT ctid FROM pois WHERE poi_id = g.poi_id OFFSET 0) p) d
+	WHERE t.ctid = d.ctid`
+	// deleteReferencesSQL deletes the references (and so the
+	// relationships) of the files $1, found through their remaining POIs
+	// (the trigger on pois took those of the POIs just deleted): the table
+	// is keyed by source POI, not by file.
+	deleteReferencesSQL = `
+	DELETE FROM poi_references t USING (
+		SELECT r.ctid FROM unnest($1::text[]) AS u(file)
+		CROSS JOIN LATERAL (SELECT poi_id FROM pois WHERE file_id = u.file OFFSET 0) p
+		CROSS JOIN LATERAL (SELECT ctid FROM poi_references WHERE source_poi_id = p.poi_id OFFSET 0) r) d
+	WHERE t.ctid = d.ctid`
+)

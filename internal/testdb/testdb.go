@@ -456,6 +456,9 @@ func GenericPlan(t testing.TB, tx pgx.Tx, sql, args string) string {
 	if _, err := tx.Prepare(ctx, "generic_plan", sql); err != nil {
 		t.Fatalf("error preparing %q: %v", sql, err)
 	}
+	// A prepared statement outlives the transaction: the connection goes
+	// back to the pool for the next test.
+	defer func() { _ = tx.Conn().Deallocate(ctx, "generic_plan") }()
 	rows, err := tx.Query(ctx, `EXPLAIN EXECUTE generic_plan(`+args+`)`)
 	if err != nil {
 		t.Fatalf("error explaining %q: %v", sql, err)
