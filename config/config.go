@@ -37,6 +37,7 @@ const (
 	FetchCooldownDefault            = 5 * time.Millisecond
 	FetchPollIntervalDefault        = 250 * time.Millisecond
 	PublishQueueIntervalDefault     = outbox.DrainIntervalDefault
+	LinkDelayDefault                = 250 * time.Millisecond
 	GCPercentDefault                = 400
 	RiverSynchronousCommitDefault   = "off"
 	StatementTimeoutDefault         = 60 * time.Second
@@ -140,6 +141,12 @@ type Config struct {
 	// queued by the SQL publish API (relay_publish): how long a committed
 	// SQL publish can wait before a worker publishes it.
 	PublishQueueInterval time.Duration `mapstructure:"publish_queue_interval"`
+	// LinkDelay is how long after its publish a file's references are
+	// linked at the earliest. A reference linked before the files it calls
+	// are published is resolved again when they are; waiting this long
+	// lets a bulk load's callees arrive first. Relationships become final
+	// this much later at least; zero links at once.
+	LinkDelay time.Duration `mapstructure:"link_delay"`
 	// GCPercent is the Go garbage collector's target (GOGC) in processes
 	// that work batches (relay worker, demo, analyze). A worker's live heap
 	// is a few MiB, so collecting when it has grown 4x rather than 1x costs
@@ -277,6 +284,7 @@ func Default() *Config {
 		FetchCooldown:              FetchCooldownDefault,
 		FetchPollInterval:          FetchPollIntervalDefault,
 		PublishQueueInterval:       PublishQueueIntervalDefault,
+		LinkDelay:                  LinkDelayDefault,
 		GCPercent:                  GCPercentDefault,
 		RiverSynchronousCommit:     RiverSynchronousCommitDefault,
 		MaxJobBytes:                outbox.MaxJobBytesDefault,
@@ -330,6 +338,9 @@ func (c *Config) Validate() error {
 		if d <= 0 {
 			bad(key, "%s must be positive", d)
 		}
+	}
+	if c.LinkDelay < 0 || c.LinkDelay > time.Minute {
+		bad("link_delay", "%s must be between 0 and 1m", c.LinkDelay)
 	}
 	if c.FetchPollInterval < c.FetchCooldown {
 		bad("fetch_poll_interval", "%s must be at least fetch_cooldown (%s)", c.FetchPollInterval, c.FetchCooldown)

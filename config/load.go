@@ -50,6 +50,7 @@ var usage = map[string]string{
 	"fetch_cooldown":                 "least time between two job fetches by one worker (River's default is 100ms)",
 	"fetch_poll_interval":            "how often a worker fetches jobs at least; behind a transaction pooler (no LISTEN), how long a new job can wait (River's default is 1s)",
 	"publish_queue_interval":         "how often an idle worker publishes analyses queued by the SQL publish API (relay_publish)",
+	"link_delay":                     "how long after its publish a file's references are linked at the earliest, so that the files it calls, published just after it, are found at once (0: at once)",
 	"gc_percent":                     "Go garbage collector target (GOGC) of processes that work batches; the GOGC environment variable wins; -1 is off",
 	"river_synchronous_commit":       "synchronous_commit of the worker's connections for River's own statements (fetch, completer, maintenance); relay's writes use the server's",
 	"max_job_bytes":                  "POI JSON bytes per resolve_file job; larger files are split across jobs",

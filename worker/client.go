@@ -73,7 +73,7 @@ func NewClient(pool *pgxpool.Pool, cfg *Config, logger *slog.Logger, opts *Optio
 		POITimeout: cfg.POITimeout, JobTimeout: cfg.JobTimeout, Extract: opts.Extract,
 		ReprocessMaxAttempts: cfg.ReprocessMaxAttempts,
 	}, logger, opts.Observer))
-	river.AddWorker(workers, link.NewWorker(pool, link.Config{}, logger, opts.Observer))
+	river.AddWorker(workers, link.NewWorker(pool, link.Config{Delay: cfg.LinkDelay}, logger, opts.Observer))
 	mrCfg := mapreduce.WorkerConfig{Workdir: cfg.MapReduceWorkdir}
 	if opts.MapReduce != nil {
 		mrCfg = *opts.MapReduce

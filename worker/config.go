@@ -71,6 +71,9 @@ type Config struct {
 	// for analyses the SQL publish API queued (publish_queue_interval).
 	// Zero: outbox.DrainIntervalDefault.
 	PublishQueueInterval time.Duration
+	// LinkDelay is how long after its publish a file's references are
+	// linked at the earliest (link_delay). Zero: at once.
+	LinkDelay time.Duration
 	// Publish tunes the publisher a Drainer publishes queued analyses with
 	// (max_job_bytes, max_poi_bytes, max_attempts). Zero values: outbox's
 	// defaults.

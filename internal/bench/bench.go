@@ -113,6 +113,8 @@ type Config struct {
 	RelayRuns string
 	// FetchCooldown, when positive, overrides relay's fetch_cooldown.
 	FetchCooldown time.Duration
+	// LinkDelay, when set, overrides relay's link_delay.
+	LinkDelay *time.Duration
 	// RiverSynchronousCommit, when set, overrides relay's
 	// river_synchronous_commit.
 	RiverSynchronousCommit string

@@ -70,7 +70,8 @@ func (b *bench) cliRun(ctx context.Context, bin, input, dir string, run *CLIRun)
 	if err := b.reset(ctx); err != nil {
 		return err
 	}
-	env := append(os.Environ(), "RELAY_DATABASE_URL="+b.url, "RELAY_LOG_LEVEL=warn")
+	env := append(os.Environ(), "RELAY_DATABASE_URL="+b.url, "RELAY_LOG_LEVEL=warn",
+		"RELAY_LINK_DELAY="+b.workerConfig().LinkDelay.String())
 	var workers []*exec.Cmd
 	defer func() {
 		for _, w := range workers {

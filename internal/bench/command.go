@@ -14,6 +14,7 @@ import (
 	"runtime/pprof"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/relay-dev/relay/config"
 	"github.com/relay-dev/relay/internal/workerconfig"
@@ -44,6 +45,11 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs.IntVar(&cfg.MemoryFiles, "memory-files", MemoryFilesDefault, "files in the large memory run (x pois-per-file POIs)")
 	fs.StringVar(&cfg.RelayRuns, "relay-runs", RelayRunsBoth, "runs of the relay phase: both, sequential (publish, then work) or concurrent (publish while working)")
 	fs.DurationVar(&cfg.FetchCooldown, "fetch-cooldown", 0, "the worker's fetch_cooldown (default: relay's default)")
+	fs.Func("link-delay", "the worker's link_delay (default: relay's default)", func(s string) error {
+		d, err := time.ParseDuration(s)
+		cfg.LinkDelay = &d
+		return err
+	})
 	fs.StringVar(&cfg.RiverSynchronousCommit, "river-synchronous-commit", "", "the worker's river_synchronous_commit (default: relay's default, off)")
 	fs.StringVar(&cliWorkers, "cli-workers", "1", "relay worker processes in the cli phase; a comma-separated list (1,2,4) runs the phase once for each")
 	fs.IntVar(&cfg.Rounds, "rounds", 1, "rounds of the relay phase's concurrent run (the table shows each, the slowest and the median), and of the sql phase (a Go publisher run and a SQL API run each, alternating which goes first)")

@@ -76,6 +76,9 @@ func (b *bench) workerConfig() *config.Config {
 	if b.cfg.RiverSynchronousCommit != "" {
 		cfg.RiverSynchronousCommit = b.cfg.RiverSynchronousCommit
 	}
+	if b.cfg.LinkDelay != nil {
+		cfg.LinkDelay = *b.cfg.LinkDelay
+	}
 	return cfg
 }
 

@@ -72,6 +72,7 @@ type ResultConfig struct {
 	FailedRows    int     `json:"failed_rows"`
 	MemoryFiles   int     `json:"memory_files"`
 	FetchCooldown string  `json:"fetch_cooldown,omitempty"`
+	LinkDelay     string  `json:"link_delay"`
 	CLIWorkers    []int   `json:"cli_workers"`
 	Rounds        int     `json:"rounds"`
 	// RiverSynchronousCommit is the worker's river_synchronous_commit.
@@ -88,6 +89,10 @@ func resultConfig(c *Config) ResultConfig {
 		CLIWorkers: c.CLIWorkers, Rounds: c.Rounds}
 	if c.FetchCooldown > 0 {
 		rc.FetchCooldown = c.FetchCooldown.String()
+	}
+	rc.LinkDelay = config.LinkDelayDefault.String()
+	if c.LinkDelay != nil {
+		rc.LinkDelay = c.LinkDelay.String()
 	}
 	rc.RiverSynchronousCommit = config.RiverSynchronousCommitDefault
 	if c.RiverSynchronousCommit != "" {

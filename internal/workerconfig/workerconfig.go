@@ -30,6 +30,7 @@ func From(cfg *config.Config) *worker.Config {
 		FetchCooldown:         cfg.FetchCooldown,
 		FetchPollInterval:     cfg.FetchPollInterval,
 		PublishQueueInterval:  cfg.PublishQueueInterval,
+		LinkDelay:             cfg.LinkDelay,
 		Publish:               outbox.Config{MaxJobBytes: cfg.MaxJobBytes, MaxPOIBytes: cfg.MaxPOIBytes, MaxAttempts: cfg.MaxAttempts},
 		MapReduceParallel:     cfg.MapReduceParallel,
 		MapReduceWorkdir:      cfg.MapReduceWorkdir,

@@ -43,6 +43,7 @@ func TestFrom_MapsEverySetting(t *testing.T) {
 		FetchCooldown:         config.FetchCooldownDefault,
 		FetchPollInterval:     config.FetchPollIntervalDefault,
 		PublishQueueInterval:  config.PublishQueueIntervalDefault,
+		LinkDelay:             config.LinkDelayDefault,
 		Publish:               outbox.Config{MaxJobBytes: cfg.MaxJobBytes, MaxPOIBytes: cfg.MaxPOIBytes, MaxAttempts: cfg.MaxAttempts},
 		MapReduceParallel:     config.MapReduceParallelDefault,
 		MapReduceWorkdir:      "/var/lib/relay/mapreduce",

@@ -25,11 +25,25 @@ type Beginner interface {
 // RoundRowsDefault is how many link_queue rows a round reads at most.
 const RoundRowsDefault = 1000
 
+// Limits bound what one round reads.
+type Limits struct {
+	// Rows is how many link_queue rows the round reads at most.
+	Rows int
+	// Delay is how long after its publish a row is linked at the earliest:
+	// a reference linked later finds the names published just after its
+	// file, instead of being resolved again when they arrive. Zero: rows
+	// are linked as soon as they are queued.
+	Delay time.Duration
+}
+
 // Summary is what one round did.
 type Summary struct {
 	// Rows is the link_queue rows the round read and deleted; Postponed
 	// the rows it left for a later round (their file is being published).
 	Rows, Postponed int
+	// Wait is set when the round found queued rows but none old enough to
+	// link (Limits.Delay): how long until the oldest of them is.
+	Wait time.Duration
 	// Files is the files whose references the round stored, References
 	// how many.
 	Files, References int
@@ -84,26 +98,30 @@ func (s stored) ref() resolver.Reference {
 }
 
 // Round runs one linker round in one transaction (below). It returns a
-// Summary with Rows and Postponed zero when link_queue was empty.
+// Summary with Rows and Postponed zero when link_queue held no row at least
+// lim.Delay old, and Wait set when it held younger ones.
 //
-// A round holds the linker lock (one round at a time), reads up to limit
-// queued rows in job order and share-locks their files' rows, skipping a
+// A round holds the linker lock (one round at a time), reads up to lim.Rows
+// queued rows at least lim.Delay old in job order and share-locks their files' rows, skipping a
 // file whose row a publish holds (its rows wait for a later round). It
 // resolves, against the symbol table as its statements read it, the rows'
 // references whose file is still at the row's version, and every stored
 // reference that looks up a name a row changed; it writes the targets and
 // deletes the rows it read. A publish or job that commits after the round
 // read something has a row of its own, read by a later round.
-func Round(ctx context.Context, db Beginner, limit int) (*Summary, error) {
+func Round(ctx context.Context, db Beginner, lim Limits) (*Summary, error) {
 	start := time.Now()
 	tx, err := indexplans.Begin(ctx, db)
 	if err != nil {
 		return nil, fmt.Errorf("error beginning a link round: %w", err)
 	}
 	defer func() { _ = tx.Rollback(ctx) }()
-	rows, err := readRows(ctx, tx, limit)
-	if err != nil || len(rows) == 0 {
-		return &Summary{}, err
+	rows, err := readRows(ctx, tx, lim)
+	if err != nil {
+		return nil, err
+	}
+	if len(rows) == 0 {
+		return waiting(ctx, tx, lim.Delay)
 	}
 	sum := &Summary{}
 	apply, done, err := lockFiles(ctx, tx, rows, sum)
@@ -141,15 +159,15 @@ func Round(ctx context.Context, db Beginner, limit int) (*Summary, error) {
 	return sum, nil
 }
 
-// readRows takes the linker lock and reads up to limit queued rows, in job
-// order.
-func readRows(ctx context.Context, tx pgx.Tx, limit int) ([]row, error) {
+// readRows takes the linker lock and reads up to lim.Rows queued rows at
+// least lim.Delay old, in job order.
+func readRows(ctx context.Context, tx pgx.Tx, lim Limits) ([]row, error) {
 	if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock($1)`, linkerLock); err != nil {
 		return nil, fmt.Errorf("error taking the linker lock: %w", err)
 	}
 	rs, err := tx.Query(ctx, `
 		SELECT job_id, file_id, file_version, publish_xid, replace, published_at, changed, ref_sources, ref_names, ref_types
-		FROM link_queue ORDER BY job_id LIMIT $1`, limit)
+		FROM link_queue WHERE published_at <= clock_timestamp() - $2::interval ORDER BY job_id LIMIT $1`, lim.Rows, lim.Delay)
 	if err != nil {
 		return nil, fmt.Errorf("error reading link_queue: %w", err)
 	}
@@ -162,6 +180,23 @@ func readRows(ctx context.Context, tx pgx.Tx, limit int) ([]row, error) {
 		return nil, fmt.Errorf("error reading link_queue: %w", err)
 	}
 	return out, nil
+}
+
+// waiting returns the Summary of a round that read no row: Wait is how long
+// until the oldest queued row is delay old, zero when none is queued.
+func waiting(ctx context.Context, tx pgx.Tx, delay time.Duration) (*Summary, error) {
+	if delay <= 0 {
+		return &Summary{}, nil
+	}
+	var wait *time.Duration
+	if err := tx.QueryRow(ctx, `SELECT min(published_at) + $1::interval - clock_timestamp() FROM link_queue`,
+		delay).Scan(&wait); err != nil {
+		return nil, fmt.Errorf("error reading link_queue's oldest row: %w", err)
+	}
+	if wait == nil {
+		return &Summary{}, nil
+	}
+	return &Summary{Wait: min(max(*wait, time.Millisecond), delay)}, nil
 }
 
 // lockFiles share-locks the files of rows that carry references, in

@@ -37,7 +37,7 @@ func TestRound_PostponesTheRowsOfAFileBeingPublished(t *testing.T) {
 	_, err = publish.Exec(ctx, `SELECT 1 FROM files WHERE file_id = 'a.js' FOR UPDATE`)
 	require.NoError(t, err)
 
-	sum, err := Round(ctx, db.Pool, RoundRowsDefault)
+	sum, err := Round(ctx, db.Pool, Limits{Rows: RoundRowsDefault})
 	require.NoError(t, err)
 	require.Equal(t, 1, sum.Rows, "b.js's row linked")
 	require.Equal(t, 1, sum.Postponed, "a.js's row left for a later round")
@@ -48,4 +48,47 @@ func TestRound_PostponesTheRowsOfAFileBeingPublished(t *testing.T) {
 	require.NoError(t, Drain(ctx, db.Pool))
 	require.Equal(t, 1, testdb.Count(t, db.Pool, `SELECT count(*) FROM relationships WHERE source_poi_id = 'a1' AND target_poi_id = 'b1'`))
 	require.Zero(t, testdb.Count(t, db.Pool, `SELECT count(*) FROM link_queue`))
+}
+
+// With a delay, a round links only the rows at least that old since their
+// publish; when only younger ones are queued it links none and says how long
+// until the oldest is old enough.
+func TestRound_LinksARowOnlyOnceItIsDelayOld(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	db := testdb.New(t)
+	_, err := db.Pool.Exec(ctx, `
+		INSERT INTO files (file_id) VALUES ('a.js'), ('b.js');
+		INSERT INTO pois (poi_id, file_id, name, type, line_number) VALUES
+			('a1', 'a.js', 'a', 'function_definition', 1), ('b1', 'b.js', 'b', 'function_definition', 1)`)
+	require.NoError(t, err)
+	b := &pgx.Batch{}
+	for i, f := range []struct{ file, src, calls string }{{"a.js", "a1", "b"}, {"b.js", "b1", "a"}} {
+		Queue(b, Entry{JobID: int64(i + 1), FileID: f.file, FileVersion: new(int64(1)), Replace: true, PublishedAt: time.Now(),
+			Refs: []Ref{{Source: f.src, Reference: resolver.Reference{Name: f.calls, Type: resolver.Calls}}}})
+	}
+	b.Queue(`UPDATE link_queue SET published_at = now() - interval '1 hour' WHERE file_id = 'a.js'`)
+	b.Queue(`UPDATE link_queue SET published_at = now() - interval '1 minute' WHERE file_id = 'b.js'`)
+	require.NoError(t, db.Pool.SendBatch(ctx, b).Close())
+
+	lim := Limits{Rows: RoundRowsDefault, Delay: 10 * time.Minute}
+	sum, err := Round(ctx, db.Pool, lim)
+	require.NoError(t, err)
+	require.Equal(t, 1, sum.Rows, "a.js's row, an hour old, linked")
+	require.Equal(t, 1, testdb.Count(t, db.Pool, `SELECT count(*) FROM relationships WHERE source_poi_id = 'a1' AND target_poi_id = 'b1'`))
+
+	sum, err = Round(ctx, db.Pool, lim)
+	require.NoError(t, err)
+	require.Zero(t, sum.Rows, "b.js's row, a minute old, waits")
+	require.InDelta(t, 9*time.Minute, sum.Wait, float64(time.Minute), "the wait until b.js's row is 10 minutes old")
+	require.Equal(t, 1, testdb.Count(t, db.Pool, `SELECT count(*) FROM link_queue WHERE file_id = 'b.js'`))
+
+	sum, err = Round(ctx, db.Pool, Limits{Rows: RoundRowsDefault, Delay: 30 * time.Second})
+	require.NoError(t, err)
+	require.Equal(t, 1, sum.Rows, "b.js's row linked once it is old enough")
+	require.Equal(t, 1, testdb.Count(t, db.Pool, `SELECT count(*) FROM relationships WHERE source_poi_id = 'b1' AND target_poi_id = 'a1'`))
+
+	sum, err = Round(ctx, db.Pool, lim)
+	require.NoError(t, err)
+	require.Equal(t, Summary{}, *sum, "an empty queue: nothing to link, nothing to wait for")
 }

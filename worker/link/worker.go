@@ -37,6 +37,9 @@ type Config struct {
 	// Postponed is how long the job waits before the next round when a
 	// round could only postpone rows (their files are being published).
 	Postponed time.Duration
+	// Delay is how long after its publish a file is linked at the earliest
+	// (Limits.Delay); zero links at once.
+	Delay time.Duration
 }
 
 // Defaults for Config.
@@ -69,16 +72,18 @@ func NewWorker(db Beginner, cfg Config, logger *slog.Logger, obs Observer) *Work
 // of its own but the context's.
 func (w *Worker) Timeout(*river.Job[Args]) time.Duration { return -1 }
 
-// Work runs rounds until link_queue is empty, then completes the job under
-// the gate lock (finish); after Handover it completes and inserts the next
-// link job in one transaction instead. A round that fails on a conflict
+// Work runs rounds until link_queue is empty, waiting for rows younger
+// than Delay, then completes the job under the gate lock (finish); after
+// Handover it completes and inserts the next link job in one transaction
+// instead. A round that fails on a conflict
 // with a concurrent publish (a deadlock, a target deleted since it was
 // read) is run again; any other error returns, and River retries the job:
 // the rows stay queued.
 func (w *Worker) Work(ctx context.Context, job *river.Job[Args]) error {
 	start := time.Now()
+	lim := Limits{Rows: w.cfg.RoundRows, Delay: w.cfg.Delay}
 	for {
-		sum, err := Round(ctx, w.db, w.cfg.RoundRows)
+		sum, err := Round(ctx, w.db, lim)
 		switch {
 		case isConflict(err):
 			w.logger.InfoContext(ctx, "link round conflicted with a publish; running it again", slog.String("error", err.Error()))
@@ -91,16 +96,20 @@ func (w *Worker) Work(ctx context.Context, job *river.Job[Args]) error {
 			w.logger.DebugContext(ctx, "link round", slog.Int("rows", sum.Rows), slog.Int("files", sum.Files),
 				slog.Int("references", sum.References), slog.Int64("relationships", sum.Relationships),
 				slog.Int("reresolved_references", sum.Reresolved), slog.Duration("duration", sum.Duration))
+		}
+		handover := time.Since(start) > w.cfg.Handover
+		if sum.Rows > 0 && !handover {
 			continue
 		}
-		if sum.Postponed > 0 {
+		if wait := cmp.Or(sum.Wait, postponed(sum, w.cfg.Postponed)); wait > 0 && !handover {
 			select {
 			case <-ctx.Done():
 				return ctx.Err()
-			case <-time.After(w.cfg.Postponed):
+			case <-time.After(wait):
 			}
+			continue
 		}
-		done, err := w.finish(ctx, job, time.Since(start) > w.cfg.Handover)
+		done, err := w.finish(ctx, job, handover)
 		if err != nil || done {
 			return err
 		}
@@ -152,6 +161,15 @@ func (w *Worker) finish(ctx context.Context, job *river.Job[Args], handover bool
 	return true, nil
 }
 
+// postponed is how long to wait before the next round after a round that
+// could only postpone rows, zero after any other.
+func postponed(sum *Summary, d time.Duration) time.Duration {
+	if sum.Rows == 0 && sum.Postponed > 0 {
+		return d
+	}
+	return 0
+}
+
 // isConflict reports whether err is a round's conflict with a concurrent
 // writer, which running the round again resolves: a deadlock, a
 // serialization failure, or a target POI deleted after the round read it.
@@ -167,11 +185,12 @@ func isConflict(err error) bool {
 	return false
 }
 
-// Drain runs rounds on db until link_queue is empty, without a River job:
-// what a link job does, for tests and tools that work jobs one by one.
+// Drain runs rounds on db until link_queue is empty, without a River job
+// and without a delay: what a link job does, for tests and tools that work
+// jobs one by one.
 func Drain(ctx context.Context, db Beginner) error {
 	for {
-		sum, err := Round(ctx, db, RoundRowsDefault)
+		sum, err := Round(ctx, db, Limits{Rows: RoundRowsDefault})
 		if isConflict(err) {
 			continue
 		}
