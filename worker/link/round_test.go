@@ -6,20 +6,19 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stretchr/testify/require"
 
 	"github.com/relay-dev/relay/internal/testdb"
 	"github.com/relay-dev/relay/resolver"
 )
 
-// A round leaves the rows of a file whose row a publish holds for a later
-// round (it neither waits for the publish nor drops them), links the other
-// files' rows, and links the postponed rows once the publish ends.
-func TestRound_PostponesTheRowsOfAFileBeingPublished(t *testing.T) {
-	t.Parallel()
+// queueCallers stores files a.js and b.js, whose functions a1 and b1 call
+// each other, and queues their rows (jobs 1 and 2).
+func queueCallers(t *testing.T, db *pgxpool.Pool) {
+	t.Helper()
 	ctx := context.Background()
-	db := testdb.New(t)
-	_, err := db.Pool.Exec(ctx, `
+	_, err := db.Exec(ctx, `
 		INSERT INTO files (file_id) VALUES ('a.js'), ('b.js');
 		INSERT INTO pois (poi_id, file_id, name, type, line_number) VALUES
 			('a1', 'a.js', 'a', 'function_definition', 1), ('b1', 'b.js', 'b', 'function_definition', 1)`)
@@ -29,7 +28,17 @@ func TestRound_PostponesTheRowsOfAFileBeingPublished(t *testing.T) {
 		Queue(b, Entry{JobID: int64(i + 1), FileID: f.file, FileVersion: new(int64(1)), Replace: true, PublishedAt: time.Now(),
 			Refs: []Ref{{Source: f.src, Reference: resolver.Reference{Name: f.calls, Type: resolver.Calls}}}})
 	}
-	require.NoError(t, db.Pool.SendBatch(ctx, b).Close())
+	require.NoError(t, db.SendBatch(ctx, b).Close())
+}
+
+// A round leaves the rows of a file whose row a publish holds for a later
+// round (it neither waits for the publish nor drops them), links the other
+// files' rows, and links the postponed rows once the publish ends.
+func TestRound_PostponesTheRowsOfAFileBeingPublished(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	db := testdb.New(t)
+	queueCallers(t, db.Pool)
 
 	publish, err := db.Pool.Begin(ctx)
 	require.NoError(t, err)
@@ -57,19 +66,11 @@ func TestRound_LinksARowOnlyOnceItIsDelayOld(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	db := testdb.New(t)
+	queueCallers(t, db.Pool)
 	_, err := db.Pool.Exec(ctx, `
-		INSERT INTO files (file_id) VALUES ('a.js'), ('b.js');
-		INSERT INTO pois (poi_id, file_id, name, type, line_number) VALUES
-			('a1', 'a.js', 'a', 'function_definition', 1), ('b1', 'b.js', 'b', 'function_definition', 1)`)
+		UPDATE link_queue SET published_at = now() - interval '1 hour' WHERE file_id = 'a.js';
+		UPDATE link_queue SET published_at = now() - interval '1 minute' WHERE file_id = 'b.js'`)
 	require.NoError(t, err)
-	b := &pgx.Batch{}
-	for i, f := range []struct{ file, src, calls string }{{"a.js", "a1", "b"}, {"b.js", "b1", "a"}} {
-		Queue(b, Entry{JobID: int64(i + 1), FileID: f.file, FileVersion: new(int64(1)), Replace: true, PublishedAt: time.Now(),
-			Refs: []Ref{{Source: f.src, Reference: resolver.Reference{Name: f.calls, Type: resolver.Calls}}}})
-	}
-	b.Queue(`UPDATE link_queue SET published_at = now() - interval '1 hour' WHERE file_id = 'a.js'`)
-	b.Queue(`UPDATE link_queue SET published_at = now() - interval '1 minute' WHERE file_id = 'b.js'`)
-	require.NoError(t, db.Pool.SendBatch(ctx, b).Close())
 
 	lim := Limits{Rows: RoundRowsDefault, Delay: 10 * time.Minute}
 	sum, err := Round(ctx, db.Pool, lim)
