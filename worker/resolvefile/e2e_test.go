@@ -116,18 +116,40 @@ func relationships(t *testing.T, pool *pgxpool.Pool) []string {
 	return out
 }
 
-func TestEndToEnd_RelationshipsIndependentOfOrderAndConcurrency(t *testing.T) {
-	t.Parallel()
-	files := corpus(12)
-
-	// Reference: one worker, everything published before it starts.
+// referenceRun is the run an order case is compared with: one worker,
+// every file published before it starts. It returns the run and its
+// relationships.
+func referenceRun(t *testing.T, files []outbox.Analysis) (*e2e, []string) {
+	t.Helper()
 	ref := setupE2E(t, 1)
 	for _, a := range files {
 		ref.publish(t, a)
 	}
 	ref.start(t)
 	waitDrained(t, ref.db.Pool)
-	want := relationships(t, ref.db.Pool)
+	return ref, relationships(t, ref.db.Pool)
+}
+
+// publishConcurrently publishes order from two goroutines, each every
+// other file, and returns when both are done.
+func (e *e2e) publishConcurrently(t *testing.T, order []outbox.Analysis) {
+	t.Helper()
+	var wg sync.WaitGroup
+	for half := range 2 {
+		wg.Go(func() {
+			for i := half; i < len(order); i += 2 {
+				e.publish(t, order[i])
+			}
+		})
+	}
+	wg.Wait()
+}
+
+func TestEndToEnd_RelationshipsIndependentOfOrderAndConcurrency(t *testing.T) {
+	t.Parallel()
+	files := corpus(12)
+
+	ref, want := referenceRun(t, files)
 
 	// Spot-check the reference against the resolution rules.
 	require.Contains(t, want, "f00.a CALLS f05.b", "cross-file call")
@@ -147,19 +169,9 @@ func TestEndToEnd_RelationshipsIndependentOfOrderAndConcurrency(t *testing.T) {
 			e := setupE2E(t, tc.concurrency)
 			order := tc.order(files)
 			e.start(t)
-			// Publish from two goroutines while the workers run, and
-			// re-publish a file with a name removed and then restored.
-			var wg sync.WaitGroup
-			for half := range 2 {
-				wg.Add(1)
-				go func() {
-					defer wg.Done()
-					for i := half; i < len(order); i += 2 {
-						e.publish(t, order[i])
-					}
-				}()
-			}
-			wg.Wait()
+			// Publish while the workers run, and re-publish a file with a
+			// name removed and then restored.
+			e.publishConcurrently(t, order)
 			trimmed := files[11]
 			trimmed.POIs = trimmed.POIs[:len(trimmed.POIs)-2] // drops late() (and the bad POI)
 			e.publish(t, trimmed)

@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -72,14 +71,7 @@ func TestEndToEnd_SuppliedReferencesIndependentOfOrderAndConcurrency(t *testing.
 	t.Parallel()
 	files := suppliedCorpus(10)
 
-	// Reference: one worker, everything published before it starts.
-	ref := setupE2E(t, 1)
-	for _, a := range files {
-		ref.publish(t, a)
-	}
-	ref.start(t)
-	waitDrained(t, ref.db.Pool)
-	want := relationships(t, ref.db.Pool)
+	ref, want := referenceRun(t, files)
 
 	require.Contains(t, want, "s00.f CALLS s01.f", "by symbol, across files, although every function is named run")
 	require.Contains(t, want, "s01.f CALLS s04.g", "by target id")
@@ -113,15 +105,7 @@ func TestEndToEnd_SuppliedReferencesIndependentOfOrderAndConcurrency(t *testing.
 			e := setupE2E(t, tc.concurrency)
 			order := tc.order(files)
 			e.start(t)
-			var wg sync.WaitGroup
-			for half := range 2 {
-				wg.Go(func() {
-					for i := half; i < len(order); i += 2 {
-						e.publish(t, order[i])
-					}
-				})
-			}
-			wg.Wait()
+			e.publishConcurrently(t, order)
 			// The last file re-published without late (the target of a
 			// symbol and of an id), then whole: the references to it go
 			// unresolved, then resolve again.
