@@ -173,6 +173,15 @@ var DownEffects = map[int64]DownEffect{
 			"published again; every stored reference is stamped 0, so the next publish of a name it looks up " +
 			"resolves it again",
 	},
+	24: {
+		DropsColumns: []string{"failed_pois.repository", "files.repository", "link_queue.repository",
+			"poi_references.repository", "poi_references.target_repository", "pois.repository",
+			"publish_queue.repository", "rejected_analyses.repository"},
+		DeletesFrom: []string{"files", "link_queue", "publish_queue"},
+		Note: "returns to one repository: every repository but the default one ('') loses its files and, " +
+			"with them, its POIs and references, and its queued work; failed_pois and rejected_analyses keep " +
+			"their rows without the repository",
+	},
 }
 
 // DownEffectOf returns what rolling back version destroys. A version

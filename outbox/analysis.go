@@ -9,12 +9,16 @@ import (
 )
 
 // Analysis is one analysed source file and its POIs, as backend services
-// send it: {"fileId": "...", "pois": [ ... ]}. Each POI is kept as the raw
-// JSON received, so nothing is altered on its way to the worker or to
-// failed_pois.
+// send it: {"repository": "...", "fileId": "...", "pois": [ ... ]}. Each
+// POI is kept as the raw JSON received, so nothing is altered on its way to
+// the worker or to failed_pois.
 type Analysis struct {
-	FileID string            `json:"fileId"`
-	POIs   []json.RawMessage `json:"pois"`
+	// Repository names the codebase the file belongs to: file ids and POI
+	// ids are unique within a repository, and names resolve only within
+	// one. Optional: "" is the default repository.
+	Repository string            `json:"repository,omitempty"`
+	FileID     string            `json:"fileId"`
+	POIs       []json.RawMessage `json:"pois"`
 }
 
 // ErrRejected is wrapped by every error that rejects an analysis because of
@@ -25,7 +29,9 @@ var ErrRejected = errors.New("analysis rejected")
 // RejectError says why an analysis was rejected, naming the file and, where
 // one POI is the cause, the POI.
 type RejectError struct {
-	FileID string
+	// Repository is the file's repository ("" the default one).
+	Repository string
+	FileID     string
 	// POIID is the offending POI's id, when it has one.
 	POIID string
 	// POIIndex is the offending POI's position in the pois array, or -1.
@@ -34,11 +40,17 @@ type RejectError struct {
 }
 
 func (e *RejectError) Error() string {
+	file := fmt.Sprintf("file %q", e.FileID)
+	if e.Repository != "" {
+		file += fmt.Sprintf(", repository %q", e.Repository)
+	}
 	switch {
 	case e.POIID != "":
-		return fmt.Sprintf("poi %q (file %q): %s", e.POIID, e.FileID, e.Reason)
+		return fmt.Sprintf("poi %q (%s): %s", e.POIID, file, e.Reason)
 	case e.POIIndex >= 0:
-		return fmt.Sprintf("poi #%d (file %q): %s", e.POIIndex, e.FileID, e.Reason)
+		return fmt.Sprintf("poi #%d (%s): %s", e.POIIndex, file, e.Reason)
+	case e.FileID != "" && e.Repository != "":
+		return fmt.Sprintf("file %q (repository %q): %s", e.FileID, e.Repository, e.Reason)
 	case e.FileID != "":
 		return fmt.Sprintf("file %q: %s", e.FileID, e.Reason)
 	default:
@@ -61,13 +73,19 @@ func DecodeAnalysis(data []byte) (Analysis, error) {
 	// is decoded (and explained) step by step. Both give the same result
 	// (FuzzDecodeAnalysis).
 	var env struct {
-		FileID json.RawMessage   `json:"fileId"`
-		POIs   []json.RawMessage `json:"pois"`
+		Repository json.RawMessage   `json:"repository"`
+		FileID     json.RawMessage   `json:"fileId"`
+		POIs       []json.RawMessage `json:"pois"`
 	}
 	if json.Unmarshal(data, &env) == nil && env.POIs != nil {
 		var a Analysis
-		if fileID, ok := decodeFileID(env.FileID); ok {
-			a.FileID, a.POIs = fileID, env.POIs
+		fileID, ok := decodeFileID(env.FileID)
+		repo, repoOK := "", len(env.Repository) == 0 || string(env.Repository) == "null"
+		if !repoOK {
+			repo, repoOK = decodeFileID(env.Repository)
+		}
+		if ok && repoOK {
+			a.Repository, a.FileID, a.POIs = repo, fileID, env.POIs
 			return a, nil
 		}
 	}
@@ -87,8 +105,9 @@ func decodeFileID(raw json.RawMessage) (string, bool) {
 // with the reason when a part is wrong.
 func decodeAnalysisSteps(data []byte) (Analysis, error) {
 	var env struct {
-		FileID json.RawMessage `json:"fileId"`
-		POIs   json.RawMessage `json:"pois"`
+		Repository json.RawMessage `json:"repository"`
+		FileID     json.RawMessage `json:"fileId"`
+		POIs       json.RawMessage `json:"pois"`
 	}
 	data = bytes.TrimSpace(data)
 	if len(data) == 0 || data[0] != '{' {
@@ -111,6 +130,14 @@ func decodeAnalysisSteps(data []byte) (Analysis, error) {
 	}
 	if err := json.Unmarshal(env.FileID, &a.FileID); err != nil {
 		return Analysis{}, reject("", "fileId must be a string, got %s", truncate(env.FileID, 40))
+	}
+	if len(env.Repository) > 0 && string(env.Repository) != "null" {
+		if !utf8.Valid(env.Repository) || containsLoneSurrogate(env.Repository) {
+			return Analysis{}, reject(a.FileID, "repository is not valid UTF-8 (invalid bytes or an unpaired \\ud800-\\udfff escape)")
+		}
+		if err := json.Unmarshal(env.Repository, &a.Repository); err != nil {
+			return Analysis{}, reject(a.FileID, "repository must be a string, got %s", truncate(env.Repository, 40))
+		}
 	}
 	if len(env.POIs) == 0 || string(env.POIs) == "null" {
 		return Analysis{}, reject(a.FileID, "pois is required (an array; [] for a file without POIs)")

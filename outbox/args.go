@@ -24,6 +24,8 @@ const QueueResolve = "resolve"
 // completion of the job. The other fields stay plain JSON for SQL and River's
 // UI; ExpandArgs turns stored args back into the readable form.
 type ResolveFileArgs struct {
+	// Repository is the file's repository ("" the default one).
+	Repository string `json:"repository,omitempty"`
 	// FileID is the analysed file.
 	FileID string `json:"fileId"`
 	// FileVersion is the files.version this analysis was published as. A job

@@ -21,6 +21,7 @@ const maxDecodedPOIBytes = 1 << 30
 // unsigned varint, in order. POICount is the number of POIs either way, for
 // SQL and as a check on decoding.
 type storedArgs struct {
+	Repository   string            `json:"repository,omitempty"`
 	FileID       string            `json:"fileId"`
 	FileVersion  int64             `json:"fileVersion"`
 	PublishXID   int64             `json:"publishXid,omitempty"`
@@ -84,7 +85,7 @@ func (a *ResolveFileArgs) UnmarshalJSON(data []byte) error {
 		_ = json.Unmarshal(data, &named) // best effort, for the message
 		return fmt.Errorf("resolve_file args of file %q: %w", named.FileID, err)
 	}
-	*a = ResolveFileArgs{FileID: s.FileID, FileVersion: s.FileVersion, PublishXID: s.PublishXID, POIs: s.POIs,
+	*a = ResolveFileArgs{Repository: s.Repository, FileID: s.FileID, FileVersion: s.FileVersion, PublishXID: s.PublishXID, POIs: s.POIs,
 		Part: s.Part, Parts: s.Parts, ChangedNames: s.ChangedNames, FailedPOIIDs: s.FailedPOIIDs}
 	if s.POIsZstd == nil {
 		if a.POIs == nil {
@@ -134,7 +135,7 @@ func decodePOIs(compressed []byte, count int) ([]json.RawMessage, error) {
 }
 
 func (a ResolveFileArgs) stored() storedArgs {
-	return storedArgs{FileID: a.FileID, FileVersion: a.FileVersion, PublishXID: a.PublishXID, POICount: len(a.POIs),
+	return storedArgs{Repository: a.Repository, FileID: a.FileID, FileVersion: a.FileVersion, PublishXID: a.PublishXID, POICount: len(a.POIs),
 		Part: a.Part, Parts: a.Parts, ChangedNames: a.ChangedNames, FailedPOIIDs: a.FailedPOIIDs}
 }
 

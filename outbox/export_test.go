@@ -8,10 +8,10 @@ const DeleteRemovedSQL = deleteRemovedSQL
 // caller's transaction that read or delete by key, with arguments to
 // explain them with.
 var PublisherStatements = map[string]struct{ SQL, Args string }{
-	"deleteQueued":     {deleteQueuedSQL, `'{src/a.js}'`},
-	"lockFiles":        {lockFilesSQL, `'{src/a.js}'`},
-	"otherOwner":       {otherOwnerSQL, `'{a1}', '{src/a.js}'`},
-	"oldSymbols":       {oldSymbolsSQL, `'{src/a.js}'`},
-	"deleteRemoved":    {deleteRemovedSQL, `'{src/a.js}', '{a1,a2}'`},
-	"deleteReferences": {deleteReferencesSQL, `'{src/a.js}'`},
+	"deleteQueued":     {deleteQueuedSQL, `'{""}', '{src/a.js}'`},
+	"lockFiles":        {lockFilesSQL, `'{""}', '{src/a.js}'`},
+	"otherOwner":       {otherOwnerSQL, `'{""}', '{a1}', '{src/a.js}'`},
+	"oldSymbols":       {oldSymbolsSQL, `'{""}', '{src/a.js}'`},
+	"deleteRemoved":    {deleteRemovedSQL, `'{""}', '{src/a.js}', '{"",""}', '{a1,a2}'`},
+	"deleteReferences": {deleteReferencesSQL, `'{""}', '{src/a.js}'`},
 }

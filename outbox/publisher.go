@@ -9,6 +9,7 @@ import (
 	"cmp"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"log/slog"
 	"strings"
@@ -102,23 +103,30 @@ func (p *Publisher) PublishTx(ctx context.Context, tx pgx.Tx, a Analysis) (*Resu
 // PublishTx. A file may appear only once per call.
 func (p *Publisher) PublishManyTx(ctx context.Context, tx pgx.Tx, as []Analysis) ([]*Result, error) {
 	files := make([]fileBatch, len(as))
-	seen := make(map[string]int, len(as))
-	owner := map[string]int{} // POI id -> index of the file publishing it
+	type key struct{ repo, id string }
+	seen := make(map[key]int, len(as))
+	owner := map[key]int{} // (repository, POI id) -> index of the file publishing it
 	for i, a := range as {
 		syms, err := p.check(a)
 		if err != nil {
+			var rej *RejectError
+			if errors.As(err, &rej) {
+				rej.Repository = a.Repository
+			}
 			return nil, err
 		}
-		if prev, dup := seen[a.FileID]; dup {
-			return nil, reject(a.FileID, "appears twice in one publish (analyses #%d and #%d); publish one analysis per file", prev, i)
+		if prev, dup := seen[key{a.Repository, a.FileID}]; dup {
+			rej := reject(a.FileID, "appears twice in one publish (analyses #%d and #%d); publish one analysis per file", prev, i)
+			rej.Repository = a.Repository
+			return nil, rej
 		}
-		seen[a.FileID] = i
+		seen[key{a.Repository, a.FileID}] = i
 		for _, s := range syms {
-			if j, dup := owner[s.ID]; dup {
-				return nil, &RejectError{FileID: a.FileID, POIID: s.ID, POIIndex: -1,
-					Reason: fmt.Sprintf("id also belongs to a POI of file %q published with it; POI ids must be unique across files", as[j].FileID)}
+			if j, dup := owner[key{a.Repository, s.ID}]; dup {
+				return nil, &RejectError{Repository: a.Repository, FileID: a.FileID, POIID: s.ID, POIIndex: -1,
+					Reason: fmt.Sprintf("id also belongs to a POI of file %q published with it; POI ids must be unique within a repository", as[j].FileID)}
 			}
-			owner[s.ID] = i
+			owner[key{a.Repository, s.ID}] = i
 		}
 		files[i] = fileBatch{a: a, syms: syms}
 	}
@@ -212,6 +220,12 @@ func (p *Publisher) check(a Analysis) ([]resolver.POI, error) {
 	if len(a.FileID) > resolver.MaxNameBytes {
 		return nil, reject(truncateString(a.FileID), "fileId is %d bytes, more than the %d-byte limit for ids and names", len(a.FileID), resolver.MaxNameBytes)
 	}
+	if !utf8.ValidString(a.Repository) || strings.ContainsRune(a.Repository, 0) {
+		return nil, reject(a.FileID, "repository holds a NUL character or invalid UTF-8, which PostgreSQL cannot store")
+	}
+	if len(a.Repository) > resolver.MaxNameBytes {
+		return nil, reject(a.FileID, "repository is %d bytes, more than the %d-byte limit for ids and names", len(a.Repository), resolver.MaxNameBytes)
+	}
 	seen := make(map[string]int, len(a.POIs))
 	syms := make([]resolver.POI, 0, len(a.POIs))
 	for i, raw := range a.POIs {
@@ -264,7 +278,7 @@ func (p *Publisher) jobParams(a Analysis, version, xid int64, changed []string) 
 	params := make([]river.InsertManyParams, 0, len(ends))
 	start := 0
 	for i, end := range ends {
-		args := ResolveFileArgs{FileID: a.FileID, FileVersion: version, POIs: a.POIs[start:end:end]}
+		args := ResolveFileArgs{Repository: a.Repository, FileID: a.FileID, FileVersion: version, POIs: a.POIs[start:end:end]}
 		if args.POIs == nil {
 			args.POIs = []json.RawMessage{}
 		}

@@ -1,6 +1,7 @@
 package outbox
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"slices"
@@ -42,26 +43,34 @@ func keyOf(p resolver.POI) symbolKey {
 // that belongs to another file comes back as a *RejectError; the caller
 // rolls the savepoint back.
 func (s store) write(ctx context.Context, files []fileBatch) (xid int64, rej *RejectError, err error) {
-	index := make(map[string]int, len(files))
-	fileIDs := make([]string, len(files))
+	index := make(map[fileKey]int, len(files))
+	// The files' keys in (repository, file_id) order, the order every
+	// publish locks files' rows in.
+	sorted := make([]fileKey, len(files))
 	counts := make([]int32, len(files))
 	// Empty, not nil, when there are no symbols: pgx sends a nil slice as
 	// NULL, not as an empty array.
-	ids, owners, names, types := []string{}, []string{}, []string{}, []string{}
+	ids, repos, owners, names, types := []string{}, []string{}, []string{}, []string{}, []string{}
 	lines, symbols, receivers, results, fields := []int32{}, []string{}, []string{}, []string{}, []string{}
 	keys := make([][]symbolKey, len(files))
 	for i, f := range files {
-		index[f.a.FileID] = i
-		fileIDs[i], counts[i] = f.a.FileID, int32(len(f.syms))
+		k := fileKey{f.a.Repository, f.a.FileID}
+		index[k], sorted[i] = i, k
 		keys[i] = make([]symbolKey, len(f.syms))
 		for j, p := range f.syms {
-			k := keyOf(p)
-			keys[i][j] = k
-			ids, owners = append(ids, p.ID), append(owners, f.a.FileID)
+			sk := keyOf(p)
+			keys[i][j] = sk
+			ids, repos, owners = append(ids, p.ID), append(repos, f.a.Repository), append(owners, f.a.FileID)
 			names, types, lines = append(names, p.Name), append(types, p.Type), append(lines, int32(p.LineNumber))
-			symbols, receivers = append(symbols, p.Symbol), append(receivers, k.receiver)
-			results, fields = append(results, k.result), append(fields, k.fields)
+			symbols, receivers = append(symbols, p.Symbol), append(receivers, sk.receiver)
+			results, fields = append(results, sk.result), append(fields, sk.fields)
 		}
+	}
+	slices.SortFunc(sorted, fileKey.compare)
+	fileRepos, fileIDs := make([]string, len(files)), make([]string, len(files))
+	for i, k := range sorted {
+		fileRepos[i], fileIDs[i] = k.repo, k.id
+		counts[i] = int32(len(files[index[k]].syms))
 	}
 	// old are the files' symbols before the publish, with their line
 	// numbers.
@@ -73,59 +82,60 @@ func (s store) write(ctx context.Context, files []fileBatch) (xid int64, rej *Re
 	// (relay_publish): the last committed publish of a file wins, whatever
 	// its path. Queued rows are locked before the files' rows, as the SQL
 	// API's drain does, so the two cannot deadlock.
-	b.Queue(deleteQueuedSQL, fileIDs)
-	b.Queue(lockFilesSQL, fileIDs).
+	b.Queue(deleteQueuedSQL, fileRepos, fileIDs)
+	b.Queue(lockFilesSQL, fileRepos, fileIDs).
 		Query(func(rows pgx.Rows) error {
 			for rows.Next() {
-				var id string
+				var k fileKey
 				var n int32
-				if err := rows.Scan(&id, &n); err != nil {
+				if err := rows.Scan(&k.repo, &k.id, &n); err != nil {
 					return err
 				}
-				f := &files[index[id]]
+				f := &files[index[k]]
 				f.existed, f.prevCount = true, int(n)
 			}
 			return rows.Err()
 		})
 	b.Queue(`
-		INSERT INTO files AS f (file_id, version, poi_count, published_at)
-		SELECT file_id, 1, poi_count, now() FROM unnest($1::text[], $2::int[]) AS u(file_id, poi_count) ORDER BY file_id
-		ON CONFLICT (file_id) DO UPDATE
+		INSERT INTO files AS f (repository, file_id, version, poi_count, published_at)
+		SELECT repository, file_id, 1, poi_count, now()
+		FROM unnest($1::text[], $2::text[], $3::int[]) WITH ORDINALITY AS u(repository, file_id, poi_count, ord) ORDER BY ord
+		ON CONFLICT (repository, file_id) DO UPDATE
 			SET version = f.version + 1, poi_count = excluded.poi_count, published_at = excluded.published_at
-		RETURNING file_id, version, pg_current_xact_id()::text::bigint`, fileIDs, counts).
+		RETURNING repository, file_id, version, pg_current_xact_id()::text::bigint`, fileRepos, fileIDs, counts).
 		Query(func(rows pgx.Rows) error {
 			for rows.Next() {
-				var id string
+				var k fileKey
 				var v int64
-				if err := rows.Scan(&id, &v, &xid); err != nil {
+				if err := rows.Scan(&k.repo, &k.id, &v, &xid); err != nil {
 					return err
 				}
-				files[index[id]].version = v
+				files[index[k]].version = v
 			}
 			return rows.Err()
 		})
-	b.Queue(otherOwnerSQL, ids, owners).
+	b.Queue(otherOwnerSQL, repos, ids, owners).
 		Query(func(rows pgx.Rows) error {
 			for rows.Next() {
-				var file, other, id string
-				if err := rows.Scan(&file, &other, &id); err != nil {
+				var repo, file, other, id string
+				if err := rows.Scan(&repo, &file, &other, &id); err != nil {
 					return err
 				}
-				rej = &RejectError{FileID: file, POIID: id, POIIndex: -1,
-					Reason: fmt.Sprintf("id already belongs to a POI of file %q; POI ids must be unique across files", other)}
+				rej = &RejectError{Repository: repo, FileID: file, POIID: id, POIIndex: -1,
+					Reason: fmt.Sprintf("id already belongs to a POI of file %q; POI ids must be unique within a repository", other)}
 			}
 			return rows.Err()
 		})
-	b.Queue(oldSymbolsSQL, fileIDs).
+	b.Queue(oldSymbolsSQL, fileRepos, fileIDs).
 		Query(func(rows pgx.Rows) error {
 			for rows.Next() {
-				var file string
+				var f fileKey
 				var k symbolKey
 				var line int32
-				if err := rows.Scan(&file, &k.id, &k.name, &k.typ, &line, &k.symbol, &k.receiver, &k.result, &k.fields); err != nil {
+				if err := rows.Scan(&f.repo, &f.id, &k.id, &k.name, &k.typ, &line, &k.symbol, &k.receiver, &k.result, &k.fields); err != nil {
 					return err
 				}
-				i := index[file]
+				i := index[f]
 				if old[i] == nil {
 					old[i] = map[symbolKey]int32{}
 				}
@@ -136,9 +146,9 @@ func (s store) write(ctx context.Context, files []fileBatch) (xid int64, rej *Re
 	// ids are unique across the files (checked before) and none belongs to
 	// another file (checked above, or the savepoint is rolled back), so
 	// "not among ids" is "no longer among this file's POIs".
-	b.Queue(deleteRemovedSQL, fileIDs, ids)
-	b.Queue(deleteReferencesSQL, fileIDs)
-	b.Queue(upsertSymbolsSQL, ids, owners, names, types, lines, symbols, receivers, results, fields).
+	b.Queue(deleteRemovedSQL, fileRepos, fileIDs, repos, ids)
+	b.Queue(deleteReferencesSQL, fileRepos, fileIDs)
+	b.Queue(upsertSymbolsSQL, repos, ids, owners, names, types, lines, symbols, receivers, results, fields).
 		Exec(func(tag pgconn.CommandTag) error { upserted = tag.RowsAffected(); return nil })
 	if err := s.tx.SendBatch(ctx, b).Close(); err != nil {
 		return 0, nil, fmt.Errorf("error storing symbols: %w", err)
@@ -161,14 +171,14 @@ func (s store) write(ctx context.Context, files []fileBatch) (xid int64, rej *Re
 	}
 	if stored := int(upserted) + unchanged; stored != len(ids) {
 		if err := s.tx.QueryRow(ctx, `
-			SELECT count(*) FROM unnest($1::text[], $2::text[]) AS u(id, file)
-			JOIN pois p ON p.poi_id = u.id AND p.file_id = u.file`, ids, owners).Scan(&stored); err != nil {
+			SELECT count(*) FROM unnest($1::text[], $2::text[], $3::text[]) AS u(repo, id, file)
+			JOIN pois p ON p.repository = u.repo AND p.poi_id = u.id AND p.file_id = u.file`, repos, ids, owners).Scan(&stored); err != nil {
 			return 0, nil, fmt.Errorf("error counting stored symbols: %w", err)
 		}
 		if stored != len(ids) {
 			// Another file took one of these ids concurrently.
-			return 0, &RejectError{FileID: fileIDs[0], POIIndex: -1,
-				Reason: fmt.Sprintf("%d POI ids of this publish were published by another file at the same time; POI ids must be unique across files", len(ids)-stored)}, nil
+			return 0, &RejectError{Repository: files[0].a.Repository, FileID: files[0].a.FileID, POIIndex: -1,
+				Reason: fmt.Sprintf("%d POI ids of this publish were published by another file at the same time; POI ids must be unique within a repository", len(ids)-stored)}, nil
 		}
 	}
 	for i := range files {
@@ -260,46 +270,62 @@ func changedNames(old map[symbolKey]int32, syms []resolver.POI, keys []symbolKey
 // found moves before it is deleted.
 const (
 	// deleteQueuedSQL deletes the SQL API's queued analyses of the files
-	// $1, locking them in file_id order first.
+	// ($1 repositories, $2 file ids, in key order), locking them in that
+	// order first: the lookups, driven from the arrays, run in array order,
+	// as lockFilesSQL's do.
 	deleteQueuedSQL = `
-	DELETE FROM publish_queue WHERE file_id = ANY(ARRAY(
-		SELECT file_id FROM publish_queue WHERE file_id = ANY($1) ORDER BY file_id FOR UPDATE))`
-	// lockFilesSQL locks the rows of the files $1 that exist, in file_id
-	// order.
-	lockFilesSQL = `SELECT file_id, poi_count FROM files WHERE file_id = ANY($1) ORDER BY file_id FOR UPDATE`
-	// otherOwnerSQL returns the first of the POI ids $1 that belongs to a
-	// file other than its own ($2).
+	DELETE FROM publish_queue t USING (
+		SELECT q.ctid FROM unnest($1::text[], $2::text[]) AS u(repo, file)
+		CROSS JOIN LATERAL (SELECT ctid FROM publish_queue WHERE repository = u.repo AND file_id = u.file FOR UPDATE) q) d
+	WHERE t.ctid = d.ctid`
+	// lockFilesSQL locks the rows of the files ($1 repositories, $2 file
+	// ids, in key order) that exist, in that order.
+	lockFilesSQL = `
+	SELECT f.repository, f.file_id, f.poi_count FROM unnest($1::text[], $2::text[]) WITH ORDINALITY AS u(repo, file, ord)
+	CROSS JOIN LATERAL (SELECT repository, file_id, poi_count FROM files WHERE repository = u.repo AND file_id = u.file FOR UPDATE) f
+	ORDER BY u.ord`
+	// otherOwnerSQL returns the first of the POI ids $2 (of repositories
+	// $1) that belongs to a file other than its own ($3).
 	otherOwnerSQL = `
-	SELECT u.file, p.file_id, p.poi_id
-	FROM unnest($1::text[], $2::text[]) WITH ORDINALITY AS u(id, file, ord)
-	CROSS JOIN LATERAL (SELECT file_id, poi_id FROM pois WHERE poi_id = u.id OFFSET 0) p
+	SELECT u.repo, u.file, p.file_id, p.poi_id
+	FROM unnest($1::text[], $2::text[], $3::text[]) WITH ORDINALITY AS u(repo, id, file, ord)
+	CROSS JOIN LATERAL (SELECT file_id, poi_id FROM pois WHERE repository = u.repo AND poi_id = u.id OFFSET 0) p
 	WHERE p.file_id <> u.file
 	ORDER BY u.ord LIMIT 1`
-	// oldSymbolsSQL reads the symbols of the files $1.
+	// oldSymbolsSQL reads the symbols of the files ($1 repositories, $2
+	// file ids).
 	oldSymbolsSQL = `
-	SELECT p.file_id, p.poi_id, p.name, p.type, p.line_number, coalesce(p.symbol, ''), p.receiver, p.result, p.fields
-	FROM unnest($1::text[]) AS u(file)
-	CROSS JOIN LATERAL (SELECT * FROM pois WHERE file_id = u.file OFFSET 0) p`
-	// deleteRemovedSQL deletes the POIs of the files $1 that are not among
-	// the ids $2. The difference is a set operation: a filter comparing
-	// each of the files' rows with every id would take time quadratic in a
-	// file's size.
+	SELECT u.repo, p.file_id, p.poi_id, p.name, p.type, p.line_number, coalesce(p.symbol, ''), p.receiver, p.result, p.fields
+	FROM unnest($1::text[], $2::text[]) AS u(repo, file)
+	CROSS JOIN LATERAL (SELECT * FROM pois WHERE repository = u.repo AND file_id = u.file OFFSET 0) p`
+	// deleteRemovedSQL deletes the POIs of the files ($1 repositories, $2
+	// file ids) that are not among the POIs $4 (of repositories $3). The
+	// difference is a set operation: a filter comparing each of the files'
+	// rows with every id would take time quadratic in a file's size.
 	deleteRemovedSQL = `
 	WITH gone AS MATERIALIZED (
-		SELECT p.poi_id FROM unnest($1::text[]) AS u(file)
-		CROSS JOIN LATERAL (SELECT poi_id FROM pois WHERE file_id = u.file OFFSET 0) p
-		EXCEPT SELECT unnest($2::text[]))
+		SELECT u.repo, p.poi_id FROM unnest($1::text[], $2::text[]) AS u(repo, file)
+		CROSS JOIN LATERAL (SELECT poi_id FROM pois WHERE repository = u.repo AND file_id = u.file OFFSET 0) p
+		EXCEPT SELECT * FROM unnest($3::text[], $4::text[]))
 	DELETE FROM pois t USING (
-		SELECT p.ctid FROM gone g CROSS JOIN LATERAL (SELECT ctid FROM pois WHERE poi_id = g.poi_id OFFSET 0) p) d
+		SELECT p.ctid FROM gone g
+		CROSS JOIN LATERAL (SELECT ctid FROM pois WHERE repository = g.repo AND poi_id = g.poi_id OFFSET 0) p) d
 	WHERE t.ctid = d.ctid`
 	// deleteReferencesSQL deletes the references (and so the
-	// relationships) of the files $1, found through their remaining POIs
-	// (the trigger on pois took those of the POIs just deleted): the table
-	// is keyed by source POI, not by file.
+	// relationships) of the files ($1 repositories, $2 file ids), found
+	// through their remaining POIs (the trigger on pois took those of the
+	// POIs just deleted): the table is keyed by source POI, not by file.
 	deleteReferencesSQL = `
 	DELETE FROM poi_references t USING (
-		SELECT r.ctid FROM unnest($1::text[]) AS u(file)
-		CROSS JOIN LATERAL (SELECT poi_id FROM pois WHERE file_id = u.file OFFSET 0) p
-		CROSS JOIN LATERAL (SELECT ctid FROM poi_references WHERE source_poi_id = p.poi_id OFFSET 0) r) d
+		SELECT r.ctid FROM unnest($1::text[], $2::text[]) AS u(repo, file)
+		CROSS JOIN LATERAL (SELECT poi_id FROM pois WHERE repository = u.repo AND file_id = u.file OFFSET 0) p
+		CROSS JOIN LATERAL (SELECT ctid FROM poi_references WHERE repository = u.repo AND source_poi_id = p.poi_id OFFSET 0) r) d
 	WHERE t.ctid = d.ctid`
 )
+
+// fileKey identifies a file: its repository and its id.
+type fileKey struct{ repo, id string }
+
+func (k fileKey) compare(o fileKey) int {
+	return cmp.Or(cmp.Compare(k.repo, o.repo), cmp.Compare(k.id, o.id))
+}

@@ -108,6 +108,33 @@ func Lookup(sourceID, sourceFile string, ref Reference, cands []Candidate) (targ
 	return decide(local, global)
 }
 
+// LookupElsewhere applies the rule for a supplied reference by symbol
+// ("sym:…") that Lookup left Unknown in its own repository: cands are the
+// POIs carrying that symbol in the other repositories (Name set to the
+// reference's name, as for Lookup). Exactly one counting candidate (by
+// Accepts) is Resolved, and its index in cands returned; more are
+// Ambiguous, none Unknown. A POI id may repeat across repositories, so
+// candidates are counted by position, not by id. Any other reference is
+// Unknown: names and ids never resolve across repositories.
+func LookupElsewhere(ref Reference, cands []Candidate) (index int, outcome Outcome) {
+	if !strings.HasPrefix(ref.Name, SymbolPrefix) {
+		return -1, Unknown
+	}
+	index, n := -1, 0
+	for i, c := range cands {
+		if c.Name == ref.Name && Accepts(ref.Type, c.Type) {
+			index, n = i, n+1
+		}
+	}
+	switch n {
+	case 0:
+		return -1, Unknown
+	case 1:
+		return index, Resolved
+	}
+	return -1, Ambiguous
+}
+
 // distinctIDs counts distinct ids, up to two.
 type distinctIDs struct {
 	first string

@@ -36,7 +36,10 @@ func ParseStatus(s string) (Status, error) {
 // reaches PostgreSQL as a query parameter, never as SQL text.
 type Filter struct {
 	Status Status
-	FileID string
+	// Repository, when set, keeps only rows of that repository ("" the
+	// default one).
+	Repository *string
+	FileID     string
 	// deadletter.Signature matches error_signature. It is normalized with deadletter.Signature
 	// first, so a raw error message selects its signature's rows too.
 	Signature  string
@@ -97,6 +100,9 @@ func (f Filter) Describe() map[string]any {
 	if f.Status != "" {
 		m["status"] = f.Status
 	}
+	if f.Repository != nil {
+		m["repository"] = *f.Repository
+	}
 	if f.FileID != "" {
 		m["file_id"] = f.FileID
 	}
@@ -143,6 +149,9 @@ func (f Filter) where(a *queryArgs, alias string) string {
 	conds := []string{"true"}
 	if f.Status != "" {
 		conds = append(conds, alias+"status = "+a.add(string(f.Status)))
+	}
+	if f.Repository != nil {
+		conds = append(conds, alias+"repository = "+a.add(*f.Repository))
 	}
 	if f.FileID != "" {
 		conds = append(conds, alias+"file_id = "+a.add(f.FileID))

@@ -25,8 +25,10 @@ const (
 // POI is one POI that failed inside a batch: the row the worker writes
 // to failed_pois.
 type POI struct {
-	JobID    int64
-	FileID   string
+	JobID int64
+	// Repository is the file's repository ("" the default one).
+	Repository string
+	FileID     string
 	POIID    string // "" when the POI had no usable id (stored as NULL)
 	POIIndex int    // position in the job's POI array
 	Class    ErrorClass
@@ -85,6 +87,7 @@ func insertFailedPOIs(rows []POI) (string, []any, error) {
 	n := len(rows)
 	var (
 		jobIDs   = make([]int64, n)
+		repos    = make([]string, n)
 		fileIDs  = make([]string, n)
 		poiIDs   = make([]*string, n)
 		indexes  = make([]int32, n)
@@ -97,7 +100,7 @@ func insertFailedPOIs(rows []POI) (string, []any, error) {
 		times    = make([]time.Time, n)
 	)
 	for i, r := range rows {
-		jobIDs[i], fileIDs[i], indexes[i] = r.JobID, r.FileID, int32(r.POIIndex)
+		jobIDs[i], repos[i], fileIDs[i], indexes[i] = r.JobID, r.Repository, r.FileID, int32(r.POIIndex)
 		if r.POIID != "" {
 			id := r.POIID
 			poiIDs[i] = &id
@@ -121,12 +124,12 @@ func insertFailedPOIs(rows []POI) (string, []any, error) {
 	}
 	return `
 		INSERT INTO failed_pois (original_job_id, file_id, poi_id, poi_index, error_class, error_message, error_context,
-		                         error_signature, error_history, original_poi_data, failed_at, updated_at)
+		                         error_signature, error_history, original_poi_data, failed_at, updated_at, repository)
 		SELECT u.job_id, u.file_id, u.poi_id, u.poi_index, u.class, u.message, u.context,
-		       u.sig, u.history::jsonb, u.data::jsonb, u.failed_at, u.failed_at
+		       u.sig, u.history::jsonb, u.data::jsonb, u.failed_at, u.failed_at, u.repository
 		FROM unnest($1::bigint[], $2::text[], $3::text[], $4::int[], $5::text[], $6::text[], $7::text[],
-		            $8::text[], $9::text[], $10::text[], $11::timestamptz[])
-		     AS u(job_id, file_id, poi_id, poi_index, class, message, context, sig, history, data, failed_at)
+		            $8::text[], $9::text[], $10::text[], $11::timestamptz[], $12::text[])
+		     AS u(job_id, file_id, poi_id, poi_index, class, message, context, sig, history, data, failed_at, repository)
 		ON CONFLICT ON CONSTRAINT failed_pois_job_poi_key DO NOTHING`,
-		[]any{jobIDs, fileIDs, poiIDs, indexes, classes, messages, contexts, sigs, history, data, times}, nil
+		[]any{jobIDs, fileIDs, poiIDs, indexes, classes, messages, contexts, sigs, history, data, times, repos}, nil
 }

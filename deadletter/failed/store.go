@@ -40,6 +40,7 @@ type HistoryEntry struct {
 type Record struct {
 	ID                   int64           `json:"id"`
 	OriginalJobID        int64           `json:"original_job_id"`
+	Repository           string          `json:"repository"`
 	FileID               string          `json:"file_id"`
 	POIID                string          `json:"poi_id"` // "" when NULL
 	POIIndex             int             `json:"poi_index"`
@@ -63,7 +64,7 @@ type Record struct {
 const (
 	summaryColumns = `id, original_job_id, file_id, poi_id, poi_index, failed_at, status, attempts, error_class,
 		error_signature, error_message, manual_review_required, reprocess_job_id, reprocess_requested_at,
-		reprocessed_at, ignored_reason, updated_at`
+		reprocessed_at, ignored_reason, updated_at, repository`
 	fullColumns = summaryColumns + `, error_context, original_poi_data, error_history`
 )
 
@@ -73,6 +74,7 @@ func scanRecord(row pgx.Row, full bool) (*Record, error) {
 		id, originalJob       int64
 		poiIndex, attempts    int32
 		fileID, sig, message  string
+		repository            string
 		status, class         string
 		failedAt, updatedAt   time.Time
 		manual                bool
@@ -83,14 +85,14 @@ func scanRecord(row pgx.Row, full bool) (*Record, error) {
 		data, history         []byte
 	)
 	dest := []any{&id, &originalJob, &fileID, &poiID, &poiIndex, &failedAt, &status, &attempts, &class,
-		&sig, &message, &manual, &reprocessJob, &requestedAt, &reprocAt, &reason, &updatedAt}
+		&sig, &message, &manual, &reprocessJob, &requestedAt, &reprocAt, &reason, &updatedAt, &repository}
 	if full {
 		dest = append(dest, &errContext, &data, &history)
 	}
 	if err := row.Scan(dest...); err != nil {
 		return nil, err
 	}
-	r := Record{ID: id, OriginalJobID: originalJob, FileID: fileID, POIIndex: int(poiIndex), FailedAt: failedAt.UTC(),
+	r := Record{ID: id, OriginalJobID: originalJob, Repository: repository, FileID: fileID, POIIndex: int(poiIndex), FailedAt: failedAt.UTC(),
 		Status: Status(status), Attempts: int(attempts), ErrorClass: ErrorClass(class), ErrorSignature: sig,
 		ErrorMessage: message, ManualReviewRequired: manual, UpdatedAt: updatedAt.UTC()}
 	if poiID != nil {
@@ -502,7 +504,7 @@ func (s *Store) Analyze(ctx context.Context, f Filter, top int) (*Analysis, erro
 func (f Filter) onlyStatus() bool {
 	g := f
 	g.Status = ""
-	return g.FileID == "" && g.Signature == "" && g.ErrorClass == "" && g.Since.IsZero() && g.Until.IsZero() &&
+	return g.Repository == nil && g.FileID == "" && g.Signature == "" && g.ErrorClass == "" && g.Since.IsZero() && g.Until.IsZero() &&
 		!g.ManualReview && g.POIID == "" && g.Search == "" && len(g.IDs) == 0
 }
 
@@ -774,6 +776,8 @@ type PurgeFilter struct {
 	// reprocessing. Rows in reprocessing are never purged: their job would
 	// report back about a row that no longer exists.
 	Status Status
+	// Repository, when set, limits the purge to one repository's rows.
+	Repository *string
 }
 
 // ErrPurgeReprocessing is returned for a purge of status reprocessing.
@@ -784,6 +788,9 @@ func (p PurgeFilter) where(a *queryArgs, cutoff time.Time) string {
 	w := `status <> 'reprocessing' AND updated_at < ` + a.add(cutoff)
 	if p.Status != "" {
 		w += ` AND status = ` + a.add(string(p.Status))
+	}
+	if p.Repository != nil {
+		w += ` AND repository = ` + a.add(*p.Repository)
 	}
 	return w
 }

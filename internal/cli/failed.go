@@ -440,9 +440,10 @@ func newFailedPurgeCmd(a *app) *cobra.Command {
 	var (
 		pf     purgeFlags
 		status string
+		repo   repositoryFlag
 	)
 	cmd := &cobra.Command{
-		Use:   "purge --older-than-days N [--status S] [--yes]",
+		Use:   "purge --older-than-days N [--status S] [--repository NAME] [--yes]",
 		Short: "Delete failed POIs not updated for N days (asks first unless --yes)",
 		Long: `Purge deletes failed_pois rows whose updated_at (last change) is more than
 --older-than-days days ago, of one --status or, by default, of every status but
@@ -456,7 +457,7 @@ It deletes in batches; one audit event records the run and --actor.`,
 			if err != nil {
 				return err
 			}
-			p := failed.PurgeFilter{OlderThan: age}
+			p := failed.PurgeFilter{OlderThan: age, Repository: repo.value()}
 			if status != "" {
 				st, err := failed.ParseStatus(status)
 				if err != nil {
@@ -496,6 +497,7 @@ It deletes in batches; one audit event records the run and --actor.`,
 	}
 	pf.register(cmd, "purge rows not updated")
 	cmd.Flags().StringVar(&status, "status", "", "only rows in this status: new, reprocessed or ignored (default: all but reprocessing)")
+	repo.register(cmd)
 	return cmd
 }
 

@@ -63,8 +63,10 @@ type Ref struct {
 
 // Entry is one resolve_file job's hand-over.
 type Entry struct {
-	JobID  int64
-	FileID string
+	JobID int64
+	// Repository is the file's repository.
+	Repository string
+	FileID     string
 	// FileVersion is the version of the file Refs belong to; nil when the
 	// job's publish was superseded (then Refs are ignored: the newer
 	// publish's job hands its own).
@@ -97,12 +99,13 @@ func Queue(b *pgx.Batch, e Entry) {
 		changed = []string{}
 	}
 	b.Queue(`
-		INSERT INTO link_queue (job_id, file_id, file_version, replace, published_at, changed, ref_sources, ref_names, ref_types, publish_xid)
-		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)
-		ON CONFLICT (job_id) DO UPDATE SET file_version = excluded.file_version, replace = excluded.replace,
+		INSERT INTO link_queue (job_id, file_id, file_version, replace, published_at, changed, ref_sources, ref_names, ref_types,
+		                        publish_xid, repository)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)
+		ON CONFLICT (repository, job_id) DO UPDATE SET file_version = excluded.file_version, replace = excluded.replace,
 			changed = excluded.changed, ref_sources = excluded.ref_sources, ref_names = excluded.ref_names,
 			ref_types = excluded.ref_types`,
-		e.JobID, e.FileID, e.FileVersion, e.Replace, e.PublishedAt, changed, srcs, names, types, e.PublishXID)
+		e.JobID, e.FileID, e.FileVersion, e.Replace, e.PublishedAt, changed, srcs, names, types, e.PublishXID, e.Repository)
 }
 
 // EnsureTx makes sure that a link job will read what tx queued: it takes the

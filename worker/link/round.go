@@ -8,6 +8,7 @@ import (
 	"math"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -63,13 +64,15 @@ type Summary struct {
 // Final is a publish a round made final: its file, and the time from the
 // publish to (just before) the round's commit.
 type Final struct {
-	FileID    string
-	Freshness time.Duration
+	Repository string
+	FileID     string
+	Freshness  time.Duration
 }
 
 // row is one link_queue row.
 type row struct {
 	jobID       int64
+	repo        string
 	fileID      string
 	fileVersion *int64
 	publishXID  int64
@@ -83,15 +86,17 @@ type row struct {
 // stored is a reference to resolve and store: its key, source file and
 // the target it has now (nil when new or unresolved).
 type stored struct {
-	src, file, name, typ string
-	target               *string
+	repo, src, file, name, typ string
+	target                     *string
+	// targetRepo is target's repository.
+	targetRepo string
 	// jobID is the job that handed the linker an own reference.
 	jobID int64
 }
 
-type refKey struct{ src, typ, name string }
+type refKey struct{ repo, src, typ, name string }
 
-func (s stored) key() refKey { return refKey{s.src, s.typ, s.name} }
+func (s stored) key() refKey { return refKey{s.repo, s.src, s.typ, s.name} }
 
 func (s stored) ref() resolver.Reference {
 	return resolver.Reference{Name: s.name, Type: resolver.RelType(s.typ)}
@@ -147,7 +152,7 @@ func Round(ctx context.Context, db Beginner, lim Limits) (*Summary, error) {
 		return nil, err
 	}
 	for _, r := range apply {
-		sum.Final = append(sum.Final, Final{FileID: r.fileID, Freshness: time.Since(r.publishedAt)})
+		sum.Final = append(sum.Final, Final{Repository: r.repo, FileID: r.fileID, Freshness: time.Since(r.publishedAt)})
 	}
 	if err := write(ctx, tx, round, resolve(own, others, cands, sum), done, sum); err != nil {
 		return nil, err
@@ -166,14 +171,14 @@ func readRows(ctx context.Context, tx pgx.Tx, lim Limits) ([]row, error) {
 		return nil, fmt.Errorf("error taking the linker lock: %w", err)
 	}
 	rs, err := tx.Query(ctx, `
-		SELECT job_id, file_id, file_version, publish_xid, replace, published_at, changed, ref_sources, ref_names, ref_types
+		SELECT job_id, repository, file_id, file_version, publish_xid, replace, published_at, changed, ref_sources, ref_names, ref_types
 		FROM link_queue WHERE published_at <= clock_timestamp() - $2::interval ORDER BY job_id LIMIT $1`, lim.Rows, lim.Delay)
 	if err != nil {
 		return nil, fmt.Errorf("error reading link_queue: %w", err)
 	}
 	out, err := pgx.CollectRows(rs, func(r pgx.CollectableRow) (row, error) {
 		var x row
-		err := r.Scan(&x.jobID, &x.fileID, &x.fileVersion, &x.publishXID, &x.replace, &x.publishedAt, &x.changed, &x.srcs, &x.names, &x.types)
+		err := r.Scan(&x.jobID, &x.repo, &x.fileID, &x.fileVersion, &x.publishXID, &x.replace, &x.publishedAt, &x.changed, &x.srcs, &x.names, &x.types)
 		return x, err
 	})
 	if err != nil {
@@ -204,52 +209,61 @@ func waiting(ctx context.Context, tx pgx.Tx, delay time.Duration) (*Summary, err
 // references are stored (their file is still at the row's version) and the
 // rows the round deletes (all but those of skipped files).
 func lockFiles(ctx context.Context, tx pgx.Tx, rows []row, sum *Summary) (apply, done []row, err error) {
-	var files []string
+	var files []fileKey
 	for _, r := range rows {
 		if r.fileVersion != nil {
-			files = append(files, r.fileID)
+			files = append(files, fileKey{r.repo, r.fileID})
 		}
 	}
-	slices.Sort(files)
+	slices.SortFunc(files, fileKey.compare)
 	files = slices.Compact(files)
-	version := make(map[string]int64, len(files))
+	version := make(map[fileKey]int64, len(files))
 	if len(files) > 0 {
-		rs, err := tx.Query(ctx, `SELECT file_id, version FROM files WHERE file_id = ANY($1) ORDER BY file_id FOR SHARE SKIP LOCKED`, files)
+		repos, ids := splitKeys(files)
+		rs, err := tx.Query(ctx, `
+			SELECT f.repository, f.file_id, f.version FROM unnest($1::text[], $2::text[]) WITH ORDINALITY AS u(repo, file, ord)
+			CROSS JOIN LATERAL (SELECT repository, file_id, version FROM files
+			                    WHERE repository = u.repo AND file_id = u.file FOR SHARE SKIP LOCKED) f
+			ORDER BY u.ord`, repos, ids)
 		if err != nil {
 			return nil, nil, fmt.Errorf("error locking %d files to link: %w", len(files), err)
 		}
-		var id string
+		var k fileKey
 		var v int64
-		if _, err := pgx.ForEachRow(rs, []any{&id, &v}, func() error { version[id] = v; return nil }); err != nil {
+		if _, err := pgx.ForEachRow(rs, []any{&k.repo, &k.id, &v}, func() error { version[k] = v; return nil }); err != nil {
 			return nil, nil, fmt.Errorf("error locking %d files to link: %w", len(files), err)
 		}
 	}
 	// A file not locked is held by a publish (its rows wait for a later
 	// round) or gone (its rows are stale): one read tells which.
-	var unlocked []string
+	var unlocked []fileKey
 	for _, f := range files {
 		if _, ok := version[f]; !ok {
 			unlocked = append(unlocked, f)
 		}
 	}
-	held := map[string]bool{}
+	held := map[fileKey]bool{}
 	if len(unlocked) > 0 {
-		rs, err := tx.Query(ctx, `SELECT file_id FROM files WHERE file_id = ANY($1)`, unlocked)
+		repos, ids := splitKeys(unlocked)
+		rs, err := tx.Query(ctx, `
+			SELECT f.repository, f.file_id FROM unnest($1::text[], $2::text[]) AS u(repo, file)
+			JOIN files f ON f.repository = u.repo AND f.file_id = u.file`, repos, ids)
 		if err != nil {
 			return nil, nil, fmt.Errorf("error reading %d files being published: %w", len(unlocked), err)
 		}
-		var id string
-		if _, err := pgx.ForEachRow(rs, []any{&id}, func() error { held[id] = true; return nil }); err != nil {
+		var k fileKey
+		if _, err := pgx.ForEachRow(rs, []any{&k.repo, &k.id}, func() error { held[k] = true; return nil }); err != nil {
 			return nil, nil, fmt.Errorf("error reading %d files being published: %w", len(unlocked), err)
 		}
 	}
 	for _, r := range rows {
 		if r.fileVersion != nil {
-			if held[r.fileID] {
+			k := fileKey{r.repo, r.fileID}
+			if held[k] {
 				sum.Postponed++
 				continue
 			}
-			if v, locked := version[r.fileID]; locked && v == *r.fileVersion {
+			if v, locked := version[k]; locked && v == *r.fileVersion {
 				apply = append(apply, r)
 			}
 		}
@@ -263,11 +277,11 @@ func lockFiles(ctx context.Context, tx pgx.Tx, rows []row, sum *Summary) (apply,
 // later row's replacing an earlier one's.
 func ownRefs(apply []row, sum *Summary) map[refKey]stored {
 	own := map[refKey]stored{}
-	files := map[string]bool{}
+	files := map[fileKey]bool{}
 	for _, r := range apply {
-		files[r.fileID] = true
+		files[fileKey{r.repo, r.fileID}] = true
 		for i := range r.srcs {
-			s := stored{src: r.srcs[i], file: r.fileID, name: r.names[i], typ: r.types[i], jobID: r.jobID}
+			s := stored{repo: r.repo, src: r.srcs[i], file: r.fileID, name: r.names[i], typ: r.types[i], jobID: r.jobID}
 			own[s.key()] = s
 		}
 	}
@@ -279,20 +293,26 @@ func ownRefs(apply []row, sum *Summary) map[refKey]stored {
 // saw it.
 const unknownXID = math.MaxInt64
 
+// changedKey is a reference key a publish changed in its repository.
+type changedKey struct{ repo, key string }
+
 // changedKeys returns the keys the rows changed, sorted, each once, with the
 // transaction ids of the publishes that changed them.
-func changedKeys(rows []row) (keys []string, xids map[string][]int64) {
-	xids = map[string][]int64{}
+func changedKeys(rows []row) (keys []changedKey, xids map[changedKey][]int64) {
+	xids = map[changedKey][]int64{}
 	for _, r := range rows {
 		xid := r.publishXID
 		if xid <= 0 {
 			xid = unknownXID
 		}
 		for _, k := range r.changed {
-			xids[k] = append(xids[k], xid)
+			ck := changedKey{r.repo, k}
+			xids[ck] = append(xids[ck], xid)
 		}
 	}
-	return slices.Sorted(maps.Keys(xids)), xids
+	return slices.SortedFunc(maps.Keys(xids), func(a, b changedKey) int {
+		return cmp.Or(cmp.Compare(a.repo, b.repo), cmp.Compare(a.key, b.key))
+	}), xids
 }
 
 // unseenBy returns, for each of xids, the last round whose snapshot did not
@@ -335,9 +355,12 @@ func unseenBy(ctx context.Context, tx pgx.Tx, xids []int64) (map[int64]int64, er
 const dependsChunk = 1000
 
 // readChanged reads the stored references that look up a key one of done
-// changed and were resolved by a round that missed the publish (unseenBy).
-// They are read by key and, for derived references, through depends; those
-// among own are left out (own replaces them).
+// changed in its repository and were resolved by a round that missed the
+// publish (unseenBy). They are read by key and, for derived references,
+// through depends; those among own are left out (own replaces them). A
+// changed symbol ("sym:…") reaches the other repositories' references by
+// that symbol too: they resolve to it when their own repository has none
+// (resolver.LookupElsewhere).
 func readChanged(ctx context.Context, tx pgx.Tx, done []row, own map[refKey]stored) ([]stored, error) {
 	keys, xidsOf := changedKeys(done)
 	if len(keys) == 0 {
@@ -363,7 +386,7 @@ func readChanged(ctx context.Context, tx pgx.Tx, done []row, own map[refKey]stor
 	var out []stored
 	read := func(rows pgx.Rows) error {
 		var s stored
-		_, err := pgx.ForEachRow(rows, []any{&s.src, &s.file, &s.name, &s.typ, &s.target}, func() error {
+		_, err := pgx.ForEachRow(rows, []any{&s.repo, &s.src, &s.file, &s.name, &s.typ, &s.target, &s.targetRepo}, func() error {
 			k := s.key()
 			if _, mine := own[k]; !mine && !seen[k] {
 				seen[k] = true
@@ -373,17 +396,42 @@ func readChanged(ctx context.Context, tx pgx.Tx, done []row, own map[refKey]stor
 		})
 		return err
 	}
+	repos, names := make([]string, len(keys)), make([]string, len(keys))
+	var symbols []string
+	var symbolBounds []int64
+	for i, k := range keys {
+		repos[i], names[i] = k.repo, k.key
+		if strings.HasPrefix(k.key, resolver.SymbolPrefix) {
+			symbols, symbolBounds = append(symbols, k.key), append(symbolBounds, bounds[i])
+		}
+	}
 	b.Queue(`
-		SELECT r.source_poi_id, r.source_file_id, r.name, r.type, r.target_poi_id
-		FROM unnest($1::text[], $2::bigint[]) AS u(key, bound)
-		CROSS JOIN LATERAL (SELECT * FROM poi_references r WHERE r.key = u.key AND r.resolved_round <= u.bound OFFSET 0) r`,
-		keys, bounds).Query(read)
-	// One statement per dependsChunk keys, each bounded by its latest round.
-	for i := 0; i < len(keys); i += dependsChunk {
-		j := min(i+dependsChunk, len(keys))
-		b.Queue(`SELECT source_poi_id, source_file_id, name, type, target_poi_id FROM poi_references
-			WHERE depends && $1::text[] AND depends IS NOT NULL AND resolved_round <= $2`,
-			keys[i:j], slices.Max(bounds[i:j])).Query(read)
+		SELECT r.repository, r.source_poi_id, r.source_file_id, r.name, r.type, r.target_poi_id, r.target_repository
+		FROM unnest($1::text[], $2::text[], $3::bigint[]) AS u(repo, key, bound)
+		CROSS JOIN LATERAL (SELECT * FROM poi_references r
+		                    WHERE r.repository = u.repo AND r.key = u.key AND r.resolved_round <= u.bound OFFSET 0) r`,
+		repos, names, bounds).Query(read)
+	if len(symbols) > 0 {
+		// Every repository's references by a changed symbol (the read above
+		// repeats for the publish's own, which read skips).
+		b.Queue(`
+			SELECT r.repository, r.source_poi_id, r.source_file_id, r.name, r.type, r.target_poi_id, r.target_repository
+			FROM unnest($1::text[], $2::bigint[]) AS u(key, bound)
+			CROSS JOIN LATERAL (SELECT * FROM poi_references r
+			                    WHERE r.key = u.key AND r.key LIKE 'sym:%' AND r.resolved_round <= u.bound OFFSET 0) r`,
+			symbols, symbolBounds).Query(read)
+	}
+	// One statement per dependsChunk keys of a repository, each bounded by
+	// its latest round.
+	for i := 0; i < len(keys); {
+		j := i + 1
+		for j < len(keys) && j-i < dependsChunk && keys[j].repo == keys[i].repo {
+			j++
+		}
+		b.Queue(`SELECT repository, source_poi_id, source_file_id, name, type, target_poi_id, target_repository FROM poi_references
+			WHERE depends && $1::text[] AND depends IS NOT NULL AND repository = $3 AND resolved_round <= $2`,
+			names[i:j], slices.Max(bounds[i:j]), keys[i].repo).Query(read)
+		i = j
 	}
 	if err := tx.SendBatch(ctx, b).Close(); err != nil {
 		return nil, fmt.Errorf("error reading the references to %d changed names: %w", len(keys), err)
@@ -395,16 +443,25 @@ func readChanged(ctx context.Context, tx pgx.Tx, done []row, own map[refKey]stor
 type resolution struct {
 	stored
 	tgt, tgtFile *string
+	tgtRepo      string
 	own          bool
 }
 
 // resolve looks every reference up among cands.
-func resolve(own map[refKey]stored, others []stored, cands map[string][]resolver.Candidate, sum *Summary) []resolution {
+func resolve(own map[refKey]stored, others []stored, cands candidates, sum *Summary) []resolution {
 	out := make([]resolution, 0, len(own)+len(others))
 	add := func(s stored, isOwn bool) {
 		rs := resolution{stored: s, own: isOwn}
-		refCands := candidatesOf(cands, s.ref())
+		refCands := cands.of(s.repo, s.ref())
 		target, outcome := resolver.Lookup(s.src, s.file, s.ref(), refCands)
+		rs.tgtRepo = s.repo
+		if outcome == resolver.Unknown {
+			elsewhere := cands.elsewhere(s.repo, s.ref())
+			var i int
+			if i, outcome = resolver.LookupElsewhere(s.ref(), elsewhere.cands); outcome == resolver.Resolved {
+				target, refCands, rs.tgtRepo = elsewhere.cands[i].POIID, elsewhere.cands[i:i+1], elsewhere.repos[i]
+			}
+		}
 		switch outcome {
 		case resolver.Resolved:
 			rs.tgt = &target
@@ -422,7 +479,7 @@ func resolve(own map[refKey]stored, others []stored, cands map[string][]resolver
 		out = append(out, rs)
 	}
 	keys := slices.SortedFunc(maps.Keys(own), func(a, b refKey) int {
-		return cmp.Or(cmp.Compare(a.src, b.src), cmp.Compare(a.typ, b.typ), cmp.Compare(a.name, b.name))
+		return cmp.Or(cmp.Compare(a.repo, b.repo), cmp.Compare(a.src, b.src), cmp.Compare(a.typ, b.typ), cmp.Compare(a.name, b.name))
 	})
 	for _, k := range keys {
 		add(own[k], true)

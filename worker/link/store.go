@@ -1,8 +1,11 @@
 package link
 
 import (
+	"cmp"
 	"context"
 	"fmt"
+	"maps"
+	"slices"
 	"strings"
 	"time"
 
@@ -11,28 +14,89 @@ import (
 	"github.com/relay-dev/relay/resolver"
 )
 
+// fileKey identifies a file: its repository and its id.
+type fileKey struct{ repo, id string }
+
+func (k fileKey) compare(o fileKey) int {
+	return cmp.Or(cmp.Compare(k.repo, o.repo), cmp.Compare(k.id, o.id))
+}
+
+// splitKeys returns keys' repositories and ids as parallel arrays.
+func splitKeys(keys []fileKey) (repos, ids []string) {
+	repos, ids = make([]string, len(keys)), make([]string, len(keys))
+	for i, k := range keys {
+		repos[i], ids[i] = k.repo, k.id
+	}
+	return repos, ids
+}
+
+// nameKey is a name looked up in a repository.
+type nameKey struct{ repo, name string }
+
+// candidates are the symbols a round's references look up: by repository
+// and name, and, for supplied references by symbol, in every repository.
+type candidates struct {
+	byName map[nameKey][]resolver.Candidate
+	// bySymbol holds, for each "sym:<symbol>" name, its POIs in every
+	// repository.
+	bySymbol map[string]repoCandidates
+}
+
+// repoCandidates are candidates with the repository of each.
+type repoCandidates struct {
+	repos []string
+	cands []resolver.Candidate
+}
+
+// of returns the candidates, in repository repo, of the names ref looks up
+// (resolver.LookupNames).
+func (c candidates) of(repo string, ref resolver.Reference) []resolver.Candidate {
+	names := resolver.LookupNames(ref)
+	if len(names) == 1 {
+		return c.byName[nameKey{repo, names[0]}]
+	}
+	var out []resolver.Candidate
+	for _, n := range names {
+		out = append(out, c.byName[nameKey{repo, n}]...)
+	}
+	return out
+}
+
+// elsewhere returns the candidates of a supplied reference by symbol in
+// the repositories other than repo (resolver.LookupElsewhere).
+func (c candidates) elsewhere(repo string, ref resolver.Reference) repoCandidates {
+	all := c.bySymbol[ref.Name]
+	var out repoCandidates
+	for i, r := range all.repos {
+		if r != repo {
+			out.repos, out.cands = append(out.repos, r), append(out.cands, all.cands[i])
+		}
+	}
+	return out
+}
+
 // readCandidates reads the symbols every reference of own and others looks
-// up (resolver.LookupNames), by name.
-func readCandidates(ctx context.Context, tx pgx.Tx, own map[refKey]stored, others []stored) (map[string][]resolver.Candidate, error) {
-	set := map[string]bool{}
+// up (resolver.LookupNames), by repository and name.
+func readCandidates(ctx context.Context, tx pgx.Tx, own map[refKey]stored, others []stored) (candidates, error) {
+	set := map[nameKey]bool{}
 	for _, s := range own {
 		for _, n := range resolver.LookupNames(s.ref()) {
-			set[n] = true
+			set[nameKey{s.repo, n}] = true
 		}
 	}
 	for _, s := range others {
 		for _, n := range resolver.LookupNames(s.ref()) {
-			set[n] = true
+			set[nameKey{s.repo, n}] = true
 		}
 	}
-	cands := make(map[string][]resolver.Candidate, len(set))
+	cands := candidates{byName: make(map[nameKey][]resolver.Candidate, len(set)), bySymbol: map[string]repoCandidates{}}
 	if len(set) == 0 {
 		return cands, nil
 	}
 	b := &pgx.Batch{}
 	queueCandidates(b, set, cands)
 	if err := tx.SendBatch(ctx, b).Close(); err != nil {
-		return nil, fmt.Errorf("error looking up %d names: %w", len(set), err)
+		return candidates{}, fmt.Errorf("error looking up %d names: %w", len(set), err)
 	}
 	return cands, nil
 }
@@ -42,24 +106,33 @@ func readCandidates(ctx context.Context, tx pgx.Tx, own map[refKey]stored, other
 // import as its target (resolver.Accepts), and in real code they are the
 // most repeated names of all (every file importing fmt has an import POI
 // named fmt). The names of supplied references are read by symbol
-// ("sym:<symbol>", through pois' symbol index) and by id ("id:<id>"), each
-// candidate named after the reference name it was read for.
-func queueCandidates(b *pgx.Batch, names map[string]bool, out map[string][]resolver.Candidate) {
-	plain, symbols, ids := []string{}, []string{}, []string{}
+// ("sym:<symbol>", through pois' symbol index, in every repository) and by
+// id ("id:<id>"), each candidate named after the reference name it was read
+// for.
+func queueCandidates(b *pgx.Batch, names map[nameKey]bool, out candidates) {
+	plainRepos, plain, idRepos, ids := []string{}, []string{}, []string{}, []string{}
+	symbolSet := map[string]bool{}
 	for n := range names {
 		switch {
-		case strings.HasPrefix(n, resolver.SymbolPrefix):
-			symbols = append(symbols, strings.TrimPrefix(n, resolver.SymbolPrefix))
-		case strings.HasPrefix(n, resolver.IDPrefix):
-			ids = append(ids, strings.TrimPrefix(n, resolver.IDPrefix))
+		case strings.HasPrefix(n.name, resolver.SymbolPrefix):
+			symbolSet[strings.TrimPrefix(n.name, resolver.SymbolPrefix)] = true
+		case strings.HasPrefix(n.name, resolver.IDPrefix):
+			idRepos, ids = append(idRepos, n.repo), append(ids, strings.TrimPrefix(n.name, resolver.IDPrefix))
 		default:
-			plain = append(plain, n)
+			plainRepos, plain = append(plainRepos, n.repo), append(plain, n.name)
 		}
 	}
 	read := func(rows pgx.Rows) error {
+		var repo string
 		var c resolver.Candidate
-		_, err := pgx.ForEachRow(rows, []any{&c.POIID, &c.FileID, &c.Name, &c.Type, &c.Receiver, &c.Result, &c.Fields}, func() error {
-			out[c.Name] = append(out[c.Name], c)
+		_, err := pgx.ForEachRow(rows, []any{&repo, &c.POIID, &c.FileID, &c.Name, &c.Type, &c.Receiver, &c.Result, &c.Fields}, func() error {
+			k := nameKey{repo, c.Name}
+			out.byName[k] = append(out.byName[k], c)
+			if strings.HasPrefix(c.Name, resolver.SymbolPrefix) {
+				all := out.bySymbol[c.Name]
+				all.repos, all.cands = append(all.repos, repo), append(all.cands, c)
+				out.bySymbol[c.Name] = all
+			}
 			return nil
 		})
 		if err != nil {
@@ -68,31 +141,24 @@ func queueCandidates(b *pgx.Batch, names map[string]bool, out map[string][]resol
 		return nil
 	}
 	if len(plain) > 0 {
-		b.Queue(`SELECT poi_id, file_id, name, type, receiver, result, fields FROM pois WHERE name = ANY($1) AND type <> $2`,
-			plain, resolver.TypeImport).Query(read)
+		b.Queue(`
+			SELECT p.repository, p.poi_id, p.file_id, p.name, p.type, p.receiver, p.result, p.fields
+			FROM unnest($1::text[], $2::text[]) AS u(repo, name)
+			CROSS JOIN LATERAL (SELECT * FROM pois WHERE repository = u.repo AND name = u.name AND type <> $3 OFFSET 0) p`,
+			plainRepos, plain, resolver.TypeImport).Query(read)
 	}
-	if len(symbols) > 0 {
-		b.Queue(`SELECT poi_id, file_id, $3 || symbol, type, receiver, result, fields FROM pois WHERE symbol = ANY($1) AND type <> $2`,
-			symbols, resolver.TypeImport, resolver.SymbolPrefix).Query(read)
+	if len(symbolSet) > 0 {
+		b.Queue(`SELECT repository, poi_id, file_id, $3 || symbol, type, receiver, result, fields FROM pois
+			WHERE symbol = ANY($1) AND symbol IS NOT NULL AND type <> $2`,
+			slices.Sorted(maps.Keys(symbolSet)), resolver.TypeImport, resolver.SymbolPrefix).Query(read)
 	}
 	if len(ids) > 0 {
-		b.Queue(`SELECT poi_id, file_id, $3 || poi_id, type, receiver, result, fields FROM pois WHERE poi_id = ANY($1) AND type <> $2`,
-			ids, resolver.TypeImport, resolver.IDPrefix).Query(read)
+		b.Queue(`
+			SELECT p.repository, p.poi_id, p.file_id, $4 || p.poi_id, p.type, p.receiver, p.result, p.fields
+			FROM unnest($1::text[], $2::text[]) AS u(repo, id)
+			CROSS JOIN LATERAL (SELECT * FROM pois WHERE repository = u.repo AND poi_id = u.id AND type <> $3 OFFSET 0) p`,
+			idRepos, ids, resolver.TypeImport, resolver.IDPrefix).Query(read)
 	}
-}
-
-// candidatesOf returns the candidates of the names ref looks up
-// (resolver.LookupNames): cands[name] for the usual reference of one name.
-func candidatesOf(cands map[string][]resolver.Candidate, ref resolver.Reference) []resolver.Candidate {
-	names := resolver.LookupNames(ref)
-	if len(names) == 1 {
-		return cands[names[0]]
-	}
-	var out []resolver.Candidate
-	for _, n := range names {
-		out = append(out, cands[n]...)
-	}
-	return out
 }
 
 func fileOf(cands []resolver.Candidate, poiID string) string {
@@ -120,7 +186,7 @@ func write(ctx context.Context, tx pgx.Tx, round int64, res []resolution, done [
 			if r.tgt != nil {
 				sum.Relationships++
 			}
-		case !equal(r.tgt, r.target):
+		case !equal(r.tgt, r.target) || (r.tgt != nil && r.tgtRepo != r.targetRepo):
 			upd.add(r)
 			if r.tgt != nil {
 				sum.Relationships++
@@ -130,26 +196,30 @@ func write(ctx context.Context, tx pgx.Tx, round int64, res []resolution, done [
 	b := &pgx.Batch{}
 	if len(own.src) > 0 {
 		b.Queue(`
-			INSERT INTO poi_references AS r (source_poi_id, source_file_id, name, key, type, resolved_round,
-			                                 target_poi_id, target_file_id, job_id, resolved_at, depends)
-			SELECT u.src, u.file, u.name, u.key, u.type, $10, u.tgt, u.tgt_file, u.job,
+			INSERT INTO poi_references AS r (repository, source_poi_id, source_file_id, name, key, type, resolved_round,
+			                                 target_poi_id, target_file_id, target_repository, job_id, resolved_at, depends)
+			SELECT u.repo, u.src, u.file, u.name, u.key, u.type, $10, u.tgt, u.tgt_file, u.tgt_repo, u.job,
 			       CASE WHEN u.tgt IS NULL THEN NULL ELSE now() END,
 			       CASE WHEN u.deps = '' THEN NULL ELSE string_to_array(u.deps, ' ') END
-			FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[], $8::bigint[], $9::text[])
-				AS u(src, file, name, key, type, tgt, tgt_file, job, deps)
-			ON CONFLICT (source_poi_id, type, name) DO UPDATE
+			FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[], $8::bigint[], $9::text[],
+			            $11::text[], $12::text[])
+				AS u(src, file, name, key, type, tgt, tgt_file, job, deps, repo, tgt_repo)
+			ON CONFLICT (repository, source_poi_id, type, name) DO UPDATE
 				SET target_poi_id = excluded.target_poi_id, target_file_id = excluded.target_file_id,
+				    target_repository = excluded.target_repository,
 				    job_id = excluded.job_id, resolved_at = excluded.resolved_at, resolved_round = excluded.resolved_round`,
-			own.src, own.file, own.name, keysOf(own.name), own.typ, own.tgt, own.tgtFile, own.job, own.deps, round)
+			own.src, own.file, own.name, keysOf(own.name), own.typ, own.tgt, own.tgtFile, own.job, own.deps, round,
+			own.repo, own.tgtRepo)
 	}
 	if len(upd.src) > 0 {
 		b.Queue(`
 			UPDATE poi_references r
-			SET target_poi_id = u.tgt, target_file_id = u.tgt_file, resolved_round = $6,
+			SET target_poi_id = u.tgt, target_file_id = u.tgt_file, target_repository = u.tgt_repo, resolved_round = $6,
 			    resolved_at = CASE WHEN u.tgt IS NULL THEN NULL ELSE now() END
-			FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[]) AS u(src, name, type, tgt, tgt_file)
-			WHERE r.source_poi_id = u.src AND r.type = u.type AND r.name = u.name`,
-			upd.src, upd.name, upd.typ, upd.tgt, upd.tgtFile, round)
+			FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $7::text[], $8::text[])
+				AS u(src, name, type, tgt, tgt_file, repo, tgt_repo)
+			WHERE r.repository = u.repo AND r.source_poi_id = u.src AND r.type = u.type AND r.name = u.name`,
+			upd.src, upd.name, upd.typ, upd.tgt, upd.tgtFile, round, upd.repo, upd.tgtRepo)
 	}
 	jobs := make([]int64, len(done))
 	for i, r := range done {
@@ -178,12 +248,13 @@ func equal(a, b *string) bool {
 
 // columns are resolutions as parallel arrays for unnest.
 type columns struct {
-	src, file, name, typ, deps []string
-	tgt, tgtFile               []*string
-	job                        []int64
+	repo, src, file, name, typ, deps, tgtRepo []string
+	tgt, tgtFile                              []*string
+	job                                       []int64
 }
 
 func (c *columns) add(r resolution) {
+	c.repo, c.tgtRepo = append(c.repo, r.repo), append(c.tgtRepo, r.tgtRepo)
 	c.src, c.file, c.name, c.typ = append(c.src, r.src), append(c.file, r.file), append(c.name, r.name), append(c.typ, r.typ)
 	c.tgt, c.tgtFile, c.job = append(c.tgt, r.tgt), append(c.tgtFile, r.tgtFile), append(c.job, r.jobID)
 	c.deps = append(c.deps, dependsOf(r.ref()))

@@ -18,9 +18,9 @@ type store struct{ tx pgx.Tx }
 // its row, so a re-publish of the file waits for this batch to commit: a
 // batch whose publish was replaced writes neither failed POIs nor
 // references.
-func (s store) fileVersion(ctx context.Context, fileID string) (int64, bool, error) {
+func (s store) fileVersion(ctx context.Context, repository, fileID string) (int64, bool, error) {
 	var v int64
-	err := s.tx.QueryRow(ctx, fileVersionSQL, fileID).Scan(&v)
+	err := s.tx.QueryRow(ctx, fileVersionSQL, repository, fileID).Scan(&v)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return 0, false, nil
 	}
@@ -30,14 +30,14 @@ func (s store) fileVersion(ctx context.Context, fileID string) (int64, bool, err
 	return v, true, nil
 }
 
-const fileVersionSQL = `SELECT version FROM files WHERE file_id = $1 FOR SHARE`
+const fileVersionSQL = `SELECT version FROM files WHERE repository = $1 AND file_id = $2 FOR SHARE`
 
 // upsertSymbols puts resolved POIs into the symbol table (for reprocessed
 // POIs that were invalid when first published).
-func (s store) upsertSymbols(ctx context.Context, fileID string, ok []poiResult) error {
+func (s store) upsertSymbols(ctx context.Context, repository, fileID string, ok []poiResult) error {
 	syms := make([]resolver.POI, len(ok))
 	for i, r := range ok {
 		syms[i] = r.poi
 	}
-	return outbox.UpsertSymbolsTx(ctx, s.tx, fileID, syms)
+	return outbox.UpsertSymbolsTx(ctx, s.tx, repository, fileID, syms)
 }

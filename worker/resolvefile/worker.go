@@ -241,7 +241,9 @@ func (w *Worker) commit(ctx context.Context, job *river.Job[outbox.ResolveFileAr
 	var failures []failed.POI
 	for _, r := range results {
 		if r.fail != nil {
-			failures = append(failures, *r.fail)
+			f := *r.fail
+			f.Repository = args.Repository
+			failures = append(failures, f)
 			sum.FailedByClass[r.fail.Class]++
 			continue
 		}
@@ -249,12 +251,12 @@ func (w *Worker) commit(ctx context.Context, job *river.Job[outbox.ResolveFileAr
 	}
 	sum.Resolved, sum.Failed = len(ok), len(failures)
 
-	version, exists, err := st.fileVersion(ctx, args.FileID)
+	version, exists, err := st.fileVersion(ctx, args.Repository, args.FileID)
 	if err != nil {
 		return nil, err
 	}
 	reprocess := len(args.FailedPOIIDs) > 0
-	entry := link.Entry{JobID: job.ID, FileID: args.FileID, Replace: !reprocess, PublishedAt: job.CreatedAt,
+	entry := link.Entry{JobID: job.ID, Repository: args.Repository, FileID: args.FileID, Replace: !reprocess, PublishedAt: job.CreatedAt,
 		PublishXID: args.PublishXID, Changed: args.ChangedNames}
 	switch {
 	case reprocess:
@@ -262,7 +264,7 @@ func (w *Worker) commit(ctx context.Context, job *river.Job[outbox.ResolveFileAr
 		// have entered the symbol table, and references to its id or symbol
 		// resolve again as references to its name do.
 		entry.Changed = withSuppliedNames(args.ChangedNames, ok)
-		if err := st.upsertSymbols(ctx, args.FileID, ok); err != nil {
+		if err := st.upsertSymbols(ctx, args.Repository, args.FileID, ok); err != nil {
 			return nil, err
 		}
 		if failures, err = w.recordReprocess(ctx, tx, job, results); err != nil {
@@ -328,7 +330,9 @@ func (w *Worker) recordReprocess(ctx context.Context, tx pgx.Tx, job *river.Job[
 	for _, r := range results {
 		if r.index >= len(args.FailedPOIIDs) {
 			if r.fail != nil {
-				rowless = append(rowless, *r.fail)
+				f := *r.fail
+				f.Repository = args.Repository
+				rowless = append(rowless, f)
 			}
 			continue
 		}
