@@ -29,13 +29,13 @@ type POI struct {
 	// Repository is the file's repository ("" the default one).
 	Repository string
 	FileID     string
-	POIID    string // "" when the POI had no usable id (stored as NULL)
-	POIIndex int    // position in the job's POI array
-	Class    ErrorClass
-	Message  string
-	Context  string // stack trace or extra detail
-	Data     json.RawMessage
-	FailedAt time.Time
+	POIID      string // "" when the POI had no usable id (stored as NULL)
+	POIIndex   int    // position in the job's POI array
+	Class      ErrorClass
+	Message    string
+	Context    string // stack trace or extra detail
+	Data       json.RawMessage
+	FailedAt   time.Time
 }
 
 // historyEntry is one element of failed_pois.error_history.
