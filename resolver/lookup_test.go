@@ -180,3 +180,35 @@ func TestExtractLookup_RecursionCreatesNoSelfEdge(t *testing.T) {
 		})
 	}
 }
+
+func TestLookupElsewhere_OnlyOneSymbolCounts(t *testing.T) {
+	t.Parallel()
+	sym := Reference{Name: "sym:npm pkg 1.0 f().", Type: Calls}
+	fn := func(id string) Candidate {
+		return Candidate{POIID: id, FileID: "src/main.go", Name: sym.Name, Type: TypeFunction}
+	}
+	class := Candidate{POIID: "c", FileID: "src/c.go", Name: sym.Name, Type: TypeClass}
+	for _, tc := range []struct {
+		name  string
+		ref   Reference
+		cands []Candidate
+		index int
+		want  Outcome
+	}{
+		{"one", sym, []Candidate{fn("main")}, 0, Resolved},
+		{"one that counts: a class is not called", sym, []Candidate{class, fn("main")}, 1, Resolved},
+		// The same POI id in two repositories is two POIs.
+		{"two with one id", sym, []Candidate{fn("main"), fn("main")}, -1, Ambiguous},
+		{"none", sym, nil, -1, Unknown},
+		{"a name never resolves elsewhere", Reference{Name: "main", Type: Calls},
+			[]Candidate{{POIID: "main", Name: "main", Type: TypeFunction}}, -1, Unknown},
+		{"an id never resolves elsewhere", Reference{Name: "id:main", Type: Calls},
+			[]Candidate{{POIID: "main", Name: "id:main", Type: TypeFunction}}, -1, Unknown},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			index, got := LookupElsewhere(tc.ref, tc.cands)
+			require.Equal(t, tc.want, got)
+			require.Equal(t, tc.index, index)
+		})
+	}
+}
