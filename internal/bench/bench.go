@@ -84,6 +84,9 @@ type Config struct {
 	Files       int
 	POIsPerFile int
 	Malformed   float64
+	// Repositories splits the main corpus into this many repositories
+	// (consecutive files, each calling only within itself); 0 or 1: one.
+	Repositories int
 	// Phases to run (names or 1-based numbers); empty is DefaultPhases.
 	Phases []string
 	// GoSrc is the Go source tree the stdlib phase analyses.
@@ -188,6 +191,8 @@ func (c *Config) validate() error {
 		return fmt.Errorf("invalid workers: %d must be at least 1", c.Workers)
 	case c.FilesPerTx < 1:
 		return fmt.Errorf("invalid files-per-tx: %d must be at least 1", c.FilesPerTx)
+	case c.Repositories < 0 || c.Repositories > c.Files:
+		return fmt.Errorf("invalid repositories: %d must be between 1 and files (%d)", c.Repositories, c.Files)
 	case c.SQLLatencySamples < 1:
 		return fmt.Errorf("invalid sql-latency-samples: %d must be at least 1", c.SQLLatencySamples)
 	case c.SQLLatencyGap < 0:

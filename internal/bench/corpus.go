@@ -25,6 +25,11 @@ type corpus struct {
 	// exactly those of the clean corpus, so a run's extra time is the cost of
 	// the failures alone.
 	extraMalformed float64
+	// repositories, when above 1, splits the files into this many
+	// repositories of consecutive files, each calling only within itself:
+	// every POI calls as many functions, and every call resolves, as in one
+	// repository.
+	repositories int
 }
 
 func (c corpus) base() int { return c.files * c.poisPerFile }
@@ -56,17 +61,30 @@ func fileID(k int) string     { return fmt.Sprintf("bench/f%05d.go", k) }
 func poiID(k, i int) string   { return fmt.Sprintf("f%05d.p%03d", k, i) }
 func poiName(k, i int) string { return fmt.Sprintf("fn_%05d_%03d", k, i) }
 
+// repositoryOf returns the repository of file k ("" when the corpus is one
+// repository) and the first file and number of files of that repository.
+func (c corpus) repositoryOf(k int) (name string, first, files int) {
+	r := max(c.repositories, 1)
+	j := k * r / c.files
+	start := func(j int) int { return (j*c.files + r - 1) / r }
+	if r > 1 {
+		name = fmt.Sprintf("bench/r%02d", j)
+	}
+	return name, start(j), start(j+1) - start(j)
+}
+
 // calls returns the (file, poi) pairs POI i of file k calls: 1 to 3 of
-// them, in other files whenever there is more than one file.
+// them, in other files of its repository whenever it has more than one.
 func (c corpus) calls(k, i int) [][2]int {
+	_, first, files := c.repositoryOf(k)
 	n := 1 + (k+i)%3
 	out := make([][2]int, 0, n)
 	for j := range n {
-		tk := (k + 1 + j*7 + i) % c.files
-		if c.files > 1 && tk == k {
-			tk = (tk + 1) % c.files
+		tk := (k - first + 1 + j*7 + i) % files
+		if files > 1 && tk == k-first {
+			tk = (tk + 1) % files
 		}
-		out = append(out, [2]int{tk, (i*3 + j) % c.poisPerFile})
+		out = append(out, [2]int{first + tk, (i*3 + j) % c.poisPerFile})
 	}
 	return out
 }
@@ -114,7 +132,8 @@ type poiJSON struct {
 
 // analysis builds file k's analysis.
 func (c corpus) analysis(k int) (outbox.Analysis, error) {
-	a := outbox.Analysis{FileID: fileID(k), POIs: make([]json.RawMessage, 0, c.poisPerFile+c.extraIn(k))}
+	repo, _, _ := c.repositoryOf(k)
+	a := outbox.Analysis{Repository: repo, FileID: fileID(k), POIs: make([]json.RawMessage, 0, c.poisPerFile+c.extraIn(k))}
 	for i := range c.poisPerFile {
 		var line any = i*12 + 3
 		if c.isMalformed(k*c.poisPerFile + i) {

@@ -263,7 +263,7 @@ func ratio(a, b float64) float64 {
 }
 
 func (b *bench) mainCorpus() corpus {
-	return corpus{files: b.cfg.Files, poisPerFile: b.cfg.POIsPerFile, malformed: b.cfg.Malformed}
+	return corpus{files: b.cfg.Files, poisPerFile: b.cfg.POIsPerFile, malformed: b.cfg.Malformed, repositories: b.cfg.Repositories}
 }
 
 func corpusSource(c corpus) source { return source{files: c.files, next: c.analysis} }

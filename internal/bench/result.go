@@ -63,6 +63,7 @@ type Result struct {
 type ResultConfig struct {
 	Files         int     `json:"files"`
 	POIsPerFile   int     `json:"pois_per_file"`
+	Repositories  int     `json:"repositories"`
 	Malformed     float64 `json:"malformed"`
 	Workers       int     `json:"workers"`
 	FilesPerTx    int     `json:"files_per_tx"`
@@ -84,7 +85,7 @@ type ResultConfig struct {
 
 func resultConfig(c *Config) ResultConfig {
 	rc := ResultConfig{Files: c.Files, POIsPerFile: c.POIsPerFile, Malformed: c.Malformed, Workers: c.Workers,
-		FilesPerTx: c.FilesPerTx, BaselineFiles: c.BaselineFiles, FailuresFiles: c.FailuresFiles, FailureRate: c.FailureRate,
+		FilesPerTx: c.FilesPerTx, Repositories: max(c.Repositories, 1), BaselineFiles: c.BaselineFiles, FailuresFiles: c.FailuresFiles, FailureRate: c.FailureRate,
 		FailedRows: c.FailedRows, MemoryFiles: c.MemoryFiles, Phases: c.Phases, GoSrc: c.GoSrc, RelayRuns: c.RelayRuns,
 		CLIWorkers: c.CLIWorkers, Rounds: c.Rounds}
 	if c.FetchCooldown > 0 {
