@@ -291,4 +291,15 @@
 // Go method called on a value of a known type, its receiver-qualified name
 // (ReceiverName, which a publish reports besides the name). ByNameOnly says which files'
 // references use the name-only rule.
+//
+// # Repositories
+//
+// Every lookup is within one repository: the candidates a caller gives
+// Lookup are the POIs of the source's repository, so a name (lexical or
+// derived) and a supplied reference by id ("id:…") never resolve across
+// repositories. A supplied reference by symbol ("sym:…") that Lookup leaves
+// Unknown in its own repository is given to LookupElsewhere with the POIs
+// of that symbol in the other repositories: exactly one counting candidate
+// resolves it (a SCIP-style symbol names its package and version, so a
+// unique match elsewhere means something), two or more are Ambiguous.
 package resolver
