@@ -65,7 +65,7 @@ ALTER TABLE failed_pois DROP CONSTRAINT failed_pois_job_poi_key,
 DROP INDEX failed_pois_file_id_idx, failed_pois_poi_id_idx, failed_pois_status_file_id_idx;
 CREATE INDEX failed_pois_file_id_idx ON failed_pois (repository, file_id);
 CREATE INDEX failed_pois_poi_id_idx ON failed_pois (repository, poi_id);
-CREATE INDEX failed_pois_status_file_id_idx ON failed_pois (repository, status, file_id, id);
+CREATE INDEX failed_pois_status_file_id_idx ON failed_pois (status, repository, file_id, id);
 
 -- A deleted POI's own references go, and the references that targeted it
 -- lose their target (as the foreign key's ON DELETE SET NULL did). Each

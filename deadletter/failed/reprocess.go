@@ -141,7 +141,8 @@ func (r *Reprocessor) Plan(ctx context.Context, sel Selection, top int) (*Reproc
 		top = 20
 	}
 	a := &queryArgs{}
-	inner := `SELECT file_id, error_signature FROM failed_pois WHERE ` + sel.where(a, "") + ` ORDER BY file_id, id`
+	inner := `SELECT CASE WHEN repository = '' THEN file_id ELSE repository || ' ' || file_id END AS file_id, error_signature
+		FROM failed_pois WHERE ` + sel.where(a, "") + ` ORDER BY repository, file_id, id`
 	if sel.Limit > 0 {
 		inner += ` LIMIT ` + a.add(sel.Limit)
 	}
@@ -351,8 +352,8 @@ func sleepUntil(ctx context.Context, t time.Time) error {
 
 // chunkKey is the position of the last row a chunk took.
 type chunkKey struct {
-	fileID string
-	id     int64
+	repo, fileID string
+	id           int64
 }
 
 type chunkResult struct {
@@ -366,36 +367,36 @@ func (r *Reprocessor) chunk(ctx context.Context, sel Selection, after *chunkKey,
 	err := pgx.BeginFunc(ctx, r.pool, func(tx pgx.Tx) error {
 		c = chunkResult{}
 		a := &queryArgs{}
-		q := `SELECT id, file_id, original_poi_data FROM failed_pois WHERE ` + sel.where(a, "")
+		q := `SELECT id, repository, file_id, original_poi_data FROM failed_pois WHERE ` + sel.where(a, "")
 		if after != nil {
-			q += ` AND (file_id, id) > (` + a.add(after.fileID) + `, ` + a.add(after.id) + `)`
+			q += ` AND (repository, file_id, id) > (` + a.add(after.repo) + `, ` + a.add(after.fileID) + `, ` + a.add(after.id) + `)`
 		}
-		q += ` ORDER BY file_id, id LIMIT ` + a.add(n) + ` FOR UPDATE SKIP LOCKED`
+		q += ` ORDER BY repository, file_id, id LIMIT ` + a.add(n) + ` FOR UPDATE SKIP LOCKED`
 		rows, err := tx.Query(ctx, q, a.vals...)
 		if err != nil {
 			return fmt.Errorf("error selecting rows to reprocess: %w", err)
 		}
 		type file struct {
-			id   string
-			rows []int64
-			pois []json.RawMessage
+			repo, id string
+			rows     []int64
+			pois     []json.RawMessage
 		}
 		var files []*file
 		for rows.Next() {
 			var id int64
-			var fileID string
+			var repo, fileID string
 			var data []byte
-			if err := rows.Scan(&id, &fileID, &data); err != nil {
+			if err := rows.Scan(&id, &repo, &fileID, &data); err != nil {
 				rows.Close()
 				return fmt.Errorf("error reading rows to reprocess: %w", err)
 			}
-			if len(files) == 0 || files[len(files)-1].id != fileID {
-				files = append(files, &file{id: fileID})
+			if len(files) == 0 || files[len(files)-1].id != fileID || files[len(files)-1].repo != repo {
+				files = append(files, &file{repo: repo, id: fileID})
 			}
 			f := files[len(files)-1]
 			f.rows, f.pois = append(f.rows, id), append(f.pois, json.RawMessage(data))
 			c.rows++
-			c.last = chunkKey{fileID: fileID, id: id}
+			c.last = chunkKey{repo: repo, fileID: fileID, id: id}
 		}
 		if err := rows.Err(); err != nil {
 			return fmt.Errorf("error reading rows to reprocess: %w", err)
@@ -404,23 +405,26 @@ func (r *Reprocessor) chunk(ctx context.Context, sel Selection, after *chunkKey,
 			return nil
 		}
 
-		fileIDs := make([]string, len(files))
+		repos, fileIDs := make([]string, len(files)), make([]string, len(files))
 		for i, f := range files {
-			fileIDs[i] = f.id
+			repos[i], fileIDs[i] = f.repo, f.id
 		}
-		versions := make(map[string]int64, len(files))
-		vrows, err := tx.Query(ctx, `SELECT file_id, version FROM files WHERE file_id = ANY($1)`, fileIDs)
+		type fileKey struct{ repo, id string }
+		versions := make(map[fileKey]int64, len(files))
+		vrows, err := tx.Query(ctx, `
+			SELECT f.repository, f.file_id, f.version FROM unnest($1::text[], $2::text[]) AS u(repo, file)
+			JOIN files f ON f.repository = u.repo AND f.file_id = u.file`, repos, fileIDs)
 		if err != nil {
 			return fmt.Errorf("error reading file versions: %w", err)
 		}
 		for vrows.Next() {
-			var id string
+			var k fileKey
 			var v int64
-			if err := vrows.Scan(&id, &v); err != nil {
+			if err := vrows.Scan(&k.repo, &k.id, &v); err != nil {
 				vrows.Close()
 				return fmt.Errorf("error reading file versions: %w", err)
 			}
-			versions[id] = v
+			versions[k] = v
 		}
 		if err := vrows.Err(); err != nil {
 			return fmt.Errorf("error reading file versions: %w", err)
@@ -432,7 +436,7 @@ func (r *Reprocessor) chunk(ctx context.Context, sel Selection, after *chunkKey,
 		for _, f := range files {
 			start := 0
 			for _, end := range outbox.Split(f.pois, r.cfg.MaxJobBytes) {
-				params = append(params, r.jobParams(f.id, versions[f.id], f.pois[start:end], f.rows[start:end], opts))
+				params = append(params, r.jobParams(f.repo, f.id, versions[fileKey{f.repo, f.id}], f.pois[start:end], f.rows[start:end], opts))
 				jobRows = append(jobRows, f.rows[start:end])
 				start = end
 			}
@@ -470,7 +474,7 @@ func (r *Reprocessor) chunk(ctx context.Context, sel Selection, after *chunkKey,
 // jobParams builds one reprocess job. Its ChangedNames are the POIs' names:
 // a POI that resolves now may enter the symbol table for the first time,
 // so references to its name from other files are resolved again.
-func (r *Reprocessor) jobParams(fileID string, version int64, pois []json.RawMessage, rows []int64, opts *river.InsertOpts) river.InsertManyParams {
+func (r *Reprocessor) jobParams(repo, fileID string, version int64, pois []json.RawMessage, rows []int64, opts *river.InsertOpts) river.InsertManyParams {
 	var names []string
 	seen := map[string]bool{}
 	for _, raw := range pois {
@@ -483,7 +487,7 @@ func (r *Reprocessor) jobParams(fileID string, version int64, pois []json.RawMes
 		}
 	}
 	return river.InsertManyParams{
-		Args:       outbox.ResolveFileArgs{FileID: fileID, FileVersion: version, POIs: pois, FailedPOIIDs: rows, ChangedNames: names},
+		Args:       outbox.ResolveFileArgs{Repository: repo, FileID: fileID, FileVersion: version, POIs: pois, FailedPOIIDs: rows, ChangedNames: names},
 		InsertOpts: opts,
 	}
 }

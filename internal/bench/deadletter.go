@@ -26,6 +26,11 @@ type DeadLetter struct {
 	InspectMS float64 `json:"inspect_ms"`
 	StatsMS   float64 `json:"stats_ms"`
 	AnalyzeMS float64 `json:"analyze_ms"`
+	// RepositoryListMS and RepositoryAnalyzeMS are ListMS and AnalyzeMS
+	// with a repository filter: the rows are spread over
+	// deadLetterRepositories repositories.
+	RepositoryListMS    float64 `json:"repository_list_ms"`
+	RepositoryAnalyzeMS float64 `json:"repository_analyze_ms"`
 	// ReprocessRows were moved from new to reprocessing, and enqueued in
 	// ReprocessJobs jobs, at ReprocessRowsPerSec.
 	ReprocessRows       int64   `json:"reprocess_rows"`
@@ -38,17 +43,21 @@ type DeadLetter struct {
 	ConsoleMaxMS float64    `json:"console_max_ms"`
 }
 
+// deadLetterRepositories is how many repositories the dead-letter phase's
+// rows are spread over.
+const deadLetterRepositories = 20
+
 func (b *bench) deadLetter(ctx context.Context, res *Result) error {
 	if err := b.reset(ctx); err != nil {
 		return err
 	}
 	n := b.cfg.FailedRows
 	start := time.Now()
-	// 20,000 files, 40 distinct signatures, five classes, 10% ignored; POI
-	// data like a real malformed POI (~400 bytes).
+	// 20,000 files in 20 repositories, 40 distinct signatures, five
+	// classes, 10% ignored; POI data like a real malformed POI (~400 bytes).
 	_, err := b.pool.Exec(ctx, `
 		INSERT INTO failed_pois (original_job_id, file_id, poi_id, poi_index, failed_at, error_message, error_class,
-		                         error_signature, original_poi_data, status)
+		                         error_signature, original_poi_data, status, repository)
 		SELECT g / 50, 'bench/f' || lpad((g / 50 % 20000)::text, 5, '0') || '.go', 'p' || g, g % 50,
 		       now() - make_interval(secs => g),
 		       'poi "p' || g || '": lineNumber must be a non-negative integer (cause ' || (g % 40) || ')',
@@ -57,8 +66,9 @@ func (b *bench) deadLetter(ctx context.Context, res *Result) error {
 		       jsonb_build_object('id', 'p' || g, 'type', 'function_definition', 'name', 'fn_' || g,
 		                          'filePath', 'bench/f' || lpad((g / 50 % 20000)::text, 5, '0') || '.go',
 		                          'lineNumber', 'twelve', 'rawCode', 'func fn_' || g || '() {' || repeat(' step();', 40) || ' }'),
-		       CASE WHEN g % 10 = 0 THEN 'ignored' ELSE 'new' END
-		FROM generate_series(1, $1::int) AS g`, n)
+		       CASE WHEN g % 10 = 0 THEN 'ignored' ELSE 'new' END,
+		       'bench/r' || lpad((g / 50 % $2)::text, 2, '0')
+		FROM generate_series(1, $1::int) AS g`, n, deadLetterRepositories)
 	if err != nil {
 		return fmt.Errorf("error filling failed_pois: %w", err)
 	}
@@ -82,6 +92,7 @@ func (b *bench) deadLetter(ctx context.Context, res *Result) error {
 	}
 	b.progress("  %d failed_pois rows in %.1fs", n, time.Since(start).Seconds())
 	d := &DeadLetter{Rows: int64(n), Source: "store"}
+	repo := "bench/r07" // one of deadLetterRepositories
 	store := failed.NewStore(b.pool)
 	for _, q := range []struct {
 		out *float64
@@ -94,6 +105,14 @@ func (b *bench) deadLetter(ctx context.Context, res *Result) error {
 		{&d.InspectMS, func() error { _, err := store.Get(ctx, int64(n/2)); return err }},
 		{&d.StatsMS, func() error { _, err := store.Stats(ctx); return err }},
 		{&d.AnalyzeMS, func() error { _, err := store.Analyze(ctx, failed.Filter{}, 20); return err }},
+		{&d.RepositoryListMS, func() error {
+			_, err := store.List(ctx, failed.Filter{Status: failed.StatusNew, Repository: &repo}, 50)
+			return err
+		}},
+		{&d.RepositoryAnalyzeMS, func() error {
+			_, err := store.Analyze(ctx, failed.Filter{Repository: &repo}, 20)
+			return err
+		}},
 	} {
 		ms, err := medianMillis(q.fn)
 		if err != nil {

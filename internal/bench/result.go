@@ -163,6 +163,8 @@ func (r *Result) evaluate() {
 		add("failed inspect (ms)", d.InspectMS, "< 100 ms", d.InspectMS < 100)
 		add("failed stats (ms)", d.StatsMS, "< 100 ms", d.StatsMS < 100)
 		add("failed analyze (ms)", d.AnalyzeMS, "< 2000 ms", d.AnalyzeMS < 2000)
+		add("failed list, one repository (ms)", d.RepositoryListMS, "< 100 ms", d.RepositoryListMS < 100)
+		add("failed analyze, one repository (ms)", d.RepositoryAnalyzeMS, "< 2000 ms", d.RepositoryAnalyzeMS < 2000)
 		add("reprocess (rows/s)", d.ReprocessRowsPerSec, ">= 20000", d.ReprocessRowsPerSec >= 20000)
 		if len(d.Console) > 0 {
 			add("web console, slowest page (ms)", d.ConsoleMaxMS, "< 200 ms", d.ConsoleMaxMS < 200)
@@ -238,6 +240,7 @@ func (r *Result) WriteTable(w io.Writer) error {
 	if d := r.DeadLetter; d != nil {
 		fmt.Fprintf(w, "\ndead letters (%d rows, %s): list %.1f ms, inspect %.2f ms, stats %.1f ms, analyze %.1f ms; reprocess %d rows in %d jobs at %.0f rows/s\n",
 			d.Rows, d.Source, d.ListMS, d.InspectMS, d.StatsMS, d.AnalyzeMS, d.ReprocessRows, d.ReprocessJobs, d.ReprocessRowsPerSec)
+		fmt.Fprintf(w, "  one repository of %d: list %.1f ms, analyze %.1f ms\n", deadLetterRepositories, d.RepositoryListMS, d.RepositoryAnalyzeMS)
 		for _, pt := range d.Console {
 			fmt.Fprintf(w, "  web console %-40s %8.2f ms\n", pt.Page, pt.MS)
 		}
