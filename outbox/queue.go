@@ -143,6 +143,7 @@ func (d *Drainer) step(ctx context.Context, wake chan<- struct{}) (full bool) {
 
 // queued is one publish_queue row.
 type queued struct {
+	repo     string
 	fileID   string
 	analysis []byte
 	queuedAt time.Time
@@ -158,14 +159,14 @@ func (d *Drainer) Drain(ctx context.Context) (DrainResult, error) {
 	defer func() { _ = tx.Rollback(ctx) }()
 
 	rows, err := tx.Query(ctx, `
-		SELECT file_id, analysis::text, queued_at FROM publish_queue
+		SELECT repository, file_id, analysis::text, queued_at FROM publish_queue
 		ORDER BY seq LIMIT $1 FOR UPDATE SKIP LOCKED`, d.cfg.Batch)
 	if err != nil {
 		return res, fmt.Errorf("error reading the publish queue: %w", err)
 	}
 	qs, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (queued, error) {
 		var q queued
-		err := row.Scan(&q.fileID, &q.analysis, &q.queuedAt)
+		err := row.Scan(&q.repo, &q.fileID, &q.analysis, &q.queuedAt)
 		return q, err
 	})
 	if err != nil {
@@ -244,22 +245,26 @@ func recordRejections(ctx context.Context, tx pgx.Tx, rs []rejection) error {
 	if len(rs) == 0 {
 		return nil
 	}
-	files, analyses, reasons, pois, queuedAt := make([]string, len(rs)), make([]string, len(rs)), make([]string, len(rs)),
-		make([]*string, len(rs)), make([]time.Time, len(rs))
+	repos, files, analyses, reasons := make([]string, len(rs)), make([]string, len(rs)), make([]string, len(rs)), make([]string, len(rs))
+	pois, queuedAt := make([]*string, len(rs)), make([]time.Time, len(rs))
 	for i, r := range rs {
-		files[i], analyses[i], reasons[i], queuedAt[i] = r.fileID, string(r.analysis), r.reason, r.queuedAt
+		repos[i], files[i], analyses[i], reasons[i], queuedAt[i] = r.repo, r.fileID, string(r.analysis), r.reason, r.queuedAt
 		if r.poiID != "" {
 			pois[i] = &r.poiID
 		}
 	}
 	if _, err := tx.Exec(ctx, `
-		INSERT INTO rejected_analyses (file_id, analysis, reason, poi_id, file_version, queued_at)
-		SELECT u.file_id, u.analysis::jsonb, u.reason, u.poi_id, coalesce(f.version, 0), u.queued_at
-		FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::timestamptz[]) AS u(file_id, analysis, reason, poi_id, queued_at)
-		LEFT JOIN files f ON f.file_id = u.file_id`, files, analyses, reasons, pois, queuedAt); err != nil {
+		INSERT INTO rejected_analyses (repository, file_id, analysis, reason, poi_id, file_version, queued_at)
+		SELECT u.repository, u.file_id, u.analysis::jsonb, u.reason, u.poi_id, coalesce(f.version, 0), u.queued_at
+		FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::timestamptz[])
+			AS u(repository, file_id, analysis, reason, poi_id, queued_at)
+		LEFT JOIN files f ON f.repository = u.repository AND f.file_id = u.file_id`,
+		repos, files, analyses, reasons, pois, queuedAt); err != nil {
 		return fmt.Errorf("error recording rejected analyses: %w", err)
 	}
-	if _, err := tx.Exec(ctx, `DELETE FROM publish_queue WHERE file_id = ANY($1)`, files); err != nil {
+	if _, err := tx.Exec(ctx, `
+		DELETE FROM publish_queue q USING unnest($1::text[], $2::text[]) AS u(repository, file_id)
+		WHERE q.repository = u.repository AND q.file_id = u.file_id`, repos, files); err != nil {
 		return fmt.Errorf("error deleting rejected analyses from the publish queue: %w", err)
 	}
 	return nil

@@ -554,3 +554,33 @@ func TestSQLPublish_ThroughATransactionPooler(t *testing.T) {
 	require.Equal(t, 1, b.count(t, `SELECT count(*) FROM pois WHERE poi_id = 'g1'`))
 	require.Equal(t, 1, b.count(t, `SELECT count(*) FROM river_job WHERE args->>'fileId' = 'g.py'`))
 }
+
+// The SQL API takes the analysis's repository: the same file in two
+// repositories is queued, published and rejected in each on its own, and a
+// repository that is not a string is refused at once.
+func TestSQLPublish_TakesTheRepository(t *testing.T) {
+	t.Parallel()
+	b := setupSQL(t)
+	ctx := context.Background()
+	inRepo := func(repo, analysis string) string {
+		return `{"repository": "` + repo + `", ` + strings.TrimPrefix(analysis, "{")
+	}
+	_, err := b.db.Pool.Exec(ctx, `SELECT relay_publish($1::jsonb)`, inRepo("acme/a", sqlAnalysis("a.py", "a1")))
+	require.NoError(t, err)
+	_, err = b.db.Pool.Exec(ctx, `SELECT relay_publish_many($1::jsonb)`,
+		"["+inRepo("acme/b", sqlAnalysis("a.py", "a1", "a2"))+","+inRepo("acme/b", sqlAnalysis("b.py", "a1"))+"]")
+	require.NoError(t, err)
+	require.Equal(t, 3, b.count(t, `SELECT count(*) FROM publish_queue`))
+	require.Equal(t, outbox.DrainResult{Published: 2, Rejected: 1}, b.drainAll(t))
+	require.Equal(t, 1, b.count(t, `SELECT count(*) FROM pois WHERE repository = 'acme/a' AND file_id = 'a.py'`))
+	require.Equal(t, 2, b.count(t, `SELECT count(*) FROM pois WHERE repository = 'acme/b' AND file_id = 'a.py'`))
+	require.Equal(t, 1, b.count(t, `SELECT count(*) FROM river_job WHERE args->>'repository' = 'acme/b'`))
+	require.Equal(t, 1, b.count(t, `SELECT count(*) FROM rejected_analyses
+		WHERE repository = 'acme/b' AND file_id = 'b.py' AND poi_id = 'a1' AND reason LIKE '%unique within a repository%'`))
+
+	_, err = b.db.Pool.Exec(ctx, `SELECT relay_publish($1::jsonb)`, `{"repository": 7, `+strings.TrimPrefix(sqlAnalysis("c.py"), "{"))
+	var pgErr *pgconn.PgError
+	require.ErrorAs(t, err, &pgErr)
+	require.Equal(t, "RL001", pgErr.Code)
+	require.Contains(t, pgErr.Message, `file "c.py": repository must be a string`)
+}

@@ -30,8 +30,9 @@ type DB interface {
 
 // Analysis is one rejected_analyses row.
 type Analysis struct {
-	ID     int64  `json:"id"`
-	FileID string `json:"file_id"`
+	ID         int64  `json:"id"`
+	Repository string `json:"repository"`
+	FileID     string `json:"file_id"`
 	// POIID names the POI at fault, when one is.
 	POIID  string `json:"poi_id,omitempty"`
 	Reason string `json:"reason"`
@@ -52,12 +53,12 @@ type Store struct{ db DB }
 // New returns a Store on db.
 func New(db DB) *Store { return &Store{db: db} }
 
-const columns = `id, file_id, coalesce(poi_id, ''), reason, file_version, queued_at, rejected_at, attempts, analysis::text`
+const columns = `id, repository, file_id, coalesce(poi_id, ''), reason, file_version, queued_at, rejected_at, attempts, analysis::text`
 
 func scan(row pgx.Row) (*Analysis, error) {
 	var a Analysis
 	var raw string
-	if err := row.Scan(&a.ID, &a.FileID, &a.POIID, &a.Reason, &a.FileVersion, &a.QueuedAt, &a.RejectedAt, &a.Attempts, &raw); err != nil {
+	if err := row.Scan(&a.ID, &a.Repository, &a.FileID, &a.POIID, &a.Reason, &a.FileVersion, &a.QueuedAt, &a.RejectedAt, &a.Attempts, &raw); err != nil {
 		return nil, err
 	}
 	a.Analysis = json.RawMessage(raw)
@@ -156,8 +157,8 @@ func (s *Store) retry(ctx context.Context, pub Publisher, id int64, force bool) 
 		o.FileID = row.FileID
 		var version int64
 		var queued bool
-		if err := tx.QueryRow(ctx, `SELECT coalesce((SELECT version FROM files WHERE file_id = $1), 0),
-			EXISTS (SELECT 1 FROM publish_queue WHERE file_id = $1)`, row.FileID).Scan(&version, &queued); err != nil {
+		if err := tx.QueryRow(ctx, `SELECT coalesce((SELECT version FROM files WHERE repository = $2 AND file_id = $1), 0),
+			EXISTS (SELECT 1 FROM publish_queue WHERE repository = $2 AND file_id = $1)`, row.FileID, row.Repository).Scan(&version, &queued); err != nil {
 			return fmt.Errorf("error reading file %q: %w", row.FileID, err)
 		}
 		if !force && (version > row.FileVersion || queued) {
