@@ -1,6 +1,10 @@
 // Command relay-eval scores relay's relationships on Go source trees
 // against the Go type checker: precision and recall of CALLS and EXTENDS.
-// See docs/accuracy.md.
+// See docs/accuracy.md. With --pycg DIR it scores relay's Python CALLS on
+// PyCG's micro-benchmark (DIR is micro-benchmark/snippets of
+// github.com/vitsalis/PyCG), published through the outbox and worker into
+// throwaway databases on --database-url's server: a database per case, one
+// database with ids prefixed by case, and one with a repository per case.
 package main
 
 import (

@@ -1,6 +1,7 @@
 package accuracy
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"flag"
@@ -12,6 +13,7 @@ import (
 	"strings"
 	"text/tabwriter"
 
+	"github.com/relay-dev/relay/config"
 	"github.com/relay-dev/relay/internal/goanalyze"
 )
 
@@ -38,18 +40,39 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("relay-eval", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.Usage = func() {
-		fmt.Fprintf(stderr, "usage: relay-eval [--json] [--samples N] [--references lexical|typed] [TREE...]\n\n"+
+		fmt.Fprintf(stderr, "usage: relay-eval [--json] [--samples N] [--references lexical|typed] [TREE...]\n"+
+			"       relay-eval --pycg DIR [--json] [--database-url URL] [--python PYTHON] [--module-pois] [--parallel N]\n\n"+
 			"Scores relay's CALLS and EXTENDS on Go trees against go/types. A TREE is a directory,\n"+
-			"goroot:PKGDIR ($(go env GOROOT)/src/PKGDIR) or modcache:MODULE@VERSION; default:\n  %s\n\n",
+			"goroot:PKGDIR ($(go env GOROOT)/src/PKGDIR) or modcache:MODULE@VERSION; default:\n  %s\n\n"+
+			"With --pycg, scores relay's Python CALLS on PyCG's micro-benchmark (DIR is micro-benchmark/snippets\n"+
+			"of github.com/vitsalis/PyCG) published through relay's outbox and worker into throwaway databases on\n"+
+			"--database-url's server in three layouts: (a) a database per case, (b) one database with ids\n"+
+			"prefixed by case, (c) one database with a repository per case. Precedence: flag > environment\n"+
+			"(RELAY_DATABASE_URL) > default.\n\n",
 			strings.Join(DefaultTrees, "\n  "))
 		fs.PrintDefaults()
 	}
-	asJSON := fs.Bool("json", false, "print one JSON array of reports")
+	asJSON := fs.Bool("json", false, "print one JSON array of reports (with --pycg, one report)")
 	tests := fs.Bool("tests", true, "score test files too (false: only the packages' non-test files are scored; all are analysed)")
 	samples := fs.Int("samples", 5, "false positives and false negatives shown per kind (func, method, extends)")
 	refs := fs.String("references", goanalyze.ReferencesLexical, "reference mode, as relay analyze's: lexical (relay's resolver reads rawCode) or typed (go/types supplies them)")
+	pycg := PyCGCommand{}
+	fs.StringVar(&pycg.Dir, "pycg", "", "score Python CALLS on PyCG's micro-benchmark/snippets in DIR instead of Go trees")
+	fs.StringVar(&pycg.DatabaseURL, "database-url", "", "with --pycg: PostgreSQL server on which throwaway databases relay_eval_<random>_* are created and dropped (default $RELAY_DATABASE_URL, else "+config.DatabaseURLDefault+")")
+	fs.StringVar(&pycg.Extract.Python, "python", "python3", "with --pycg: Python 3.8 or later, to run the POI extractor (internal/accuracy/testdata/python/extract.py, embedded)")
+	fs.BoolVar(&pycg.Extract.ModulePOIs, "module-pois", false, "with --pycg: also give each module's top-level code a POI (PyCG's callers named after a module; extract.py makes none)")
+	fs.IntVar(&pycg.Parallel, "parallel", 4, "with --pycg: cases worked at once, each in a database of its own")
 	if err := fs.Parse(args); err != nil {
 		return 2
+	}
+	if pycg.Dir != "" {
+		if fs.NArg() > 0 {
+			fmt.Fprintf(stderr, "relay-eval: --pycg takes no TREE arguments\n")
+			return 2
+		}
+		pycg.JSON = *asJSON
+		pycg.DatabaseURL = cmp.Or(pycg.DatabaseURL, os.Getenv("RELAY_DATABASE_URL"), config.DatabaseURLDefault)
+		return runPyCGCommand(ctx, pycg, stdout, stderr)
 	}
 	if *refs != goanalyze.ReferencesLexical && *refs != goanalyze.ReferencesTyped {
 		fmt.Fprintf(stderr, "relay-eval: --references %q is not one of lexical, typed\n", *refs)

@@ -1,0 +1,13 @@
+def info(msg):
+    print(msg)
+
+
+def helper():
+    info("helper")
+
+
+def main():
+    helper()
+
+
+main()

@@ -1,0 +1,8 @@
+from util import helper
+
+
+def main():
+    helper()
+
+
+main()
