@@ -369,14 +369,17 @@ func (s *Store) Get(ctx context.Context, id int64) (*Inspection, error) {
 
 // Stats summarizes failed_pois.
 type Stats struct {
-	Total  int64                `json:"total"`
-	Status map[Status]int64     `json:"by_status"`
-	Class  map[ErrorClass]int64 `json:"by_error_class"`
-	Oldest time.Time            `json:"oldest_failed_at,omitzero"`
-	Newest time.Time            `json:"newest_failed_at,omitzero"`
-	OldNew time.Time            `json:"oldest_new_failed_at,omitzero"`
-	Manual int64                `json:"manual_review_required"`
-	Stuck  int64                `json:"stuck_reprocessing"`
+	// Repository is the repository counted (RepositoryStats); nil for
+	// every row (Stats).
+	Repository *string              `json:"repository,omitempty"`
+	Total      int64                `json:"total"`
+	Status     map[Status]int64     `json:"by_status"`
+	Class      map[ErrorClass]int64 `json:"by_error_class"`
+	Oldest     time.Time            `json:"oldest_failed_at,omitzero"`
+	Newest     time.Time            `json:"newest_failed_at,omitzero"`
+	OldNew     time.Time            `json:"oldest_new_failed_at,omitzero"`
+	Manual     int64                `json:"manual_review_required"`
+	Stuck      int64                `json:"stuck_reprocessing"`
 }
 
 // liveJobStates are the River states of a job that will still run.
@@ -387,18 +390,40 @@ const liveJobStates = `('available', 'pending', 'running', 'retryable', 'schedul
 // stuck in reprocessing (their job will never report back). It sends its
 // queries in one round trip; each is answered from an index.
 func (s *Store) Stats(ctx context.Context) (*Stats, error) {
-	st := &Stats{Status: map[Status]int64{}, Class: map[ErrorClass]int64{}}
+	return s.stats(ctx, nil)
+}
+
+// RepositoryStats is Stats of one repository's rows ("" the default
+// repository). The counts table Stats reads has no repository, so it counts
+// the repository's rows (failed_pois_status_file_id_idx finds them): its
+// cost grows with the repository's rows.
+func (s *Store) RepositoryStats(ctx context.Context, repository string) (*Stats, error) {
+	return s.stats(ctx, &repository)
+}
+
+// stats is Stats of every row (repository nil) or of one repository's.
+func (s *Store) stats(ctx context.Context, repository *string) (*Stats, error) {
+	st := &Stats{Repository: repository, Status: map[Status]int64{}, Class: map[ErrorClass]int64{}}
 	for _, x := range Statuses() {
 		st.Status[x] = 0
 	}
 	for _, c := range Classes() {
 		st.Class[c] = 0
 	}
+	// where and and are the repository's condition ($1) of the queries
+	// but the counts', args its value.
+	where, and, args := "", "", []any(nil)
+	// The counts per status and class of every row come from
+	// failed_pois_counts, kept by triggers (migration 9), not from
+	// counting the rows; one repository's are counted.
+	counts := `SELECT status, error_class, sum(n)::bigint FROM failed_pois_counts
+		GROUP BY status, error_class HAVING sum(n) <> 0`
+	if repository != nil {
+		where, and, args = ` WHERE repository = $1`, ` AND repository = $1`, []any{*repository}
+		counts = `SELECT status, error_class, count(*) FROM failed_pois WHERE repository = $1 GROUP BY status, error_class`
+	}
 	b := &pgx.Batch{}
-	// The counts per status and class come from failed_pois_counts, kept by
-	// triggers (migration 9), not from counting the rows.
-	b.Queue(`SELECT status, error_class, sum(n)::bigint FROM failed_pois_counts
-		GROUP BY status, error_class HAVING sum(n) <> 0`).Query(func(rows pgx.Rows) error {
+	b.Queue(counts, args...).Query(func(rows pgx.Rows) error {
 		for rows.Next() {
 			var status, class string
 			var n int64
@@ -412,25 +437,28 @@ func (s *Store) Stats(ctx context.Context) (*Stats, error) {
 		return rows.Err()
 	})
 	var oldest, newest, oldNew *time.Time
-	b.Queue(`SELECT min(failed_at), max(failed_at) FROM failed_pois`).QueryRow(func(row pgx.Row) error {
+	b.Queue(`SELECT min(failed_at), max(failed_at) FROM failed_pois`+where, args...).QueryRow(func(row pgx.Row) error {
 		return row.Scan(&oldest, &newest)
 	})
-	b.Queue(`SELECT min(failed_at) FROM failed_pois WHERE status = 'new'`).QueryRow(func(row pgx.Row) error {
+	b.Queue(`SELECT min(failed_at) FROM failed_pois WHERE status = 'new'`+and, args...).QueryRow(func(row pgx.Row) error {
 		return row.Scan(&oldNew)
 	})
-	b.Queue(`SELECT count(*) FROM failed_pois WHERE manual_review_required AND status = 'new'`).QueryRow(func(row pgx.Row) error {
+	b.Queue(`SELECT count(*) FROM failed_pois WHERE manual_review_required AND status = 'new'`+and, args...).QueryRow(func(row pgx.Row) error {
 		return row.Scan(&st.Manual)
 	})
 	// Rows in reprocessing whose job is no longer live: grouped by job
 	// first, so each job is looked up once (a reprocess of 100,000 rows is
 	// about 2,400 jobs), not once per row.
 	b.Queue(`SELECT coalesce(sum(g.n), 0)::bigint FROM (
-			SELECT reprocess_job_id, count(*) AS n FROM failed_pois WHERE status = 'reprocessing' GROUP BY reprocess_job_id) g
-		WHERE NOT EXISTS (SELECT 1 FROM river_job j WHERE j.id = g.reprocess_job_id AND j.state IN ` + liveJobStates + `)`).
+			SELECT reprocess_job_id, count(*) AS n FROM failed_pois WHERE status = 'reprocessing'`+and+` GROUP BY reprocess_job_id) g
+		WHERE NOT EXISTS (SELECT 1 FROM river_job j WHERE j.id = g.reprocess_job_id AND j.state IN `+liveJobStates+`)`, args...).
 		QueryRow(func(row pgx.Row) error {
 			return row.Scan(&st.Stuck)
 		})
 	if err := s.pool.SendBatch(ctx, b).Close(); err != nil {
+		if repository != nil {
+			return nil, fmt.Errorf("error reading failed_pois stats of repository %q: %w", *repository, err)
+		}
 		return nil, fmt.Errorf("error reading failed_pois stats: %w", err)
 	}
 	for _, p := range []struct {

@@ -16,6 +16,9 @@ import (
 // AnalyzeSummary is what `relay analyze --json` prints.
 type AnalyzeSummary struct {
 	goanalyze.Summary
+	// Repository is the repository the analyses were published to ("" the
+	// default one): --repository, else DIR's module path or name.
+	Repository string `json:"repository"`
 	// References is the reference mode asked for with --references:
 	// "typed" or "lexical" (Warnings lists the packages typed mode fell
 	// back to lexical for).
@@ -33,6 +36,7 @@ func newAnalyzeCmd(a *app) *cobra.Command {
 		work       bool
 		filesPerTx int
 		references string
+		repo       repositoryFlag
 	)
 	cmd := &cobra.Command{
 		Use:   "analyze DIR",
@@ -69,6 +73,12 @@ Files that do not parse are reported with file:line and skipped.
 Every warning is printed to standard error (and listed in --json's
 "warnings"); warnings do not change the exit code.
 
+Every analysis names the repository it belongs to (file ids and POI ids are
+unique within a repository, and names resolve only within one): --repository,
+or by default the module path in the go.mod of the module that contains DIR
+(the nearest go.mod in DIR or above it), or, outside a module, the base name
+of DIR made absolute. --repository "" publishes to the default repository.
+
 --files-per-tx files share one transaction (each under its own savepoint, so
 a rejected file does not undo the others). With --work an in-process worker
 then resolves every batch, as 'relay worker --until-idle' would.`,
@@ -82,6 +92,15 @@ then resolves every batch, as 'relay worker --until-idle' would.`,
 			}
 			if st, err := os.Stat(dir); err != nil || !st.IsDir() {
 				return usageError{fmt.Errorf("%s is not a directory", dir)}
+			}
+			repository := ""
+			if r := repo.value(); r != nil {
+				repository = *r
+			} else {
+				var err error
+				if repository, err = goanalyze.DefaultRepository(dir); err != nil {
+					return err
+				}
 			}
 			worker.SetGCPercent(workerconfig.From(a.cfg), a.logger)
 			pool, err := a.open(ctx, "analyze")
@@ -98,6 +117,7 @@ then resolves every batch, as 'relay worker --until-idle' would.`,
 			sum, err := goanalyze.Publish(ctx, pool, pub, dir, goanalyze.PublishConfig{
 				FilesPerTx: filesPerTx,
 				References: references,
+				Repository: repository,
 				Progress: func(s goanalyze.Summary) {
 					if time.Since(last) >= time.Second {
 						fmt.Fprintf(stderr, "relay analyze: %d files, %d POIs published (%.0f POIs/s)\n", s.Files, s.POIs, float64(s.POIs)/s.Seconds)
@@ -119,7 +139,7 @@ then resolves every batch, as 'relay worker --until-idle' would.`,
 			if err != nil {
 				return err
 			}
-			out := AnalyzeSummary{Summary: *sum, References: references}
+			out := AnalyzeSummary{Summary: *sum, Repository: repository, References: references}
 			if work {
 				wcfg := workerconfig.From(a.cfg)
 				client, err := worker.NewClient(pool, wcfg, a.logger, nil)
@@ -133,7 +153,8 @@ then resolves every batch, as 'relay worker --until-idle' would.`,
 					return err
 				}
 				out.Worked, out.WorkSeconds = true, time.Since(start).Seconds()
-				if err := pool.QueryRow(ctx, `SELECT (SELECT count(*) FROM relationships), (SELECT count(*) FROM failed_pois)`).
+				if err := pool.QueryRow(ctx, `SELECT (SELECT count(*) FROM relationships WHERE repository = $1),
+					(SELECT count(*) FROM failed_pois WHERE repository = $1)`, repository).
 					Scan(&out.Relationships, &out.FailedPOIs); err != nil {
 					return fmt.Errorf("error counting results: %w", err)
 				}
@@ -141,11 +162,11 @@ then resolves every batch, as 'relay worker --until-idle' would.`,
 			if asJSON {
 				return a.printJSON(out)
 			}
-			fmt.Fprintf(a.out(), "relay analyze: published %d files, %d POIs in %d jobs in %.1fs; %d files skipped (parse errors), %d rejected; %s references, %d warnings\n",
-				out.Files, out.POIs, out.Jobs, out.Seconds, len(out.Skipped), len(out.Rejected), out.References, len(out.Warnings))
+			fmt.Fprintf(a.out(), "relay analyze: published %d files, %d POIs in %d jobs to %s in %.1fs; %d files skipped (parse errors), %d rejected; %s references, %d warnings\n",
+				out.Files, out.POIs, out.Jobs, repositoryName(out.Repository), out.Seconds, len(out.Skipped), len(out.Rejected), out.References, len(out.Warnings))
 			if work {
-				fmt.Fprintf(a.out(), "relay analyze: resolved in %.1fs: %d relationships, %d failed POIs in the database\n",
-					out.WorkSeconds, out.Relationships, out.FailedPOIs)
+				fmt.Fprintf(a.out(), "relay analyze: resolved in %.1fs: %d relationships, %d failed POIs in %s\n",
+					out.WorkSeconds, out.Relationships, out.FailedPOIs, repositoryName(out.Repository))
 			}
 			return nil
 		},
@@ -155,5 +176,16 @@ then resolves every batch, as 'relay worker --until-idle' would.`,
 	cmd.Flags().IntVar(&filesPerTx, "files-per-tx", goanalyze.FilesPerTxDefault, "files published per transaction")
 	cmd.Flags().StringVar(&references, "references", goanalyze.ReferencesTyped,
 		"where references come from: typed (go/types supplies symbols and references; a package that does not type-check falls back to lexical, with a warning) or lexical (relay's resolver reads rawCode)")
+	cmd.Flags().Var(&repo, "repository",
+		`the repository to publish to (default: the module path of DIR's go.mod, else DIR's base name; "" is the default repository)`)
 	return cmd
+}
+
+// repositoryName names repository in a sentence: repository "NAME", or the
+// default repository.
+func repositoryName(repository string) string {
+	if repository == "" {
+		return "the default repository"
+	}
+	return fmt.Sprintf("repository %q", repository)
 }

@@ -245,3 +245,72 @@ func writeTree(t *testing.T, files map[string]string) string {
 	}
 	return root
 }
+
+func TestAnalyze_PublishesToTheRepositoryOfTheFlagElseTheModuleElseTheDirectory(t *testing.T) {
+	t.Parallel()
+	db := testdb.New(t)
+	root := writeTree(t, moduleTree)
+	// Every resolve_file job of the analyses names the repository too.
+	jobRepos := func() map[string]int {
+		rows, err := db.Pool.Query(context.Background(), `SELECT args FROM river_job WHERE kind = 'resolve_file'`)
+		require.NoError(t, err)
+		defer rows.Close()
+		out := map[string]int{}
+		for rows.Next() {
+			var raw []byte
+			require.NoError(t, rows.Scan(&raw))
+			var args outbox.ResolveFileArgs
+			require.NoError(t, json.Unmarshal(raw, &args))
+			out[args.Repository]++
+		}
+		require.NoError(t, rows.Err())
+		return out
+	}
+
+	// Without --repository, a directory inside a module publishes to the
+	// module's path (its file ids stay relative to the directory).
+	r := run(t, db, "", nil, "analyze", filepath.Join(root, "p"), "--references", "lexical", "--json", "--work")
+	require.Equal(t, cli.ExitOK, r.code, r.stderr)
+	var sum cli.AnalyzeSummary
+	require.NoError(t, json.Unmarshal([]byte(r.stdout), &sum))
+	require.Equal(t, "example.com/m", sum.Repository)
+	require.Contains(t, r.stdout, `"repository": "example.com/m"`)
+	require.Equal(t, 1, testdb.Count(t, db.Pool, `SELECT count(*) FROM files WHERE repository = 'example.com/m' AND file_id = 'p.go'`))
+	require.Equal(t, map[string]int{"example.com/m": 1}, jobRepos())
+	require.EqualValues(t, 2, sum.Relationships, "Get calls helper, T embeds Base")
+
+	// --repository names another; --repository "" is the default
+	// repository. The text output says which.
+	r = run(t, db, "", nil, "analyze", root, "--references", "lexical", "--repository", "other", "--work")
+	require.Equal(t, cli.ExitOK, r.code, r.stderr)
+	require.Contains(t, r.stdout, `published 1 files, 5 POIs in 1 jobs to repository "other" in `)
+	require.Contains(t, r.stdout, `: 2 relationships, 0 failed POIs in repository "other"`, "the repository's, not the database's 4")
+	r = run(t, db, "", nil, "analyze", root, "--references", "lexical", "--repository", "")
+	require.Equal(t, cli.ExitOK, r.code, r.stderr)
+	require.Contains(t, r.stdout, "published 1 files, 5 POIs in 1 jobs to the default repository in ")
+	require.Equal(t, 1, testdb.Count(t, db.Pool, `SELECT count(*) FROM files WHERE repository = 'other' AND file_id = 'p/p.go'`))
+	require.Equal(t, 1, testdb.Count(t, db.Pool, `SELECT count(*) FROM files WHERE repository = '' AND file_id = 'p/p.go'`))
+	require.Equal(t, map[string]int{"example.com/m": 1, "other": 1, "": 1}, jobRepos())
+	// The same POI ids in three repositories, each its own.
+	require.Equal(t, 3, testdb.Count(t, db.Pool, `SELECT count(*) FROM pois WHERE poi_id LIKE '%:helper'`))
+
+	// Outside a module: the directory's base name.
+	files := map[string]string{}
+	for name, src := range moduleTree {
+		if name != "go.mod" {
+			files[name] = src
+		}
+	}
+	plain := writeTree(t, files)
+	r = run(t, db, "", nil, "analyze", plain, "--references", "lexical", "--json")
+	require.Equal(t, cli.ExitOK, r.code, r.stderr)
+	sum = cli.AnalyzeSummary{}
+	require.NoError(t, json.Unmarshal([]byte(r.stdout), &sum))
+	require.Equal(t, filepath.Base(plain), sum.Repository)
+	require.Equal(t, 1, testdb.Count(t, db.Pool, `SELECT count(*) FROM files WHERE repository = $1`, filepath.Base(plain)))
+
+	r = run(t, nil, "", nil, "analyze", "--help")
+	require.Equal(t, cli.ExitOK, r.code, r.stderr)
+	require.Contains(t, r.stdout, "--repository name")
+	require.Contains(t, r.stdout, `--repository "" publishes to the default repository`)
+}

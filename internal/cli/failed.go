@@ -85,15 +85,25 @@ func printFailedList(w io.Writer, rows []failed.Record, limit int) {
 		fmt.Fprintln(w, "no failed POIs match")
 		return
 	}
+	// The REPOSITORY column shows only when a row is not of the default
+	// repository (a file id is unique within its repository).
+	repos := slices.ContainsFunc(rows, func(r failed.Record) bool { return r.Repository != "" })
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "ID\tFAILED_AT\tSTATUS\tATTEMPTS\tCLASS\tFILE\tPOI\tERROR")
+	if repos {
+		fmt.Fprintln(tw, "ID\tFAILED_AT\tSTATUS\tATTEMPTS\tCLASS\tREPOSITORY\tFILE\tPOI\tERROR")
+	} else {
+		fmt.Fprintln(tw, "ID\tFAILED_AT\tSTATUS\tATTEMPTS\tCLASS\tFILE\tPOI\tERROR")
+	}
 	for _, r := range rows {
 		status := string(r.Status)
 		if r.ManualReviewRequired && r.Status == failed.StatusNew {
 			status += " (review)"
 		}
-		fmt.Fprintf(tw, "%d\t%s\t%s\t%d\t%s\t%s\t%s\t%s\n", r.ID, r.FailedAt.Format(time.RFC3339), status, r.Attempts,
-			r.ErrorClass, oneLine(r.FileID, 40), orDash(oneLine(r.POIID, 24)), oneLine(r.ErrorMessage, 100))
+		fmt.Fprintf(tw, "%d\t%s\t%s\t%d\t%s\t", r.ID, r.FailedAt.Format(time.RFC3339), status, r.Attempts, r.ErrorClass)
+		if repos {
+			fmt.Fprintf(tw, "%s\t", repositoryCell(r.Repository, 30))
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\n", oneLine(r.FileID, 40), orDash(oneLine(r.POIID, 24)), oneLine(r.ErrorMessage, 100))
 	}
 	_ = tw.Flush()
 	if len(rows) == limit {
@@ -140,6 +150,9 @@ func printInspection(w io.Writer, in *failed.Inspection) {
 	if in.IgnoredReason != "" {
 		line("ignored reason", termout.String(in.IgnoredReason))
 	}
+	if in.Repository != "" {
+		line("repository", termout.String(in.Repository))
+	}
 	line("file", termout.String(in.FileID))
 	line("poi", orDash(termout.String(in.POIID))+fmt.Sprintf(" (#%d in its original job)", in.POIIndex))
 	line("attempts", strconv.Itoa(in.Attempts))
@@ -177,14 +190,28 @@ func printInspection(w io.Writer, in *failed.Inspection) {
 }
 
 func newFailedStatsCmd(a *app) *cobra.Command {
-	var asJSON bool
+	var (
+		asJSON bool
+		repo   repositoryFlag
+	)
 	cmd := &cobra.Command{
 		Use:   "stats",
 		Short: "Count failed POIs by status and error class; oldest, newest, manual review, stuck",
-		Args:  exactArgs(0),
+		Long: `Stats counts failed_pois rows by status and error class, and finds the oldest
+and newest failures, the rows needing manual review and the rows stuck in
+reprocessing. Every row's counts come from a counts table the database keeps,
+whatever the table's size; --repository counts that repository's rows (""
+selects the default repository), so it takes longer the more rows it has.`,
+		Args: exactArgs(0),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return a.withDeadLetters(cmd, "failed", func(ctx context.Context, dl *deadLetters) error {
-				st, err := dl.failed.Stats(ctx)
+				var st *failed.Stats
+				var err error
+				if r := repo.value(); r != nil {
+					st, err = dl.failed.RepositoryStats(ctx, *r)
+				} else {
+					st, err = dl.failed.Stats(ctx)
+				}
 				if err != nil {
 					return err
 				}
@@ -197,11 +224,19 @@ func newFailedStatsCmd(a *app) *cobra.Command {
 		},
 	}
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
+	repo.register(cmd)
 	return cmd
 }
 
 func printStats(w io.Writer, st *failed.Stats) {
-	fmt.Fprintf(w, "failed_pois: %d rows\n", st.Total)
+	// scope is the --repository of the commands the hints suggest.
+	scope := ""
+	if st.Repository != nil {
+		fmt.Fprintf(w, "failed_pois of %s: %d rows\n", repositoryName(*st.Repository), st.Total)
+		scope = " --repository " + shellWord(*st.Repository)
+	} else {
+		fmt.Fprintf(w, "failed_pois: %d rows\n", st.Total)
+	}
 	var parts []string
 	for _, s := range failed.Statuses() {
 		parts = append(parts, fmt.Sprintf("%s %d", s, st.Status[s]))
@@ -217,11 +252,11 @@ func printStats(w io.Writer, st *failed.Stats) {
 	fmt.Fprintf(w, "  oldest new:         %s\n", timeOrDash(st.OldNew))
 	fmt.Fprintf(w, "  manual review:      %d", st.Manual)
 	if st.Manual > 0 {
-		fmt.Fprint(w, " (relay failed list --manual-review)")
+		fmt.Fprintf(w, " (relay failed list --manual-review%s)", scope)
 	}
 	fmt.Fprintf(w, "\n  stuck reprocessing: %d", st.Stuck)
 	if st.Stuck > 0 {
-		fmt.Fprint(w, " (their jobs are gone: relay reprocess --status reprocessing)")
+		fmt.Fprintf(w, " (their jobs are gone: relay reprocess --status reprocessing%s)", scope)
 	}
 	fmt.Fprintln(w)
 }
@@ -339,7 +374,8 @@ CSV, original_poi_data and error_history are JSON text.
 // failedColumns is the CSV header of a failed_pois export.
 var failedColumns = []string{"id", "original_job_id", "file_id", "poi_id", "poi_index", "failed_at", "status", "attempts",
 	"error_class", "error_signature", "error_message", "error_context", "manual_review_required", "reprocess_job_id",
-	"reprocess_requested_at", "reprocessed_at", "ignored_reason", "updated_at", "original_poi_data", "error_history"}
+	"reprocess_requested_at", "reprocessed_at", "ignored_reason", "updated_at", "original_poi_data", "error_history",
+	"repository"}
 
 // failedRecord is r's CSV record.
 func failedRecord(r *failed.Record) []string {
@@ -347,7 +383,7 @@ func failedRecord(r *failed.Record) []string {
 		strconv.Itoa(r.POIIndex), csvTime(r.FailedAt), string(r.Status), strconv.Itoa(r.Attempts), string(r.ErrorClass),
 		r.ErrorSignature, r.ErrorMessage, r.ErrorContext, strconv.FormatBool(r.ManualReviewRequired),
 		csvInt(r.ReprocessJobID), csvTime(r.ReprocessRequestedAt), csvTime(r.ReprocessedAt), r.IgnoredReason,
-		csvTime(r.UpdatedAt), string(r.POIData), csvJSON(r.History)}
+		csvTime(r.UpdatedAt), string(r.POIData), csvJSON(r.History), r.Repository}
 }
 
 // csvJSON is v as JSON text for a CSV cell ("" when it cannot be encoded).
@@ -513,6 +549,32 @@ func oneLine(s string, max int) string {
 }
 
 func orDash(s string) string { return cmp.Or(s, "-") }
+
+// repositoryCell is a repository in a table cell, cut to max runes: its
+// name, or "(default)" for the default repository (as relay repository
+// list shows it).
+func repositoryCell(repository string, max int) string {
+	if repository == "" {
+		return "(default)"
+	}
+	return oneLine(repository, max)
+}
+
+// shellWord is s as one word of a POSIX shell command line: as it is when
+// it needs no quoting, else quoted ("" for the empty string).
+func shellWord(s string) string {
+	plain := func(r rune) bool {
+		return r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune("@%+=:,./_-", r)
+	}
+	switch {
+	case s == "":
+		return `""`
+	case strings.IndexFunc(s, func(r rune) bool { return !plain(r) }) < 0:
+		return s
+	default:
+		return termout.String("'" + strings.ReplaceAll(s, "'", `'\''`) + "'")
+	}
+}
 
 func timeOrDash(t time.Time) string {
 	if t.IsZero() {

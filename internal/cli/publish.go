@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -33,6 +34,7 @@ func newPublishCmd(a *app) *cobra.Command {
 	var (
 		asJSON       bool
 		maxLineBytes int64
+		repo         repositoryFlag
 	)
 	cmd := &cobra.Command{
 		Use:   "publish [FILE|-]",
@@ -44,6 +46,10 @@ lines are published together, up to 50 files or 8 MiB of input per
 transaction. A bad line is reported with its line number and fileId and the
 good lines are still published; the exit code is 1 when any line was
 rejected.
+
+A line's "repository" names the repository its file belongs to; a line
+without one (absent or null) goes to --repository, by default the default
+repository (""). A line's own "repository", even "", wins over the flag.
 
 A line longer than --max-line-bytes (default 64 MiB, 67108864 bytes) is
 rejected as "N MiB exceeds --max-line-bytes 64 MiB": no more than
@@ -69,7 +75,7 @@ takes a few times its size in memory.`,
 				return err
 			}
 			defer pool.Close()
-			sum, err := publishStreamLimited(cmd.Context(), a, pool, in, maxLineBytes)
+			sum, err := publishStreamLimited(cmd.Context(), a, pool, in, maxLineBytes, repo.name)
 			if err != nil {
 				return err
 			}
@@ -90,6 +96,8 @@ takes a few times its size in memory.`,
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print the summary as JSON")
 	cmd.Flags().Int64Var(&maxLineBytes, "max-line-bytes", maxLineBytesDefault,
 		"reject (and skip, unread) any line longer than this many bytes")
+	cmd.Flags().Var(&repo, "repository",
+		`the repository of lines that name none (no "repository", or null); a line's own "repository" wins (default "", the default repository)`)
 	return cmd
 }
 
@@ -105,15 +113,18 @@ type PublishSummary struct {
 
 // RejectedLine is one input line that was not published.
 type RejectedLine struct {
-	Line   int    `json:"line"`
-	FileID string `json:"file_id,omitempty"`
-	Error  string `json:"error"`
+	Line int `json:"line"`
+	// Repository is the line's repository, its own or --repository's,
+	// when it could be read and is not the default one.
+	Repository string `json:"repository,omitempty"`
+	FileID     string `json:"file_id,omitempty"`
+	Error      string `json:"error"`
 }
 
 // publishStream publishes every line of r, reporting rejected lines on
 // stderr as it goes.
 func publishStream(ctx context.Context, a *app, pool *pgxpool.Pool, r io.Reader) (*PublishSummary, error) {
-	return publishStreamLimited(ctx, a, pool, r, maxLineBytesDefault)
+	return publishStreamLimited(ctx, a, pool, r, maxLineBytesDefault, "")
 }
 
 // Publish batches: consecutive lines go in one transaction (one
@@ -132,16 +143,19 @@ type pendingLine struct {
 }
 
 // publishStreamLimited is publishStream rejecting lines longer than
-// maxLineBytes.
-func publishStreamLimited(ctx context.Context, a *app, pool *pgxpool.Pool, r io.Reader, maxLineBytes int64) (*PublishSummary, error) {
+// maxLineBytes, and publishing lines that name no repository to
+// defaultRepo.
+func publishStreamLimited(ctx context.Context, a *app, pool *pgxpool.Pool, r io.Reader, maxLineBytes int64,
+	defaultRepo string) (*PublishSummary, error) {
 	pub, err := a.publisher(pool)
 	if err != nil {
 		return nil, err
 	}
 
 	sum := &PublishSummary{Rejected: []RejectedLine{}}
-	reject := func(line int, fileID, msg string) {
-		sum.Rejected = append(sum.Rejected, RejectedLine{Line: line, FileID: fileID, Error: msg})
+	reject := func(line int, repo, fileID string, err error) {
+		msg := rejectionMessage(err, repo)
+		sum.Rejected = append(sum.Rejected, RejectedLine{Line: line, Repository: repo, FileID: fileID, Error: msg})
 		fmt.Fprintf(a.env.Stderr, "line %d: rejected: %s\n", line, msg)
 	}
 	var (
@@ -160,7 +174,7 @@ func publishStreamLimited(ctx context.Context, a *app, pool *pgxpool.Pool, r io.
 			if errors.As(err, &re) {
 				fileID = re.FileID
 			}
-			reject(l.no, fileID, err.Error())
+			reject(l.no, l.a.Repository, fileID, err)
 		})
 		for _, res := range published {
 			sum.Files++
@@ -190,18 +204,21 @@ func publishStreamLimited(ctx context.Context, a *app, pool *pgxpool.Pool, r io.
 		var tooLong *lineTooLongError
 		if errors.As(readErr, &tooLong) {
 			sum.Lines++
-			reject(lineNo, "", tooLong.Error())
+			reject(lineNo, "", "", tooLong)
 			readErr = tooLong.readErr
 		} else if len(bytes.TrimSpace(line)) > 0 {
 			sum.Lines++
 			an, err := outbox.DecodeAnalysis(line)
+			if err == nil && an.Repository == "" && defaultRepo != "" && !namesRepository(line) {
+				an.Repository = defaultRepo
+			}
 			if err != nil {
 				var re *outbox.RejectError
 				fileID := ""
 				if errors.As(err, &re) {
 					fileID = re.FileID
 				}
-				reject(lineNo, fileID, err.Error())
+				reject(lineNo, lineRepository(line, defaultRepo), fileID, err)
 			} else {
 				if inBatch[an.FileID] || len(batch) == publishBatchFiles || batchBytes+len(line) > publishBatchBytes {
 					if err := flush(); err != nil {
@@ -222,6 +239,56 @@ func publishStreamLimited(ctx context.Context, a *app, pool *pgxpool.Pool, r io.
 			}
 			return sum, fmt.Errorf("error reading input after line %d: %w", lineNo, readErr)
 		}
+	}
+}
+
+// namesRepository reports whether an analysis's JSON has a "repository"
+// that is not null (matched as outbox.DecodeAnalysis matches it). It is
+// asked only of lines that decoded with the default repository while
+// --repository names another, to tell "repository": "" (which wins) from
+// no repository at all.
+func namesRepository(line []byte) bool {
+	var env struct {
+		Repository json.RawMessage `json:"repository"`
+	}
+	return json.Unmarshal(line, &env) == nil && len(env.Repository) > 0 && string(env.Repository) != "null"
+}
+
+// lineRepository is the repository of a line that did not decode, as far
+// as it can be read: its own "repository" when that is a string,
+// defaultRepo when it names none, "" (unknown) when it cannot be read.
+func lineRepository(line []byte, defaultRepo string) string {
+	var env struct {
+		Repository *string `json:"repository"`
+	}
+	switch {
+	case json.Unmarshal(line, &env) != nil:
+		return ""
+	case env.Repository == nil:
+		return defaultRepo
+	default:
+		return *env.Repository
+	}
+}
+
+// rejectionMessage is err's message naming repo, the rejected line's
+// repository, when that is not the default one and the message does not
+// name it already: a *outbox.RejectError says `(file "F", repository "R")`
+// itself once its Repository is set.
+func rejectionMessage(err error, repo string) string {
+	var re *outbox.RejectError
+	switch {
+	case repo == "":
+		return err.Error()
+	case errors.As(err, &re) && err == error(re) && re.FileID != "":
+		if re.Repository == "" {
+			named := *re
+			named.Repository = repo
+			return named.Error()
+		}
+		return err.Error()
+	default:
+		return fmt.Sprintf("repository %q: %s", repo, err.Error())
 	}
 }
 

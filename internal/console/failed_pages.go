@@ -26,6 +26,9 @@ type failedListData struct {
 	Statuses []failed.Status
 	Classes  []failed.ErrorClass
 	Params   url.Values
+	// Repositories is set when a row is not of the default repository: the
+	// table then shows each row's repository.
+	Repositories bool
 	// SearchedTo is set when a search stopped after searchScan rows: it
 	// searched rows back to this time.
 	SearchedTo time.Time
@@ -49,7 +52,8 @@ func (c *Console) failedList(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	d := failedListData{Query: q, First: q.after == nil, Statuses: failed.Statuses(), Classes: failed.Classes(), Params: q.Params(),
-		QS: template.URL(q.Params().Encode()), Rows: res.Rows}
+		QS: template.URL(q.Params().Encode()), Rows: res.Rows,
+		Repositories: slices.ContainsFunc(res.Rows, func(r failed.Record) bool { return r.Repository != "" })}
 	if res.Next != nil {
 		next := q.Params()
 		next.Set("after", formatCursor(res.Next.FailedAt, res.Next.ID))
@@ -90,6 +94,9 @@ func (c *Console) failedGroups(w http.ResponseWriter, r *http.Request) error {
 type failedDetailData struct {
 	Row    *failed.Inspection
 	Events []deadletter.Event
+	// RepositoryParam is the repository filter's value that selects the
+	// row's repository.
+	RepositoryParam string
 }
 
 func parseID(s, field string) (int64, error) {
@@ -118,7 +125,8 @@ func (c *Console) failedDetail(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	return c.render(w, r, http.StatusOK, "failed_detail", fmt.Sprintf("Failed POI #%d", id), "failed", failedDetailData{Row: in, Events: events})
+	return c.render(w, r, http.StatusOK, "failed_detail", fmt.Sprintf("Failed POI #%d", id), "failed", failedDetailData{Row: in, Events: events,
+		RepositoryParam: repositoryParam(in.Repository)})
 }
 
 // confirmData is a confirmation page: what an action would do, and a form
@@ -182,12 +190,13 @@ func selection(v url.Values) (failed.Selection, string, error) {
 				f.bad("status", err.Error())
 			}
 		}
+		repository := repositoryFilter(f.text("repository"))
 		if len(f.errs) > 0 {
 			return failed.Selection{}, mode, f.errs
 		}
 		// Rows named one by one are taken even when they need manual
 		// review: someone chose them.
-		return failed.Selection{Filter: failed.Filter{Status: st, IDs: ids}, IncludeManualReview: true}, mode, nil
+		return failed.Selection{Filter: failed.Filter{Status: st, Repository: repository, IDs: ids}, IncludeManualReview: true}, mode, nil
 	case "filter":
 		q, err := parseFailedQuery(v)
 		if err != nil {
@@ -208,6 +217,10 @@ func describe(m map[string]any) string {
 	}
 	parts := make([]string, 0, len(m))
 	for _, k := range slices.Sorted(maps.Keys(m)) {
+		if k == "repository" && m[k] == "" {
+			parts = append(parts, "repository="+defaultRepositoryParam+" (the default repository)")
+			continue
+		}
 		parts = append(parts, fmt.Sprintf("%s=%v", k, m[k]))
 	}
 	return strings.Join(parts, ", ")
@@ -251,7 +264,8 @@ func (c *Console) failedReprocess(w http.ResponseWriter, r *http.Request) error 
 	d := resultData{Heading: "Reprocess enqueued", Lines: []string{
 		fmt.Sprintf("%d rows moved to reprocessing in %d jobs (audit event %d, actor %s).", res.Rows, res.Jobs, res.EventID, actor(r)),
 		"A running relay worker works the jobs; each row then becomes reprocessed or returns to new with its new error.",
-	}, Links: []link{{Href: c.cfg.Prefix + "/failed?status=reprocessing", Text: "Rows in reprocessing"}, {Href: c.cfg.Prefix + "/river/jobs", Text: "Jobs in River UI"}}}
+	}, Links: []link{{Href: c.cfg.Prefix + "/failed?" + reprocessingQuery(sel.Repository), Text: "Rows in reprocessing"},
+		{Href: c.cfg.Prefix + "/river/jobs", Text: "Jobs in River UI"}}}
 	if len(sel.IDs) == 1 {
 		d.Links = append([]link{{Href: fmt.Sprintf("%s/failed/%d", c.cfg.Prefix, sel.IDs[0]), Text: fmt.Sprintf("Row #%d", sel.IDs[0])}}, d.Links...)
 	}
@@ -301,6 +315,16 @@ func (c *Console) failedIgnore(w http.ResponseWriter, r *http.Request) error {
 	}
 	d.Links = append(d.Links, link{Href: c.cfg.Prefix + "/failed?status=ignored", Text: "Ignored rows"})
 	return c.render(w, r, http.StatusOK, "result", "Ignored", "failed", d)
+}
+
+// reprocessingQuery is the query string of the rows in reprocessing, of
+// repository when it is set.
+func reprocessingQuery(repository *string) string {
+	v := url.Values{"status": {string(failed.StatusReprocessing)}}
+	if repository != nil {
+		v.Set("repository", repositoryParam(*repository))
+	}
+	return v.Encode()
 }
 
 func joinIDs(ids []int64) string {

@@ -105,11 +105,42 @@ func (f *form) ids(field string) []int64 {
 // failedQuery is the failed_pois list's filter form.
 type failedQuery struct {
 	Status, Class, File, Signature, Search, POI, Since, Until string
-	Manual                                                    bool
-	Oldest                                                    bool
-	Limit                                                     int
-	filter                                                    failed.Filter
-	after                                                     *failed.Cursor
+	// Repository is the repository field as given: a name,
+	// defaultRepositoryParam, or "" for every repository.
+	Repository string
+	Manual     bool
+	Oldest     bool
+	Limit      int
+	filter     failed.Filter
+	after      *failed.Cursor
+}
+
+// defaultRepositoryParam is the repository field's value that selects the
+// default repository, whose name is "": an empty field selects every
+// repository, as every empty filter field does. It is written as
+// `relay failed list --repository ""` is typed.
+const defaultRepositoryParam = `""`
+
+// repositoryParam is the repository field's value that selects repository.
+func repositoryParam(repository string) string {
+	if repository == "" {
+		return defaultRepositoryParam
+	}
+	return repository
+}
+
+// repositoryFilter is the failed.Filter's Repository of a repository
+// field's value: nil (every repository) for "".
+func repositoryFilter(param string) *string {
+	switch param {
+	case "":
+		return nil
+	case defaultRepositoryParam:
+		name := ""
+		return &name
+	default:
+		return &param
+	}
 }
 
 // Params are the filter as query parameters (without the page position),
@@ -119,8 +150,8 @@ func (q failedQuery) Params() url.Values {
 	if q.Oldest {
 		order = "oldest"
 	}
-	return queryParams(map[string]string{"status": q.Status, "class": q.Class, "file": q.File, "signature": q.Signature,
-		"q": q.Search, "poi": q.POI, "since": q.Since, "until": q.Until, "manual": flag(q.Manual), "order": order}, q.Limit)
+	return queryParams(map[string]string{"status": q.Status, "repository": q.Repository, "class": q.Class, "file": q.File,
+		"signature": q.Signature, "q": q.Search, "poi": q.POI, "since": q.Since, "until": q.Until, "manual": flag(q.Manual), "order": order}, q.Limit)
 }
 
 // queryParams are a list page's query parameters: the non-empty values of
@@ -155,8 +186,8 @@ const (
 // parseFailedQuery validates the failed_pois filter in v.
 func parseFailedQuery(v url.Values) (failedQuery, error) {
 	f := &form{v: v}
-	q := failedQuery{Status: f.text("status"), Class: f.text("class"), File: f.text("file"), Signature: f.text("signature"),
-		Search: f.text("q"), POI: f.text("poi"), Since: f.text("since"), Until: f.text("until"),
+	q := failedQuery{Status: f.text("status"), Repository: f.text("repository"), Class: f.text("class"), File: f.text("file"),
+		Signature: f.text("signature"), Search: f.text("q"), POI: f.text("poi"), Since: f.text("since"), Until: f.text("until"),
 		Manual: f.bool("manual"), Limit: f.intIn("limit", defaultPageSize, 1, maxPageSize)}
 	switch f.text("order") {
 	case "", "newest":
@@ -182,6 +213,7 @@ func parseFailedQuery(v url.Values) (failedQuery, error) {
 	if len(q.Search) > failed.MaxSearchLen {
 		f.bad("q", "at most "+strconv.Itoa(failed.MaxSearchLen)+" bytes")
 	}
+	q.filter.Repository = repositoryFilter(q.Repository)
 	q.filter.FileID, q.filter.Signature, q.filter.Search, q.filter.POIID, q.filter.ManualReview =
 		q.File, q.Signature, q.Search, q.POI, q.Manual
 	q.filter.Since, q.filter.Until = f.time("since"), f.time("until")

@@ -233,3 +233,96 @@ func TestConsole_ActionsAreConfirmedAndCallTheStores(t *testing.T) {
 	require.Equal(t, http.StatusOK, code, body)
 	require.Contains(t, body, fmt.Sprintf("%d items of job job-a", 0))
 }
+
+func TestConsole_FailedListFiltersByRepositoryAndCarriesItOn(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, nil)
+	f.seedFailed(t, 12)
+	// Rows 3, 6, 9 and 12 are repository alpha's; the rest the default
+	// repository's. Row i failed i minutes ago.
+	f.exec(t, `UPDATE failed_pois SET repository = 'alpha' WHERE id % 3 = 0`)
+	rows := func(body string) []string {
+		var ids []string
+		for _, m := range rowRE.FindAllStringSubmatch(body, -1) {
+			ids = append(ids, m[1])
+		}
+		return ids
+	}
+
+	// Every repository: the rows show their repository.
+	code, body, _ := f.get(t, "/failed")
+	require.Equal(t, http.StatusOK, code, body)
+	require.Len(t, rows(body), 12)
+	require.Contains(t, body, "<th>Repository</th>")
+	require.Contains(t, body, `<td class="repository">alpha</td>`)
+	require.Contains(t, body, `<td class="repository"><span class="muted">default</span></td>`)
+
+	// One repository, a page at a time: the filter goes into the next
+	// page's link, the grouping link, the form and the selected rows'
+	// actions.
+	var seen []string
+	path := "/failed?repository=alpha&limit=3"
+	for pages := 0; path != ""; pages++ {
+		require.Less(t, pages, 3)
+		code, body, _ = f.get(t, path)
+		require.Equal(t, http.StatusOK, code, body)
+		seen = append(seen, rows(body)...)
+		require.Contains(t, body, `name="repository" value="alpha"`)
+		require.Contains(t, body, `<input type="hidden" name="repository" value="alpha">`)
+		require.Contains(t, body, `/failed/groups?limit=3&amp;repository=alpha"`)
+		path = ""
+		if m := nextRE.FindStringSubmatch(body); m != nil {
+			require.Contains(t, m[1], "repository=alpha")
+			path = "/failed?" + htmlUnescape(m[1])
+		}
+	}
+	require.Equal(t, []string{"3", "6", "9", "12"}, seen)
+
+	// The default repository is written "" (as --repository "" is typed);
+	// its rows alone show no repository column.
+	code, body, _ = f.get(t, "/failed?"+url.Values{"repository": {`""`}}.Encode())
+	require.Equal(t, http.StatusOK, code, body)
+	require.Equal(t, []string{"1", "2", "4", "5", "7", "8", "10", "11"}, rows(body))
+	require.NotContains(t, body, "<th>Repository</th>")
+	code, body, _ = f.get(t, "/failed?repository=none")
+	require.Equal(t, http.StatusOK, code, body)
+	require.Empty(t, rows(body))
+
+	// The groups keep the repository in their links to the rows.
+	code, body, _ = f.get(t, "/failed/groups?repository=alpha")
+	require.Equal(t, http.StatusOK, code, body)
+	require.Contains(t, body, "4 failed POIs in")
+	require.Regexp(t, `href="/failed\?[^"]*repository=alpha[^"]*" class="group-link"`, body)
+
+	// The detail page shows the repository, and its links select it.
+	code, body, _ = f.get(t, "/failed/3")
+	require.Equal(t, http.StatusOK, code, body)
+	require.Contains(t, body, `<dd id="repository"><a href="/failed?repository=alpha">alpha</a></dd>`)
+	require.Contains(t, body, `<a href="/failed?file=f0&amp;repository=alpha">f0</a>`)
+	code, body, _ = f.get(t, "/failed/1")
+	require.Equal(t, http.StatusOK, code, body)
+	require.Contains(t, body, `<dd id="repository"><a href="/failed?repository=%22%22">default</a></dd>`)
+
+	// Reprocess everything matching the filter: the repository's rows only.
+	tok := f.token(t)
+	form := url.Values{"csrf": {tok}, "mode": {"filter"}, "status": {"new"}, "repository": {"alpha"}}
+	code, body, _ = f.post(t, "/failed/reprocess", form)
+	require.Equal(t, http.StatusOK, code, body)
+	require.Contains(t, body, "repository=alpha")
+	require.Contains(t, body, "Dry run: 4 rows")
+	require.Contains(t, body, `<input type="hidden" name="repository" value="alpha">`)
+	form.Set("confirm", "yes")
+	code, body, _ = f.post(t, "/failed/reprocess", form)
+	require.Equal(t, http.StatusOK, code, body)
+	require.Equal(t, 4, testdb.Count(t, f.db.Pool, `SELECT count(*) FROM failed_pois WHERE status = 'reprocessing' AND repository = 'alpha'`))
+	require.Equal(t, 4, testdb.Count(t, f.db.Pool, `SELECT count(*) FROM failed_pois WHERE status = 'reprocessing'`))
+	require.Contains(t, body, `href="/failed?repository=alpha&amp;status=reprocessing"`)
+
+	// Selected rows with the page's repository: a row of another
+	// repository is not taken.
+	code, body, _ = f.post(t, "/failed/reprocess", url.Values{"csrf": {tok}, "mode": {"ids"}, "status": {"new"},
+		"repository": {`""`}, "id": {"1", "2", "3"}})
+	require.Equal(t, http.StatusOK, code, body)
+	require.Contains(t, body, `repository=&#34;&#34; (the default repository)`)
+	require.Contains(t, body, "Dry run: 2 rows")
+}

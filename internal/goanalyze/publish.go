@@ -25,6 +25,9 @@ type PublishConfig struct {
 	// References is the reference mode: ReferencesTyped (the default) or
 	// ReferencesLexical.
 	References string
+	// Repository is the repository every analysis is published to ("" the
+	// default one; DefaultRepository is what `relay analyze` picks).
+	Repository string
 }
 
 // Summary is what Publish did.
@@ -114,7 +117,9 @@ func Publish(ctx context.Context, db Beginner, pub *outbox.Publisher, root strin
 			sum.Skipped = append(sum.Skipped, *f.Err)
 			return nil
 		}
-		pending = append(pending, f.Analysis)
+		a := f.Analysis
+		a.Repository = cfg.Repository
+		pending = append(pending, a)
 		if len(pending) >= perTx {
 			return flush()
 		}

@@ -14,6 +14,13 @@ import (
 // State is a point-in-time view of relay's queues and dead-letter tables.
 type State struct {
 	At time.Time `json:"at"`
+	// Repository, when set (RepositorySnapshot), is the repository
+	// FailedPOIs, OldestNewFailedPOI and PublishQueue.Rejected count ("" the
+	// default one). Jobs and the queued analyses of PublishQueue stay every
+	// repository's (River's tables are shared, and the publish queue is
+	// drained into them), as do DeadLetteredItems (MapReduce items belong
+	// to no repository).
+	Repository *string `json:"repository,omitempty"`
 	// FailedPOIs counts failed_pois rows by status (every status present).
 	FailedPOIs map[string]int64 `json:"failed_pois"`
 	// OldestNewFailedPOI is the failed_at of the oldest row in status new.
@@ -74,7 +81,29 @@ var (
 // sums the deltas in failed_pois_counts instead of counting the rows; the
 // publish queue is drained continuously, so counting it stays cheap).
 func Snapshot(ctx context.Context, pool *pgxpool.Pool) (*State, error) {
-	st := &State{FailedPOIs: map[string]int64{}, DeadLetteredItems: map[string]int64{}}
+	return snapshot(ctx, pool, nil)
+}
+
+// RepositorySnapshot is Snapshot with the failed POIs and rejected
+// analyses of one repository only ("" the default one), counted from the
+// rows (the counts table Snapshot reads has no repository); the queues and
+// dead_lettered_items stay global (State.Repository).
+func RepositorySnapshot(ctx context.Context, pool *pgxpool.Pool, repository string) (*State, error) {
+	return snapshot(ctx, pool, &repository)
+}
+
+// snapshot is Snapshot, of one repository's dead letters when repository
+// is set.
+func snapshot(ctx context.Context, pool *pgxpool.Pool, repository *string) (*State, error) {
+	st := &State{Repository: repository, FailedPOIs: map[string]int64{}, DeadLetteredItems: map[string]int64{}}
+	// where and and are the repository's condition ($1) of a query of
+	// failed_pois or rejected_analyses, args its value.
+	where, and, args := "", "", []any(nil)
+	failedByStatus := `SELECT 'failed_pois', status, sum(n)::bigint FROM failed_pois_counts GROUP BY status`
+	if repository != nil {
+		where, and, args = ` WHERE repository = $1`, ` AND repository = $1`, []any{*repository}
+		failedByStatus = `SELECT 'failed_pois', status, count(*) FROM failed_pois WHERE repository = $1 GROUP BY status`
+	}
 	for _, s := range failedPOIStatuses {
 		st.FailedPOIs[s] = 0
 	}
@@ -84,10 +113,9 @@ func Snapshot(ctx context.Context, pool *pgxpool.Pool) (*State, error) {
 	if err := pool.QueryRow(ctx, `SELECT now()`).Scan(&st.At); err != nil {
 		return nil, fmt.Errorf("error reading relay state: %w", err)
 	}
-	rows, err := pool.Query(ctx, `
-		SELECT 'failed_pois', status, sum(n)::bigint FROM failed_pois_counts GROUP BY status
+	rows, err := pool.Query(ctx, failedByStatus+`
 		UNION ALL
-		SELECT 'dead_lettered_items', status, count(*) FROM dead_lettered_items GROUP BY status`)
+		SELECT 'dead_lettered_items', status, count(*) FROM dead_lettered_items GROUP BY status`, args...)
 	if err != nil {
 		return nil, fmt.Errorf("error counting dead letters: %w", err)
 	}
@@ -107,11 +135,12 @@ func Snapshot(ctx context.Context, pool *pgxpool.Pool) (*State, error) {
 	if err := rows.Err(); err != nil {
 		return nil, fmt.Errorf("error counting dead letters: %w", err)
 	}
-	if err := pool.QueryRow(ctx, `SELECT min(failed_at) FROM failed_pois WHERE status = 'new'`).Scan(&st.OldestNewFailedPOI); err != nil {
+	if err := pool.QueryRow(ctx, `SELECT min(failed_at) FROM failed_pois WHERE status = 'new'`+and, args...).Scan(&st.OldestNewFailedPOI); err != nil {
 		return nil, fmt.Errorf("error reading the oldest new failed POI: %w", err)
 	}
 	if err := pool.QueryRow(ctx, `SELECT (SELECT count(*) FROM publish_queue), (SELECT min(queued_at) FROM publish_queue),
-		(SELECT count(*) FROM rejected_analyses)`).Scan(&st.PublishQueue.Queued, &st.PublishQueue.OldestQueued, &st.PublishQueue.Rejected); err != nil {
+		(SELECT count(*) FROM rejected_analyses`+where+`)`, args...).
+		Scan(&st.PublishQueue.Queued, &st.PublishQueue.OldestQueued, &st.PublishQueue.Rejected); err != nil {
 		return nil, fmt.Errorf("error reading the publish queue: %w", err)
 	}
 	rows, err = pool.Query(ctx, `SELECT queue, state::text, count(*) FROM river_job GROUP BY 1, 2 ORDER BY 1, 2`)
@@ -134,6 +163,11 @@ func Snapshot(ctx context.Context, pool *pgxpool.Pool) (*State, error) {
 
 // Activity is what happened recently: throughput and why things failed.
 type Activity struct {
+	// Repository, when set (RepositoryActivity), is the repository whose
+	// failed POIs PerMinute's POIsFailed, TopSignatures and FailuresPerHour
+	// count ("" the default one); the jobs and Freshness are of every
+	// repository (River's tables are shared).
+	Repository *string `json:"repository,omitempty"`
 	// PerMinute is, for each of the last minutes (oldest first), River jobs
 	// completed and discarded, and POIs dead-lettered.
 	PerMinute []MinuteCount `json:"per_minute"`
@@ -188,7 +222,27 @@ type HourCount struct {
 // RecentActivity reads Activity for the last minutes minutes (throughput)
 // and the last 24 hours (failures per hour), with the top n signatures.
 func RecentActivity(ctx context.Context, pool *pgxpool.Pool, minutes, n int) (*Activity, error) {
-	act := &Activity{}
+	return recentActivity(ctx, pool, nil, minutes, n)
+}
+
+// RepositoryActivity is RecentActivity with the failed POIs of one
+// repository only ("" the default one), counted from its rows (the counts
+// per signature and per hour RecentActivity reads have no repository); the
+// jobs and the freshness stay global (Activity.Repository).
+func RepositoryActivity(ctx context.Context, pool *pgxpool.Pool, repository string, minutes, n int) (*Activity, error) {
+	return recentActivity(ctx, pool, &repository, minutes, n)
+}
+
+// recentActivity is RecentActivity, of one repository's failed POIs when
+// repository is set.
+func recentActivity(ctx context.Context, pool *pgxpool.Pool, repository *string, minutes, n int) (*Activity, error) {
+	act := &Activity{Repository: repository}
+	// failedSince is failed_pois' rows since $1, of the repository ($2)
+	// when one is set.
+	failedSince, args := `failed_pois WHERE failed_at >= $1`, []any(nil)
+	if repository != nil {
+		failedSince, args = `failed_pois WHERE failed_at >= $1 AND repository = $2`, []any{*repository}
+	}
 	// One pass over each table's recent rows (indexed by time), bucketed per
 	// minute; minutes without activity are filled in below.
 	since := time.Now().Truncate(time.Minute).Add(-time.Duration(minutes-1) * time.Minute)
@@ -204,7 +258,7 @@ func RecentActivity(ctx context.Context, pool *pgxpool.Pool, minutes, n int) (*A
 		SELECT date_trunc('minute', finalized_at), count(*) FILTER (WHERE state = 'completed'), count(*) FILTER (WHERE state = 'discarded')
 		FROM river_job WHERE finalized_at >= $1 GROUP BY 1
 		UNION ALL
-		SELECT date_trunc('minute', failed_at), 0, -count(*) FROM failed_pois WHERE failed_at >= $1 GROUP BY 1`, since)
+		SELECT date_trunc('minute', failed_at), 0, -count(*) FROM `+failedSince+` GROUP BY 1`, append([]any{since}, args...)...)
 	if err != nil {
 		return nil, fmt.Errorf("error reading throughput: %w", err)
 	}
@@ -241,11 +295,18 @@ func RecentActivity(ctx context.Context, pool *pgxpool.Pool, minutes, n int) (*A
 	// The counts per signature and per hour are sums of the deltas in
 	// failed_pois_signature_counts and failed_pois_hourly_counts
 	// (migration 17), not counts of the rows.
-	rows, err = pool.Query(ctx, `
+	// One repository's are counted from its rows.
+	topSignatures := `
 		SELECT error_signature, min(error_class), sum(n)::bigint FROM (
 			SELECT error_signature, error_class, sum(n) AS n FROM failed_pois_signature_counts WHERE status = 'new'
 			GROUP BY 1, 2 HAVING sum(n) > 0) c
-		GROUP BY error_signature ORDER BY sum(n) DESC, error_signature LIMIT $1`, n)
+		GROUP BY error_signature ORDER BY sum(n) DESC, error_signature LIMIT $1`
+	if repository != nil {
+		topSignatures = `
+			SELECT error_signature, min(error_class), count(*) FROM failed_pois WHERE status = 'new' AND repository = $2
+			GROUP BY error_signature ORDER BY count(*) DESC, error_signature LIMIT $1`
+	}
+	rows, err = pool.Query(ctx, topSignatures, append([]any{n}, args...)...)
 	if err != nil {
 		return nil, fmt.Errorf("error reading top signatures: %w", err)
 	}
@@ -265,8 +326,11 @@ func RecentActivity(ctx context.Context, pool *pgxpool.Pool, minutes, n int) (*A
 	for i := range 24 {
 		act.FailuresPerHour = append(act.FailuresPerHour, HourCount{Hour: firstHour.Add(time.Duration(i) * time.Hour)})
 	}
-	rows, err = pool.Query(ctx, `
-		SELECT hour, sum(n)::bigint FROM failed_pois_hourly_counts WHERE hour >= $1 GROUP BY 1`, firstHour)
+	perHour := `SELECT hour, sum(n)::bigint FROM failed_pois_hourly_counts WHERE hour >= $1 GROUP BY 1`
+	if repository != nil {
+		perHour = `SELECT date_trunc('hour', failed_at, 'UTC'), count(*) FROM ` + failedSince + ` GROUP BY 1`
+	}
+	rows, err = pool.Query(ctx, perHour, append([]any{firstHour}, args...)...)
 	if err != nil {
 		return nil, fmt.Errorf("error reading failures per hour: %w", err)
 	}

@@ -1,0 +1,107 @@
+package failed_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/relay-dev/relay/deadletter/failed"
+)
+
+// RepositoryStats counts one repository's rows as Stats counts them all;
+// Stats is unchanged by repositories.
+func TestRepositoryStats_CountsOneRepositorysRowsAsStatsCountsAll(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	b := setup(t)
+	b.seed(t, 60, 4, 3)
+	// A third of the rows move to repository alpha, with a class, a status
+	// and manual review of their own, and the oldest failure.
+	b.exec(t, `UPDATE failed_pois SET repository = 'alpha' WHERE id % 3 = 0`)
+	b.exec(t, `UPDATE failed_pois SET error_class = 'panic', failed_at = now() - interval '30 days' WHERE id = 3`)
+	b.exec(t, `UPDATE failed_pois SET manual_review_required = true WHERE id IN (6, 7)`)
+	_, err := b.store.Ignore(ctx, []int64{9, 15}, "noise", "tester")
+	require.NoError(t, err)
+	// A row in reprocessing whose job does not exist is stuck.
+	b.exec(t, `UPDATE failed_pois SET status = 'reprocessing', reprocess_job_id = 999999 WHERE id IN (12, 13)`)
+
+	counts := func(repo string) (map[failed.Status]int64, map[failed.ErrorClass]int64, int64) {
+		status, class := map[failed.Status]int64{}, map[failed.ErrorClass]int64{}
+		for _, s := range failed.Statuses() {
+			status[s] = 0
+		}
+		for _, c := range failed.Classes() {
+			class[c] = 0
+		}
+		rows, err := b.db.Pool.Query(ctx, `SELECT status, error_class, count(*) FROM failed_pois WHERE repository = $1 GROUP BY 1, 2`, repo)
+		require.NoError(t, err)
+		var total int64
+		for rows.Next() {
+			var s, c string
+			var n int64
+			require.NoError(t, rows.Scan(&s, &c, &n))
+			status[failed.Status(s)] += n
+			class[failed.ErrorClass(c)] += n
+			total += n
+		}
+		require.NoError(t, rows.Err())
+		return status, class, total
+	}
+
+	alpha, err := b.store.RepositoryStats(ctx, "alpha")
+	require.NoError(t, err)
+	def, err := b.store.RepositoryStats(ctx, "")
+	require.NoError(t, err)
+	all, err := b.store.Stats(ctx)
+	require.NoError(t, err)
+
+	status, class, total := counts("alpha")
+	require.Equal(t, int64(20), total)
+	require.Equal(t, total, alpha.Total)
+	require.Equal(t, status, alpha.Status)
+	require.Equal(t, class, alpha.Class)
+	require.Equal(t, int64(1), alpha.Class[failed.ErrorClass("panic")])
+	require.Equal(t, int64(2), alpha.Status[failed.StatusIgnored])
+	require.Equal(t, int64(1), alpha.Manual, "row 6 (row 7 is the default repository's)")
+	require.Equal(t, int64(1), alpha.Stuck, "row 12")
+	require.Equal(t, "alpha", *alpha.Repository)
+
+	status, class, total = counts("")
+	require.Equal(t, int64(40), total)
+	require.Equal(t, total, def.Total)
+	require.Equal(t, status, def.Status)
+	require.Equal(t, class, def.Class)
+	require.Equal(t, int64(1), def.Manual)
+	require.Equal(t, int64(1), def.Stuck, "row 13")
+	require.Equal(t, "", *def.Repository)
+
+	// Every row: the counts table's answer, and the two repositories'
+	// sums.
+	require.Nil(t, all.Repository)
+	require.Equal(t, alpha.Total+def.Total, all.Total)
+	for _, s := range failed.Statuses() {
+		require.Equal(t, alpha.Status[s]+def.Status[s], all.Status[s], s)
+	}
+	require.Equal(t, alpha.Manual+def.Manual, all.Manual)
+	require.Equal(t, alpha.Stuck+def.Stuck, all.Stuck)
+	require.Equal(t, alpha.Oldest, all.Oldest, "row 3, alpha's, is the oldest failure")
+	require.True(t, def.Oldest.After(alpha.Oldest))
+	require.Equal(t, all.Newest, maxTime(alpha.Newest, def.Newest))
+
+	// A repository without rows has zero counts and no times.
+	none, err := b.store.RepositoryStats(ctx, "none")
+	require.NoError(t, err)
+	require.Zero(t, none.Total)
+	require.Len(t, none.Status, len(failed.Statuses()))
+	require.True(t, none.Oldest.IsZero())
+	require.True(t, none.OldNew.IsZero())
+}
+
+func maxTime(a, b time.Time) time.Time {
+	if a.After(b) {
+		return a
+	}
+	return b
+}

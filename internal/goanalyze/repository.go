@@ -1,0 +1,65 @@
+package goanalyze
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+)
+
+// DefaultRepository is the repository `relay analyze` publishes dir's files
+// to when it is not told one: the module path of the go.mod of the module
+// that contains dir (the nearest go.mod in dir or above it), else the base
+// name of dir made absolute and clean.
+func DefaultRepository(dir string) (string, error) {
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return "", fmt.Errorf("error making %s absolute: %w", dir, err)
+	}
+	for d := abs; ; d = filepath.Dir(d) {
+		p := filepath.Join(d, "go.mod")
+		data, err := os.ReadFile(p)
+		switch {
+		case err == nil:
+			if path := modulePath(data); path != "" {
+				return path, nil
+			}
+			// A go.mod without a module line names no module: the go
+			// command refuses it, and the directory's name is used.
+			return filepath.Base(abs), nil
+		case !errors.Is(err, fs.ErrNotExist):
+			return "", fmt.Errorf("error reading %s: %w", p, err)
+		}
+		if parent := filepath.Dir(d); parent == d {
+			return filepath.Base(abs), nil
+		}
+	}
+}
+
+// modulePath returns the path of go.mod's module line, "" when there is
+// none (as golang.org/x/mod/modfile.ModulePath reads it: the first line
+// "module PATH", PATH perhaps quoted, comments left out).
+func modulePath(gomod []byte) string {
+	for line := range strings.Lines(string(gomod)) {
+		if i := strings.Index(line, "//"); i >= 0 {
+			line = line[:i]
+		}
+		rest, ok := strings.CutPrefix(strings.TrimSpace(line), "module")
+		if !ok || rest == "" || (rest[0] != ' ' && rest[0] != '\t' && rest[0] != '"' && rest[0] != '`') {
+			continue
+		}
+		rest = strings.TrimSpace(rest)
+		if rest != "" && (rest[0] == '"' || rest[0] == '`') {
+			unquoted, err := strconv.Unquote(rest)
+			if err != nil {
+				return ""
+			}
+			return unquoted
+		}
+		return rest
+	}
+	return ""
+}
