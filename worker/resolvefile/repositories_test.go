@@ -12,6 +12,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stretchr/testify/require"
 
+	"github.com/relay-dev/relay/internal/repositories"
 	"github.com/relay-dev/relay/internal/testdb"
 	"github.com/relay-dev/relay/outbox"
 )
@@ -121,6 +122,17 @@ func TestEndToEnd_RepositoriesResolveAsEachDoesAlone(t *testing.T) {
 			require.LessOrEqual(t, reresolved, testdb.Count(t, e.db.Pool,
 				`SELECT count(*) FROM poi_references WHERE repository = 'acme/a' AND key = 'late'`))
 			require.NotContains(t, relationshipsOf(t, e.db.Pool, "acme/a"), "f03.a CALLS f11.l @acme/a")
+
+			// Deleting acme/a leaves acme/b byte for byte the same.
+			before = repositoryRows(t, e.db.Pool, "acme/b")
+			del, err := repositories.New(e.db.Pool, e.client, testdb.Logger(t)).
+				Delete(context.Background(), "acme/a", repositories.Options{PurgeFailed: true, Actor: "test"})
+			require.NoError(t, err)
+			require.EqualValues(t, 12, del.Files)
+			waitDrained(t, e.db.Pool)
+			require.Empty(t, repositoryRows(t, e.db.Pool, "acme/a"))
+			require.Equal(t, before, repositoryRows(t, e.db.Pool, "acme/b"))
+			require.Equal(t, alone["acme/b"], relationshipsOf(t, e.db.Pool, "acme/b"))
 		})
 	}
 }
