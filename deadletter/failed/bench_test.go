@@ -43,7 +43,7 @@ func BenchmarkFailedPOIs(b *testing.B) {
 	_, err = tx.Exec(ctx, `
 		INSERT INTO failed_pois (original_job_id, file_id, poi_id, poi_index, failed_at, error_message, error_class,
 		                         error_signature, error_history, original_poi_data, status, reprocess_job_id,
-		                         manual_review_required)
+		                         manual_review_required, repository)
 		SELECT i / 50 + 1, 'src/pkg' || (i % 20000) / 100 || '/file' || i % 20000 || '.js', 'poi-' || i, i % 50,
 		       now() - make_interval(secs => i * 2.5),
 		       'resolver failed on ' || 'poi-' || i || ': cause ' || s || ' after ' || (i % 300) || ' ms',
@@ -57,7 +57,8 @@ func BenchmarkFailedPOIs(b *testing.B) {
 		       CASE WHEN i % 100 < 90 THEN 'new' WHEN i % 100 < 95 THEN 'reprocessed' WHEN i % 100 < 99 THEN 'ignored'
 		            ELSE 'reprocessing' END,
 		       CASE WHEN i % 100 = 99 THEN 1000000000 + i END,
-		       i % 1000 = 7
+		       i % 1000 = 7,
+		       CASE WHEN i % 10 = 0 THEN 'acme/small' ELSE 'acme/big' END
 		FROM generate_series(1, $1) AS i, LATERAL (SELECT floor(200 * power(random(), 3))::int AS s) AS sig`, n)
 	if err != nil {
 		b.Fatal(err)
@@ -87,6 +88,7 @@ func BenchmarkFailedPOIs(b *testing.B) {
 	if err := db.Pool.QueryRow(ctx, `SELECT error_signature FROM failed_pois GROUP BY 1 ORDER BY count(*) DESC LIMIT 1`).Scan(&topSig); err != nil {
 		b.Fatal(err)
 	}
+	big, small := "acme/big", "acme/small"
 	queries := []struct {
 		name string
 		fn   func() error
@@ -111,6 +113,14 @@ func BenchmarkFailedPOIs(b *testing.B) {
 			_, err := store.Analyze(ctx, failed.Filter{Since: time.Now().Add(-24 * time.Hour)}, 20)
 			return err
 		}},
+		// The rows are in two repositories: acme/big holds 90% of them.
+		{"list_first_page_repository", func() error {
+			_, err := store.List(ctx, failed.Filter{Status: failed.StatusNew, Repository: &big}, 50)
+			return err
+		}},
+		{"stats_repository", func() error { _, err := store.RepositoryStats(ctx, big); return err }},
+		{"analyze_repository", func() error { _, err := store.Analyze(ctx, failed.Filter{Repository: &big}, 20); return err }},
+		{"analyze_small_repository", func() error { _, err := store.Analyze(ctx, failed.Filter{Repository: &small}, 20); return err }},
 	}
 	for _, q := range queries {
 		b.Run(q.name, func(b *testing.B) {
@@ -123,36 +133,45 @@ func BenchmarkFailedPOIs(b *testing.B) {
 		})
 	}
 
-	b.Run("reprocess_100k", func(b *testing.B) {
-		inserter, err := worker.NewInsertClient(db.Pool, workerconfig.From(db.Config()), testdb.Logger(b))
+	for _, rc := range []struct {
+		name string
+		repo *string
+	}{{"reprocess_100k", nil}, {"reprocess_100k_repository", &big}} {
+		b.Run(rc.name, func(b *testing.B) { benchReprocess(ctx, b, db, rc.repo) })
+	}
+}
+
+// benchReprocess reprocesses 100,000 new rows (of repo, when set) per
+// iteration.
+func benchReprocess(ctx context.Context, b *testing.B, db *testdb.DB, repo *string) {
+	inserter, err := worker.NewInsertClient(db.Pool, workerconfig.From(db.Config()), testdb.Logger(b))
+	if err != nil {
+		b.Fatal(err)
+	}
+	r := failed.NewReprocessor(db.Pool, inserter, nil, nil)
+	const rows = 100_000
+	var total time.Duration
+	for i := 0; i < b.N; i++ {
+		b.StopTimer()
+		// Put the previous iteration's rows back, off the clock.
+		if _, err := db.Pool.Exec(ctx, `
+			UPDATE failed_pois SET status = 'new', reprocess_job_id = NULL, reprocess_requested_at = NULL
+			WHERE status = 'reprocessing' AND reprocess_job_id < 1000000000`); err != nil {
+			b.Fatal(err)
+		}
+		if _, err := db.Pool.Exec(ctx, `TRUNCATE river_job`); err != nil {
+			b.Fatal(err)
+		}
+		b.StartTimer()
+		t := time.Now()
+		res, err := r.Run(ctx, failed.Selection{Filter: failed.Filter{Status: failed.StatusNew, Repository: repo}, Limit: rows}, "bench", nil)
 		if err != nil {
 			b.Fatal(err)
 		}
-		r := failed.NewReprocessor(db.Pool, inserter, nil, nil)
-		const rows = 100_000
-		var total time.Duration
-		for i := 0; i < b.N; i++ {
-			b.StopTimer()
-			// Put the previous iteration's rows back, off the clock.
-			if _, err := db.Pool.Exec(ctx, `
-				UPDATE failed_pois SET status = 'new', reprocess_job_id = NULL, reprocess_requested_at = NULL
-				WHERE status = 'reprocessing' AND reprocess_job_id < 1000000000`); err != nil {
-				b.Fatal(err)
-			}
-			if _, err := db.Pool.Exec(ctx, `TRUNCATE river_job`); err != nil {
-				b.Fatal(err)
-			}
-			b.StartTimer()
-			t := time.Now()
-			res, err := r.Run(ctx, failed.Selection{Filter: failed.Filter{Status: failed.StatusNew}, Limit: rows}, "bench", nil)
-			if err != nil {
-				b.Fatal(err)
-			}
-			total += time.Since(t)
-			if res.Rows != rows {
-				b.Fatalf("reprocessed %d rows, want %d", res.Rows, rows)
-			}
+		total += time.Since(t)
+		if res.Rows != rows {
+			b.Fatalf("reprocessed %d rows, want %d", res.Rows, rows)
 		}
-		b.ReportMetric(float64(rows*b.N)/total.Seconds(), "rows/s")
-	})
+	}
+	b.ReportMetric(float64(rows*b.N)/total.Seconds(), "rows/s")
 }
