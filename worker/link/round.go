@@ -384,18 +384,25 @@ func readChanged(ctx context.Context, tx pgx.Tx, done []row, own map[refKey]stor
 	b := &pgx.Batch{}
 	seen := map[refKey]bool{}
 	var out []stored
-	read := func(rows pgx.Rows) error {
-		var s stored
-		_, err := pgx.ForEachRow(rows, []any{&s.repo, &s.src, &s.file, &s.name, &s.typ, &s.target, &s.targetRepo}, func() error {
-			k := s.key()
-			if _, mine := own[k]; !mine && !seen[k] {
-				seen[k] = true
-				out = append(out, s)
-			}
-			return nil
-		})
-		return err
+	// readIn reads the references of repo (nil: of every repository).
+	readIn := func(repo *string) func(pgx.Rows) error {
+		return func(rows pgx.Rows) error {
+			var s stored
+			_, err := pgx.ForEachRow(rows, []any{&s.repo, &s.src, &s.file, &s.name, &s.typ, &s.target, &s.targetRepo}, func() error {
+				if repo != nil && s.repo != *repo {
+					return nil
+				}
+				k := s.key()
+				if _, mine := own[k]; !mine && !seen[k] {
+					seen[k] = true
+					out = append(out, s)
+				}
+				return nil
+			})
+			return err
+		}
 	}
+	read := readIn(nil)
 	repos, names := make([]string, len(keys)), make([]string, len(keys))
 	var symbols []string
 	var symbolBounds []int64
@@ -422,15 +429,18 @@ func readChanged(ctx context.Context, tx pgx.Tx, done []row, own map[refKey]stor
 			symbols, symbolBounds).Query(read)
 	}
 	// One statement per dependsChunk keys of a repository, each bounded by
-	// its latest round.
+	// its latest round. The repository is not a condition of the statement:
+	// the planner would scan the primary key's entries of the whole
+	// repository beside the GIN index (a BitmapAnd); the rows of other
+	// repositories are left out as they are read.
 	for i := 0; i < len(keys); {
 		j := i + 1
 		for j < len(keys) && j-i < dependsChunk && keys[j].repo == keys[i].repo {
 			j++
 		}
 		b.Queue(`SELECT repository, source_poi_id, source_file_id, name, type, target_poi_id, target_repository FROM poi_references
-			WHERE depends && $1::text[] AND depends IS NOT NULL AND repository = $3 AND resolved_round <= $2`,
-			names[i:j], slices.Max(bounds[i:j]), keys[i].repo).Query(read)
+			WHERE depends && $1::text[] AND depends IS NOT NULL AND resolved_round <= $2`,
+			names[i:j], slices.Max(bounds[i:j])).Query(readIn(&keys[i].repo))
 		i = j
 	}
 	if err := tx.SendBatch(ctx, b).Close(); err != nil {
