@@ -28,8 +28,9 @@ const (
 	ActionPurge = "purge"
 )
 
-// insertEventTx records one audit event and returns its id.
-func insertEventTx(ctx context.Context, tx pgx.Tx, actor, action string, count int64, details map[string]any) (int64, error) {
+// InsertEventTx records one audit event on failed_pois in tx and returns
+// its id; details is encoded as JSON.
+func InsertEventTx(ctx context.Context, tx pgx.Tx, actor, action string, count int64, details any) (int64, error) {
 	d, err := json.Marshal(details)
 	if err != nil {
 		return 0, fmt.Errorf("error encoding audit details: %w", err)

@@ -244,7 +244,7 @@ func (r *Reprocessor) Run(ctx context.Context, sel Selection, actor string, prog
 	}
 	err := pgx.BeginFunc(ctx, r.pool, func(tx pgx.Tx) error {
 		var err error
-		res.EventID, err = insertEventTx(ctx, tx, actor, ActionReprocess, 0, details)
+		res.EventID, err = InsertEventTx(ctx, tx, actor, ActionReprocess, 0, details)
 		return err
 	})
 	if err != nil {

@@ -141,7 +141,7 @@ func RecordReprocessOutcomesTx(ctx context.Context, tx pgx.Tx, jobID int64, file
 		return sum, fmt.Errorf("error recording reprocess outcomes of job %d: %w", jobID, err)
 	}
 	sum.Skipped = len(outcomes) - sum.Reprocessed - sum.FailedAgain
-	_, err := insertEventTx(ctx, tx, deadletter.WorkerActor, ActionReprocessOutcome, int64(sum.Reprocessed+sum.FailedAgain), map[string]any{
+	_, err := InsertEventTx(ctx, tx, deadletter.WorkerActor, ActionReprocessOutcome, int64(sum.Reprocessed+sum.FailedAgain), map[string]any{
 		"job_id": jobID, "file_id": fileID, "reprocessed": sum.Reprocessed, "failed_again": sum.FailedAgain,
 		"manual_review": sum.ManualReview, "skipped": sum.Skipped,
 	})

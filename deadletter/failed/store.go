@@ -786,7 +786,7 @@ func (s *Store) Ignore(ctx context.Context, ids []int64, reason, actor string) (
 			WHERE id = ANY($1)`, res.Ignored, deadletter.Text(reason)); err != nil {
 			return err
 		}
-		_, err = insertEventTx(ctx, tx, actor, ActionIgnore, int64(len(res.Ignored)),
+		_, err = InsertEventTx(ctx, tx, actor, ActionIgnore, int64(len(res.Ignored)),
 			map[string]any{"ids": res.Ignored, "reason": deadletter.Text(reason)})
 		return err
 	})
@@ -889,7 +889,7 @@ func (s *Store) Purge(ctx context.Context, p PurgeFilter, actor string) (int64, 
 	}
 	var event int64
 	err = pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
-		event, err = insertEventTx(ctx, tx, actor, ActionPurge, 0, details)
+		event, err = InsertEventTx(ctx, tx, actor, ActionPurge, 0, details)
 		return err
 	})
 	if err != nil {

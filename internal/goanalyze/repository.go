@@ -6,8 +6,8 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"strconv"
-	"strings"
+
+	"golang.org/x/mod/modfile"
 )
 
 // DefaultRepository is the repository `relay analyze` publishes dir's files
@@ -24,7 +24,7 @@ func DefaultRepository(dir string) (string, error) {
 		data, err := os.ReadFile(p)
 		switch {
 		case err == nil:
-			if path := modulePath(data); path != "" {
+			if path := modfile.ModulePath(data); path != "" {
 				return path, nil
 			}
 			// A go.mod without a module line names no module: the go
@@ -37,29 +37,4 @@ func DefaultRepository(dir string) (string, error) {
 			return filepath.Base(abs), nil
 		}
 	}
-}
-
-// modulePath returns the path of go.mod's module line, "" when there is
-// none (as golang.org/x/mod/modfile.ModulePath reads it: the first line
-// "module PATH", PATH perhaps quoted, comments left out).
-func modulePath(gomod []byte) string {
-	for line := range strings.Lines(string(gomod)) {
-		if i := strings.Index(line, "//"); i >= 0 {
-			line = line[:i]
-		}
-		rest, ok := strings.CutPrefix(strings.TrimSpace(line), "module")
-		if !ok || rest == "" || (rest[0] != ' ' && rest[0] != '\t' && rest[0] != '"' && rest[0] != '`') {
-			continue
-		}
-		rest = strings.TrimSpace(rest)
-		if rest != "" && (rest[0] == '"' || rest[0] == '`') {
-			unquoted, err := strconv.Unquote(rest)
-			if err != nil {
-				return ""
-			}
-			return unquoted
-		}
-		return rest
-	}
-	return ""
 }

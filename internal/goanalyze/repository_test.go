@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
+	"golang.org/x/mod/modfile"
 )
 
 func TestModulePath(t *testing.T) {
@@ -20,7 +21,7 @@ func TestModulePath(t *testing.T) {
 		{"go 1.22\n", ""},
 		{"", ""},
 	} {
-		require.Equal(t, tc.want, modulePath([]byte(tc.gomod)), "%q", tc.gomod)
+		require.Equal(t, tc.want, modfile.ModulePath([]byte(tc.gomod)), "%q", tc.gomod)
 	}
 }
 

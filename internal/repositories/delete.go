@@ -2,7 +2,6 @@ package repositories
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -13,6 +12,7 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/relay-dev/relay/deadletter"
+	"github.com/relay-dev/relay/deadletter/failed"
 	"github.com/relay-dev/relay/resolver"
 	"github.com/relay-dev/relay/worker/link"
 )
@@ -300,24 +300,12 @@ func (s *Store) deleteTx(ctx context.Context, name string, opts Options) (*Delet
 
 // insertEvent records the delete's audit event and returns its id.
 func insertEvent(ctx context.Context, tx pgx.Tx, opts Options, d *Deleted) (int64, error) {
-	details, err := json.Marshal(struct {
-		*Deleted
-		PurgeFailed bool `json:"purge_failed"`
-	}{d, opts.PurgeFailed})
-	if err != nil {
-		return 0, fmt.Errorf("error encoding audit details: %w", err)
-	}
 	actor := strings.TrimSpace(opts.Actor)
 	if actor == "" {
 		actor = deadletter.DefaultActor()
 	}
-	var id int64
-	err = tx.QueryRow(ctx, `
-		INSERT INTO dead_letter_events (actor, action, target, item_count, details)
-		VALUES ($1, $2, 'failed_pois', $3, $4::jsonb) RETURNING id`,
-		deadletter.Text(actor), ActionDelete, d.FailedPOIs, string(details)).Scan(&id)
-	if err != nil {
-		return 0, fmt.Errorf("error recording the %s audit event: %w", ActionDelete, err)
-	}
-	return id, nil
+	return failed.InsertEventTx(ctx, tx, actor, ActionDelete, d.FailedPOIs, struct {
+		*Deleted
+		PurgeFailed bool `json:"purge_failed"`
+	}{d, opts.PurgeFailed})
 }

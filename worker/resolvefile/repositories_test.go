@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"slices"
-	"strconv"
 	"testing"
 	"time"
 
@@ -104,7 +103,7 @@ func TestEndToEnd_RepositoriesResolveAsEachDoesAlone(t *testing.T) {
 				require.Equal(t, alone[repo], relationshipsOf(t, e.db.Pool, repo), repo)
 				// The distinct failures: the re-publish fails its bad POI again.
 				require.Equal(t, failedAlone[repo], testdb.Count(t, e.db.Pool,
-					`SELECT count(DISTINCT (file_id, poi_id, error_signature)) FROM failed_pois WHERE repository = '`+repo+`'`), repo)
+					`SELECT count(DISTINCT (file_id, poi_id, error_signature)) FROM failed_pois WHERE repository = $1`, repo), repo)
 			}
 
 			// acme/a changes the names acme/b's references look up: not one
@@ -116,8 +115,7 @@ func TestEndToEnd_RepositoriesResolveAsEachDoesAlone(t *testing.T) {
 			require.Equal(t, before, repositoryRows(t, e.db.Pool, "acme/b"))
 			// Only acme/a's references to late() were resolved again (acme/b
 			// has as many).
-			reresolved := testdb.Count(t, e.db.Pool, `SELECT coalesce(sum(reresolved), 0) FROM link_rounds WHERE id > `+
-				strconv.Itoa(lastRound))
+			reresolved := testdb.Count(t, e.db.Pool, `SELECT coalesce(sum(reresolved), 0) FROM link_rounds WHERE id > $1`, lastRound)
 			require.Positive(t, reresolved)
 			require.LessOrEqual(t, reresolved, testdb.Count(t, e.db.Pool,
 				`SELECT count(*) FROM poi_references WHERE repository = 'acme/a' AND key = 'late'`))
