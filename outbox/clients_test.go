@@ -67,7 +67,7 @@ func resolveAll(t *testing.T, db *testdb.DB) {
 	cfg := workerconfig.From(db.Config())
 	client, err := worker.NewClient(db.Pool, cfg, testdb.Logger(t), nil)
 	require.NoError(t, err)
-	require.NoError(t, worker.RunUntilIdle(ctx, client, worker.NewDrainer(db.Pool, client, cfg, testdb.Logger(t)), db.Pool, testdb.Logger(t), nil))
+	require.NoError(t, worker.RunUntilIdle(ctx, client, worker.NewDrainer(db.Pool, client, cfg, testdb.Logger(t)), nil, db.Pool, testdb.Logger(t), nil))
 }
 
 // TestSQLPublish_RealClients publishes a real source tree's analyses

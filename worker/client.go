@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"log/slog"
 	"slices"
+	"sync/atomic"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -186,13 +187,15 @@ func NewDrainer(pool *pgxpool.Pool, client *river.Client[pgx.Tx], cfg *Config, l
 // both once no analysis is queued and the resolve and MapReduce queues are
 // idle (WaitIdle; with drain nil, as for a process that works only the
 // MapReduce queue, queued analyses are not waited for); then it captures any discarded batches and MapReduce
-// items. It returns early, with ctx's error, if ctx ends first.
-func RunUntilIdle(ctx context.Context, client *river.Client[pgx.Tx], drain *outbox.Drainer, pool *pgxpool.Pool, logger *slog.Logger, progress func(Progress)) error {
+// items. It returns early, with ctx's error, if ctx ends first. It records
+// its client's state in state (none when nil).
+func RunUntilIdle(ctx context.Context, client *river.Client[pgx.Tx], drain *outbox.Drainer, state *ClientState, pool *pgxpool.Pool, logger *slog.Logger, progress func(Progress)) error {
 	// Jobs must not inherit ctx: cancelling it (SIGTERM) starts a graceful
 	// stop below instead of cancelling in-flight batches at once.
 	if err := client.Start(context.WithoutCancel(ctx)); err != nil {
 		return fmt.Errorf("error starting River client: %w", err)
 	}
+	state.started(client.Stopped())
 	stopDrain := startDrain(ctx, drain)
 	err := waitIdle(ctx, pool, progress, drain != nil)
 	stopDrain()
@@ -327,10 +330,14 @@ func QueueProgress(ctx context.Context, pool *pgxpool.Pool) (Progress, error) {
 // works until ctx ends (SIGINT/SIGTERM), then stops gracefully: the drain
 // first, then the client: no new fetches, in-flight batches get the client's soft stop
 // timeout to finish before their contexts are cancelled.
-func Run(ctx context.Context, client *river.Client[pgx.Tx], drain *outbox.Drainer, logger *slog.Logger) error {
+//
+// Run records its client's state in state (none when nil) for readers on
+// other goroutines, such as a health check.
+func Run(ctx context.Context, client *river.Client[pgx.Tx], drain *outbox.Drainer, state *ClientState, logger *slog.Logger) error {
 	if err := client.Start(context.WithoutCancel(ctx)); err != nil {
 		return fmt.Errorf("error starting River client: %w", err)
 	}
+	state.started(client.Stopped())
 	stopDrain := startDrain(ctx, drain)
 	<-ctx.Done()
 	stopDrain()
@@ -347,4 +354,32 @@ func Run(ctx context.Context, client *river.Client[pgx.Tx], drain *outbox.Draine
 	}
 	logger.Info("worker stopped")
 	return nil
+}
+
+// ClientState tells whether a client that Run started is working: from the
+// end of its Start until it has stopped. It is safe for concurrent use, which
+// River's Client.Stopped is not while Start runs. The zero value reports a
+// client not started yet.
+type ClientState struct {
+	stopped atomic.Pointer[<-chan struct{}]
+}
+
+func (s *ClientState) started(stopped <-chan struct{}) {
+	if s != nil {
+		s.stopped.Store(&stopped)
+	}
+}
+
+// Running reports whether the client has started and not yet stopped.
+func (s *ClientState) Running() bool {
+	p := s.stopped.Load()
+	if p == nil {
+		return false
+	}
+	select {
+	case <-*p:
+		return false
+	default:
+		return true
+	}
 }

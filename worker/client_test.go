@@ -91,11 +91,40 @@ func TestNewClient_RiverStatementsRunOnTheRiverPool(t *testing.T) {
 			json.RawMessage(`{"id": "bad", "name": 7}`)}})
 		return err
 	}))
-	require.NoError(t, worker.RunUntilIdle(ctx, client, nil, db.Pool, testdb.Logger(t), nil))
+	require.NoError(t, worker.RunUntilIdle(ctx, client, nil, nil, db.Pool, testdb.Logger(t), nil))
 
 	rows, err := db.Pool.Query(ctx, `SELECT DISTINCT what || ' ' || setting FROM seen_sync ORDER BY 1`)
 	require.NoError(t, err)
 	seen, err := pgx.CollectRows(rows, pgx.RowTo[string])
 	require.NoError(t, err)
 	require.Equal(t, []string{"completion on", "failed_pois on", "fetch off", "references on"}, seen)
+}
+
+// A ClientState reports its client running from the end of Start until the
+// client has stopped; it is read from the progress callback, which runs on
+// another goroutine than River's own, with the race detector watching.
+func TestClientState_RunningWhileTheClientWorks(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	db := testdb.New(t)
+	client, err := worker.NewClient(db.Pool, workerconfig.From(db.Config()), testdb.Logger(t), &worker.Options{Queues: []string{outbox.QueueResolve}})
+	require.NoError(t, err)
+
+	var state worker.ClientState
+	require.False(t, state.Running(), "before Start")
+	seen := make(chan bool, 16)
+	require.NoError(t, worker.RunUntilIdle(ctx, client, nil, &state, db.Pool, testdb.Logger(t), func(worker.Progress) {
+		select {
+		case seen <- state.Running():
+		default:
+		}
+	}))
+	close(seen)
+	var reads int
+	for running := range seen {
+		reads++
+		require.True(t, running, "while the client works")
+	}
+	require.Positive(t, reads)
+	require.False(t, state.Running(), "after the client stopped")
 }

@@ -45,7 +45,7 @@ func TestResolveFileWorker_ExhaustedBatchIsCapturedDurably(t *testing.T) {
 		return err
 	}))
 
-	require.NoError(t, worker.RunUntilIdle(ctx, client, nil, db.Pool, testdb.Logger(t), nil))
+	require.NoError(t, worker.RunUntilIdle(ctx, client, nil, nil, db.Pool, testdb.Logger(t), nil))
 	require.Equal(t, 1, testdb.Count(t, db.Pool, `SELECT count(*) FROM river_job WHERE id = $1 AND state = 'discarded'`, jobID))
 
 	var (
@@ -69,7 +69,7 @@ func TestResolveFileWorker_ExhaustedBatchIsCapturedDurably(t *testing.T) {
 	require.Equal(t, 1, testdb.Count(t, db.Pool, `SELECT count(*) FROM dead_letter_events WHERE action = 'item_added'`))
 
 	// Sweeping again captures nothing twice.
-	require.NoError(t, worker.RunUntilIdle(ctx, client, nil, db.Pool, testdb.Logger(t), nil))
+	require.NoError(t, worker.RunUntilIdle(ctx, client, nil, nil, db.Pool, testdb.Logger(t), nil))
 	require.Equal(t, 1, testdb.Count(t, db.Pool, `SELECT count(*) FROM dead_lettered_items`))
 }
 

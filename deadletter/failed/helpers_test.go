@@ -71,7 +71,7 @@ func (b *bundle) work(t *testing.T) {
 	require.NoError(t, err)
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
-	require.NoError(t, worker.RunUntilIdle(ctx, client, nil, b.db.Pool, logger, nil))
+	require.NoError(t, worker.RunUntilIdle(ctx, client, nil, nil, b.db.Pool, logger, nil))
 }
 
 func (b *bundle) count(t *testing.T, sql string, args ...any) int {

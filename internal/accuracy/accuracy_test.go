@@ -49,7 +49,7 @@ func TestResolve_EqualsDatabasePath(t *testing.T) {
 			require.NoError(t, err)
 			require.Empty(t, sum.Rejected)
 			require.Empty(t, sum.Warnings)
-			require.NoError(t, worker.RunUntilIdle(ctx, client, nil, db.Pool, testdb.Logger(t), nil))
+			require.NoError(t, worker.RunUntilIdle(ctx, client, nil, nil, db.Pool, testdb.Logger(t), nil))
 
 			rows, err := db.Pool.Query(ctx, `SELECT source_poi_id || ' ' || type || ' ' || target_poi_id FROM relationships ORDER BY 1`)
 			require.NoError(t, err)

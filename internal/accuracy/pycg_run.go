@@ -248,7 +248,7 @@ func publishAndWork(ctx context.Context, opts PyCGOptions, files []outbox.Analys
 	}); err != nil {
 		return nil, 0, err
 	}
-	if err := worker.RunUntilIdle(ctx, client, nil, db.Pool, opts.Logger, nil); err != nil {
+	if err := worker.RunUntilIdle(ctx, client, nil, nil, db.Pool, opts.Logger, nil); err != nil {
 		return nil, 0, err
 	}
 	var failed int

@@ -199,7 +199,7 @@ func (b *bench) work(ctx context.Context, wcfg *worker.Config, res *RunResult) e
 		return err
 	}
 	start := time.Now()
-	if err := worker.RunUntilIdle(ctx, client, worker.NewDrainer(b.pool, client, wcfg, b.cfg.Logger), b.pool, b.cfg.Logger, b.workProgress()); err != nil {
+	if err := worker.RunUntilIdle(ctx, client, worker.NewDrainer(b.pool, client, wcfg, b.cfg.Logger), nil, b.pool, b.cfg.Logger, b.workProgress()); err != nil {
 		return err
 	}
 	res.WorkSeconds = time.Since(start).Seconds()

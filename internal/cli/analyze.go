@@ -148,7 +148,7 @@ then resolves every batch, as 'relay worker --until-idle' would.`,
 				}
 				start := time.Now()
 				if err := a.announced(ctx, pool, client, func(ctx context.Context) error {
-					return worker.RunUntilIdle(ctx, client, worker.NewDrainer(pool, client, wcfg, a.logger), pool, a.logger, nil)
+					return worker.RunUntilIdle(ctx, client, worker.NewDrainer(pool, client, wcfg, a.logger), nil, pool, a.logger, nil)
 				}); err != nil {
 					return err
 				}

@@ -171,7 +171,7 @@ func runDemo(ctx context.Context, a *app, throwaway bool) error {
 		return err
 	}
 	if err := a.announced(ctx, pool, client, func(ctx context.Context) error {
-		return worker.RunUntilIdle(ctx, client, worker.NewDrainer(pool, client, wcfg, a.logger), pool, a.logger, nil)
+		return worker.RunUntilIdle(ctx, client, worker.NewDrainer(pool, client, wcfg, a.logger), nil, pool, a.logger, nil)
 	}); err != nil {
 		return err
 	}

@@ -97,6 +97,7 @@ starts, but fails every MapReduce item it takes without running the agent
 				return err
 			}
 			drain := worker.NewDrainer(pool, client, wcfg, a.logger)
+			var state worker.ClientState
 			if a.cfg.HTTPAddr != "" {
 				health := ops.NewHealth(ops.HealthConfig{
 					Pool:     pool,
@@ -109,18 +110,7 @@ starts, but fails every MapReduce item it takes without running the agent
 						defer m.Close()
 						return m.Pending(ctx)
 					},
-					RiverRunning: func() bool {
-						stopped := client.Stopped()
-						if stopped == nil {
-							return false
-						}
-						select {
-						case <-stopped:
-							return false
-						default:
-							return true
-						}
-					},
+					RiverRunning:         state.Running,
 					MaxNewFailedPOIs:     int64(a.cfg.HealthMaxNewFailedPOIs),
 					MaxDeadLetteredItems: int64(a.cfg.HealthMaxDeadLetteredItems),
 					Metrics:              metrics,
@@ -157,7 +147,7 @@ starts, but fails every MapReduce item it takes without running the agent
 			start := time.Now()
 			if untilIdle {
 				err := a.announced(ctx, pool, client, func(ctx context.Context) error {
-					return worker.RunUntilIdle(ctx, client, drain, pool, a.logger, nil)
+					return worker.RunUntilIdle(ctx, client, drain, &state, pool, a.logger, nil)
 				})
 				if errors.Is(err, liveness.ErrLeaseLost) || (err != nil && ctx.Err() == nil) {
 					return err
@@ -172,7 +162,7 @@ starts, but fails every MapReduce item it takes without running the agent
 			a.logger.InfoContext(ctx, "worker started", slog.Int("concurrency", a.cfg.WorkerConcurrency),
 				slog.Duration("rescue_stuck_jobs_after", a.cfg.RescueStuckJobsAfter))
 			return a.announced(ctx, pool, client, func(ctx context.Context) error {
-				return worker.Run(ctx, client, drain, a.logger)
+				return worker.Run(ctx, client, drain, &state, a.logger)
 			})
 		},
 	}

@@ -115,7 +115,7 @@ func (f *fixture) work(t *testing.T) {
 	require.NoError(t, err)
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
-	require.NoError(t, worker.RunUntilIdle(ctx, client, nil, f.db.Pool, logger, nil))
+	require.NoError(t, worker.RunUntilIdle(ctx, client, nil, nil, f.db.Pool, logger, nil))
 }
 
 // seedDeadLettered registers MapReduce job jobID (agent "true") with

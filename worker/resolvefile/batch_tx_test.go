@@ -40,7 +40,7 @@ func TestLinker_KeepsNoSessionState(t *testing.T) {
 			fn("s1", "s", "src/s.js", "function s() { t(); }"), fn("t1", "t", "src/s.js", "function t() {}")}})
 		return err
 	}))
-	require.NoError(t, worker.RunUntilIdle(ctx, client, nil, db.Pool, testdb.Logger(t), nil))
+	require.NoError(t, worker.RunUntilIdle(ctx, client, nil, nil, db.Pool, testdb.Logger(t), nil))
 
 	var planCacheMode, appName, poolAppName string
 	require.NoError(t, db.Pool.QueryRow(ctx, `SELECT plan_cache_mode, application_name FROM seen`).
@@ -76,7 +76,7 @@ func TestResolveFileWorker_ReferencesStoredByAReprocessAreTakenOverOnAPool(t *te
 			VALUES ('m1', 'src/m.js', 'two', 'two', 'CALLS')`)
 		return err
 	}))
-	require.NoError(t, worker.RunUntilIdle(ctx, client, nil, db.Pool, testdb.Logger(t), nil))
+	require.NoError(t, worker.RunUntilIdle(ctx, client, nil, nil, db.Pool, testdb.Logger(t), nil))
 
 	require.Equal(t, 1, testdb.Count(t, db.Pool, `SELECT count(*) FROM relationships WHERE source_poi_id = 'm1' AND target_poi_id = 'm2'`))
 	require.Equal(t, 2, testdb.Count(t, db.Pool, `SELECT count(*) FROM poi_references WHERE source_poi_id = 'm1'`))

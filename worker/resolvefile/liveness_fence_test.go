@@ -51,7 +51,7 @@ func TestResolveFileWorker_BatchOfAReturnedJobDoesNotCommit(t *testing.T) {
 			fn("f1", "one", "src/f.js", "function one() { return two(); }"), fn("f2", "two", "src/f.js", "function two() {}")}})
 		return err
 	}))
-	require.NoError(t, worker.RunUntilIdle(ctx, client, nil, db.Pool, testdb.Logger(t), nil))
+	require.NoError(t, worker.RunUntilIdle(ctx, client, nil, nil, db.Pool, testdb.Logger(t), nil))
 
 	require.Equal(t, 1, testdb.Count(t, db.Pool, `SELECT count(*) FROM commits`), "one attempt's references committed")
 	require.Equal(t, 1, testdb.Count(t, db.Pool, `SELECT count(*) FROM relationships WHERE source_poi_id = 'f1' AND target_poi_id = 'f2'`))

@@ -38,12 +38,12 @@ func TestLinker_ReferenceLinkedWithoutAConcurrentPublishOfItsTargetIsResolvedAga
 	defer func() { _ = open.Rollback(ctx) }()
 	_, err = e.pub.PublishTx(ctx, open, outbox.Analysis{FileID: "src/target.js", POIs: pois(fn("t1", "target", "src/target.js", "function target() {}"))})
 	require.NoError(t, err)
-	require.NoError(t, worker.RunUntilIdle(ctx, e.client, nil, db.Pool, testdb.Logger(t), nil))
+	require.NoError(t, worker.RunUntilIdle(ctx, e.client, nil, nil, db.Pool, testdb.Logger(t), nil))
 	require.Equal(t, 1, testdb.Count(t, db.Pool, `SELECT count(*) FROM poi_references WHERE source_poi_id = 'c1' AND target_poi_id IS NULL`),
 		"the caller was linked without the open publish")
 
 	require.NoError(t, open.Commit(ctx))
 	e = newClient()
-	require.NoError(t, worker.RunUntilIdle(ctx, e.client, nil, db.Pool, testdb.Logger(t), nil))
+	require.NoError(t, worker.RunUntilIdle(ctx, e.client, nil, nil, db.Pool, testdb.Logger(t), nil))
 	require.Contains(t, relationships(t, db.Pool), "c1 CALLS t1", "the reference linked without its target's publish was not resolved again")
 }

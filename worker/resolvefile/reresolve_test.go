@@ -93,26 +93,26 @@ func TestLinker_ReresolvesOnlyReferencesLinkedBeforeANameTheyLookUpChanged(t *te
 	// the linker finds both in link_queue and resolves the call once.
 	e.publish(t, outbox.Analysis{FileID: "src/c.js", POIs: pois(fn("c.c", "c", "src/c.js", "function c() { late2(); }"))})
 	e.publish(t, outbox.Analysis{FileID: "src/d.js", POIs: pois(fn("d.l", "late2", "src/d.js", "function late2() {}"))})
-	require.NoError(t, worker.RunUntilIdle(context.Background(), client, nil, db.Pool, testdb.Logger(t), nil))
+	require.NoError(t, worker.RunUntilIdle(context.Background(), client, nil, nil, db.Pool, testdb.Logger(t), nil))
 	require.Zero(t, reresolvedIn(obs.since(t, 0, "src/d.js")), "a reference linked with its callee was resolved again")
 	require.Contains(t, relationships(t, db.Pool), "c.c CALLS d.l")
 
 	// The caller is linked before the callee exists: late is unknown, and
 	// the callee's publish must have the stored reference resolved again.
 	e.publish(t, outbox.Analysis{FileID: "src/a.js", POIs: pois(fn("a.a", "a", "src/a.js", "function a() { late(); }"))})
-	require.NoError(t, worker.RunUntilIdle(context.Background(), client, nil, db.Pool, testdb.Logger(t), nil))
+	require.NoError(t, worker.RunUntilIdle(context.Background(), client, nil, nil, db.Pool, testdb.Logger(t), nil))
 	n := obs.count()
 	require.NotContains(t, relationships(t, db.Pool), "a.a CALLS b.l")
 
 	e.publish(t, outbox.Analysis{FileID: "src/b.js", POIs: pois(fn("b.l", "late", "src/b.js", "function late() {}"))})
-	require.NoError(t, worker.RunUntilIdle(context.Background(), client, nil, db.Pool, testdb.Logger(t), nil))
+	require.NoError(t, worker.RunUntilIdle(context.Background(), client, nil, nil, db.Pool, testdb.Logger(t), nil))
 	require.Equal(t, 1, reresolvedIn(obs.since(t, n, "src/b.js")), "the reference linked before the callee was not resolved again")
 	require.Contains(t, relationships(t, db.Pool), "a.a CALLS b.l")
 
 	// Moving the callee resolves the caller again, to the new POI.
 	n = obs.count()
 	e.publish(t, outbox.Analysis{FileID: "src/b.js", POIs: pois(fn("b.l2", "late", "src/b.js", "function late() { /* moved */ }"))})
-	require.NoError(t, worker.RunUntilIdle(context.Background(), client, nil, db.Pool, testdb.Logger(t), nil))
+	require.NoError(t, worker.RunUntilIdle(context.Background(), client, nil, nil, db.Pool, testdb.Logger(t), nil))
 	require.Equal(t, 1, reresolvedIn(obs.since(t, n, "src/b.js")))
 	rels := relationships(t, db.Pool)
 	require.Contains(t, rels, "a.a CALLS b.l2")
