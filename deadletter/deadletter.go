@@ -41,8 +41,8 @@ func ExportPageSize(limit, n int64) int64 {
 	return exportPage
 }
 
-// CompactCounts folds the delta rows of failed_pois_counts (per status and
-// error class), failed_pois_signature_counts (per signature, class and
+// CompactCounts folds the delta rows of failed_pois_counts (per repository,
+// status and error class), failed_pois_signature_counts (per signature, class and
 // status), failed_pois_hourly_counts (per hour and status) and
 // dead_lettered_items_counts (per job), which statement triggers append on
 // every write to failed_pois and dead_lettered_items, into one row per
@@ -53,7 +53,7 @@ func ExportPageSize(limit, n int64) int64 {
 func CompactCounts(ctx context.Context, pool *pgxpool.Pool) (int64, error) {
 	var total int64
 	for _, c := range []struct{ table, groups string }{
-		{"failed_pois_counts", "status, error_class"},
+		{"failed_pois_counts", "repository, status, error_class"},
 		{"failed_pois_signature_counts", "error_signature, error_class, status"},
 		{"failed_pois_hourly_counts", "hour, status"},
 		{"dead_lettered_items_counts", "job_id"},

@@ -182,6 +182,10 @@ var DownEffects = map[int64]DownEffect{
 			"with them, its POIs and references, and its queued work; failed_pois and rejected_analyses keep " +
 			"their rows without the repository",
 	},
+	25: {
+		DropsDerivedColumns: []string{"failed_pois_counts.repository"},
+		Note:                "failed_pois_counts counts by status and class only; no data lost",
+	},
 }
 
 // DownEffectOf returns what rolling back version destroys. A version

@@ -15,7 +15,7 @@ import (
 
 // groups counts failed_pois by status and class the slow way, for
 // comparison with Stats, which reads failed_pois_counts.
-func groups(t *testing.T, b *bundle) (map[failed.Status]int64, map[failed.ErrorClass]int64, int64) {
+func groups(t *testing.T, b *bundle, repository *string) (map[failed.Status]int64, map[failed.ErrorClass]int64, int64) {
 	t.Helper()
 	status, class := map[failed.Status]int64{}, map[failed.ErrorClass]int64{}
 	for _, s := range failed.Statuses() {
@@ -24,7 +24,8 @@ func groups(t *testing.T, b *bundle) (map[failed.Status]int64, map[failed.ErrorC
 	for _, c := range failed.Classes() {
 		class[c] = 0
 	}
-	rows, err := b.db.Pool.Query(context.Background(), `SELECT status, error_class, count(*) FROM failed_pois GROUP BY 1, 2`)
+	rows, err := b.db.Pool.Query(context.Background(), `
+		SELECT status, error_class, count(*) FROM failed_pois WHERE $1::text IS NULL OR repository = $1 GROUP BY 1, 2`, repository)
 	require.NoError(t, err)
 	var total int64
 	for rows.Next() {
@@ -43,10 +44,20 @@ func requireStatsMatch(t *testing.T, b *bundle, when string) {
 	t.Helper()
 	st, err := b.store.Stats(context.Background())
 	require.NoError(t, err)
-	status, class, total := groups(t, b)
+	status, class, total := groups(t, b, nil)
 	require.Equal(t, total, st.Total, when)
 	require.Equal(t, status, st.Status, when)
 	require.Equal(t, class, st.Class, when)
+	// Each repository's, from the counts per repository; one with no rows
+	// counts none.
+	for _, repo := range []string{"", "acme/b", "acme/none"} {
+		st, err := b.store.RepositoryStats(context.Background(), repo)
+		require.NoError(t, err)
+		status, class, total := groups(t, b, &repo)
+		require.Equal(t, total, st.Total, "%s: repository %q", when, repo)
+		require.Equal(t, status, st.Status, "%s: repository %q", when, repo)
+		require.Equal(t, class, st.Class, "%s: repository %q", when, repo)
+	}
 	requireAnalysisMatch(t, b, when)
 }
 
@@ -77,9 +88,10 @@ func TestStats_CountsFollowEveryWriteToFailedPOIs(t *testing.T) {
 	b := setup(t)
 
 	b.seed(t, 300, 7, 5)
+	b.exec(t, `UPDATE failed_pois SET repository = 'acme/b' WHERE id % 4 = 0`)
 	b.exec(t, `UPDATE failed_pois SET error_class = 'timeout' WHERE id % 3 = 0`)
 	b.exec(t, `UPDATE failed_pois SET failed_at = failed_at - interval '3 hours', error_signature = 'moved' WHERE id % 5 = 0`)
-	requireStatsMatch(t, b, "after inserts, a class change and a move in time and signature")
+	requireStatsMatch(t, b, "after inserts, a move to another repository, a class change and a move in time and signature")
 
 	_, err := b.store.Ignore(ctx, []int64{1, 2, 3, 4}, "noise", "tester")
 	require.NoError(t, err)
@@ -125,7 +137,7 @@ func TestStats_CountsFollowEveryWriteToFailedPOIs(t *testing.T) {
 	require.NoError(t, err)
 	require.Positive(t, folded)
 	requireStatsMatch(t, b, "after compaction")
-	require.LessOrEqual(t, b.count(t, `SELECT count(*) FROM failed_pois_counts`), len(failed.Statuses())*len(failed.Classes()),
+	require.LessOrEqual(t, b.count(t, `SELECT count(*) FROM failed_pois_counts`), 2*len(failed.Statuses())*len(failed.Classes()),
 		"one row per group after compaction")
 
 	b.exec(t, `TRUNCATE failed_pois`)

@@ -152,6 +152,9 @@ func (f Filter) where(a *queryArgs, alias string) string {
 	}
 	if f.Repository != nil {
 		conds = append(conds, alias+"repository = "+a.add(*f.Repository))
+	} else if f.FileID != "" || f.POIID != "" {
+		// The file and POI id indexes begin with the repository.
+		conds = append(conds, alias+"repository = ANY("+everyRepository+")")
 	}
 	if f.FileID != "" {
 		conds = append(conds, alias+"file_id = "+a.add(f.FileID))
@@ -182,6 +185,18 @@ func (f Filter) where(a *queryArgs, alias string) string {
 	}
 	return strings.Join(conds, " AND ")
 }
+
+// everyRepository is an array of the repositories failed_pois has rows of,
+// read from the start of the indexes that begin with the repository, one
+// probe per repository (a loose index scan): a file or POI id condition
+// with it runs as a probe of failed_pois_file_id_idx or
+// failed_pois_poi_id_idx per repository, where without it the whole index
+// would be read.
+const everyRepository = `ARRAY(WITH RECURSIVE r(repo) AS (
+		SELECT min(repository) FROM failed_pois
+		UNION ALL
+		SELECT (SELECT min(repository) FROM failed_pois WHERE repository > r.repo) FROM r WHERE r.repo IS NOT NULL)
+	SELECT repo FROM r WHERE repo IS NOT NULL)`
 
 // likeEscaper escapes LIKE's wildcards and its escape character (a
 // backslash, the default ESCAPE), so a search is a plain substring.

@@ -2,9 +2,11 @@ package failed_test
 
 import (
 	"context"
+	"slices"
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/stretchr/testify/require"
 
 	"github.com/relay-dev/relay/deadletter/failed"
@@ -104,4 +106,40 @@ func maxTime(a, b time.Time) time.Time {
 		return a
 	}
 	return b
+}
+
+// A file or POI id without a repository selects that file's or POI's rows
+// in every repository (the filter probes each repository's index entries).
+func TestFilter_FileAndPOIIDWithoutARepositoryMatchEveryRepository(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	b := setup(t)
+	b.seed(t, 60, 4, 3) // files f0-f3, POIs p1-p60
+	b.exec(t, `UPDATE failed_pois SET repository = CASE WHEN id % 3 = 0 THEN 'alpha' WHEN id % 3 = 1 THEN 'beta' ELSE '' END`)
+	b.exec(t, `UPDATE failed_pois SET poi_id = 'shared' WHERE id IN (1, 2, 3)`)
+
+	want := func(cond string) []int64 {
+		rows, err := b.db.Pool.Query(ctx, `SELECT id FROM failed_pois WHERE `+cond+` ORDER BY id`)
+		require.NoError(t, err)
+		ids, err := pgx.CollectRows(rows, pgx.RowTo[int64])
+		require.NoError(t, err)
+		return ids
+	}
+	ids := func(f failed.Filter) []int64 {
+		recs, err := b.store.List(ctx, f, 1000)
+		require.NoError(t, err)
+		out := make([]int64, len(recs))
+		for i, r := range recs {
+			out[i] = r.ID
+		}
+		slices.Sort(out)
+		return out
+	}
+	byFile := want(`file_id = 'f1'`)
+	require.Len(t, byFile, 15)
+	require.Equal(t, byFile, ids(failed.Filter{FileID: "f1"}))
+	require.Equal(t, []int64{1, 2, 3}, ids(failed.Filter{POIID: "shared"}))
+	alpha := "alpha"
+	require.Equal(t, []int64{3}, ids(failed.Filter{POIID: "shared", Repository: &alpha}))
+	require.Empty(t, ids(failed.Filter{FileID: "f9"}))
 }

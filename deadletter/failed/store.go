@@ -413,15 +413,13 @@ func (s *Store) stats(ctx context.Context, repository *string) (*Stats, error) {
 	// where and and are the repository's condition ($1) of the queries
 	// but the counts', args its value.
 	where, and, args := "", "", []any(nil)
-	// The counts per status and class of every row come from
-	// failed_pois_counts, kept by triggers (migration 9), not from
-	// counting the rows; one repository's are counted.
-	counts := `SELECT status, error_class, sum(n)::bigint FROM failed_pois_counts
-		GROUP BY status, error_class HAVING sum(n) <> 0`
+	// The counts per status and class come from failed_pois_counts, kept
+	// by triggers (migrations 9 and 25), not from counting the rows.
 	if repository != nil {
 		where, and, args = ` WHERE repository = $1`, ` AND repository = $1`, []any{*repository}
-		counts = `SELECT status, error_class, count(*) FROM failed_pois WHERE repository = $1 GROUP BY status, error_class`
 	}
+	counts := `SELECT status, error_class, sum(n)::bigint FROM failed_pois_counts` + where + `
+		GROUP BY status, error_class HAVING sum(n) <> 0`
 	b := &pgx.Batch{}
 	b.Queue(counts, args...).Query(func(rows pgx.Rows) error {
 		for rows.Next() {
