@@ -30,26 +30,7 @@ func TestRepositoryStats_CountsOneRepositorysRowsAsStatsCountsAll(t *testing.T) 
 	b.exec(t, `UPDATE failed_pois SET status = 'reprocessing', reprocess_job_id = 999999 WHERE id IN (12, 13)`)
 
 	counts := func(repo string) (map[failed.Status]int64, map[failed.ErrorClass]int64, int64) {
-		status, class := map[failed.Status]int64{}, map[failed.ErrorClass]int64{}
-		for _, s := range failed.Statuses() {
-			status[s] = 0
-		}
-		for _, c := range failed.Classes() {
-			class[c] = 0
-		}
-		rows, err := b.db.Pool.Query(ctx, `SELECT status, error_class, count(*) FROM failed_pois WHERE repository = $1 GROUP BY 1, 2`, repo)
-		require.NoError(t, err)
-		var total int64
-		for rows.Next() {
-			var s, c string
-			var n int64
-			require.NoError(t, rows.Scan(&s, &c, &n))
-			status[failed.Status(s)] += n
-			class[failed.ErrorClass(c)] += n
-			total += n
-		}
-		require.NoError(t, rows.Err())
-		return status, class, total
+		return groups(t, b, &repo)
 	}
 
 	alpha, err := b.store.RepositoryStats(ctx, "alpha")
