@@ -5,13 +5,16 @@ package outbox
 const DeleteRemovedSQL = deleteRemovedSQL
 
 // PublisherStatements exposes the statements a publish runs in the
-// caller's transaction that read or delete by key, with arguments to
+// caller's transaction that read or delete by key, with parameters to
 // explain them with.
-var PublisherStatements = map[string]struct{ SQL, Args string }{
-	"deleteQueued":     {deleteQueuedSQL, `'{""}', '{src/a.js}'`},
-	"lockFiles":        {lockFilesSQL, `'{""}', '{src/a.js}'`},
-	"otherOwner":       {otherOwnerSQL, `'{""}', '{a1}', '{src/a.js}'`},
-	"oldSymbols":       {oldSymbolsSQL, `'{""}', '{src/a.js}'`},
-	"deleteRemoved":    {deleteRemovedSQL, `'{""}', '{src/a.js}', '{"",""}', '{a1,a2}'`},
-	"deleteReferences": {deleteReferencesSQL, `'{""}', '{src/a.js}'`},
+var PublisherStatements = map[string]struct {
+	SQL    string
+	Params []any
+}{
+	"deleteQueued":     {deleteQueuedSQL, []any{[]string{""}, []string{"src/f1.js"}}},
+	"lockFiles":        {lockFilesSQL, []any{[]string{""}, []string{"src/f1.js"}}},
+	"otherOwner":       {otherOwnerSQL, []any{[]string{""}, []string{"f1.p1"}, []string{"src/f1.js"}}},
+	"oldSymbols":       {oldSymbolsSQL, []any{[]string{""}, []string{"src/f1.js"}}},
+	"deleteRemoved":    {deleteRemovedSQL, []any{[]string{""}, []string{"src/f1.js"}, []string{"", ""}, []string{"f1.p1", "f1.p2"}}},
+	"deleteReferences": {deleteReferencesSQL, []any{[]string{""}, []string{"src/f1.js"}}},
 }

@@ -77,80 +77,60 @@ func (s store) write(ctx context.Context, files []fileBatch) (xid int64, rej *Re
 	old := make([]map[symbolKey]int32, len(files))
 	var upserted int64
 
-	b := &pgx.Batch{}
+	b := &unnamedBatch{tm: s.tx.Conn().TypeMap()}
 	// A publish supersedes the files' analyses still queued by the SQL API
 	// (relay_publish): the last committed publish of a file wins, whatever
 	// its path. Queued rows are locked before the files' rows, as the SQL
 	// API's drain does, so the two cannot deadlock.
-	b.Queue(deleteQueuedSQL, fileRepos, fileIDs)
-	b.Queue(lockFilesSQL, fileRepos, fileIDs).
-		Query(func(rows pgx.Rows) error {
-			for rows.Next() {
-				var k fileKey
-				var n int32
-				if err := rows.Scan(&k.repo, &k.id, &n); err != nil {
-					return err
-				}
-				f := &files[index[k]]
-				f.existed, f.prevCount = true, int(n)
-			}
-			return rows.Err()
-		})
-	b.Queue(`
+	b.queue(deleteQueuedSQL, fileRepos, fileIDs)
+	b.queue(lockFilesSQL, fileRepos, fileIDs).Rows(func(v [][]byte) error {
+		n, err := textInt(v[2])
+		f := &files[index[fileKey{string(v[0]), string(v[1])}]]
+		f.existed, f.prevCount = true, int(n)
+		return err
+	})
+	b.queue(`
 		INSERT INTO files AS f (repository, file_id, version, poi_count, published_at)
 		SELECT repository, file_id, 1, poi_count, now()
 		FROM unnest($1::text[], $2::text[], $3::int[]) WITH ORDINALITY AS u(repository, file_id, poi_count, ord) ORDER BY ord
 		ON CONFLICT (repository, file_id) DO UPDATE
 			SET version = f.version + 1, poi_count = excluded.poi_count, published_at = excluded.published_at
 		RETURNING repository, file_id, version, pg_current_xact_id()::text::bigint`, fileRepos, fileIDs, counts).
-		Query(func(rows pgx.Rows) error {
-			for rows.Next() {
-				var k fileKey
-				var v int64
-				if err := rows.Scan(&k.repo, &k.id, &v, &xid); err != nil {
-					return err
-				}
-				files[index[k]].version = v
+		Rows(func(v [][]byte) error {
+			version, err := textInt(v[2])
+			if err != nil {
+				return err
 			}
-			return rows.Err()
+			files[index[fileKey{string(v[0]), string(v[1])}]].version = version
+			xid, err = textInt(v[3])
+			return err
 		})
-	b.Queue(otherOwnerSQL, repos, ids, owners).
-		Query(func(rows pgx.Rows) error {
-			for rows.Next() {
-				var repo, file, other, id string
-				if err := rows.Scan(&repo, &file, &other, &id); err != nil {
-					return err
-				}
-				rej = &RejectError{Repository: repo, FileID: file, POIID: id, POIIndex: -1,
-					Reason: fmt.Sprintf("id already belongs to a POI of file %q; POI ids must be unique within a repository", other)}
-			}
-			return rows.Err()
-		})
-	b.Queue(oldSymbolsSQL, fileRepos, fileIDs).
-		Query(func(rows pgx.Rows) error {
-			for rows.Next() {
-				var f fileKey
-				var k symbolKey
-				var line int32
-				if err := rows.Scan(&f.repo, &f.id, &k.id, &k.name, &k.typ, &line, &k.symbol, &k.receiver, &k.result, &k.fields); err != nil {
-					return err
-				}
-				i := index[f]
-				if old[i] == nil {
-					old[i] = map[symbolKey]int32{}
-				}
-				old[i][k] = line
-			}
-			return rows.Err()
-		})
+	b.queue(otherOwnerSQL, repos, ids, owners).Rows(func(v [][]byte) error {
+		rej = &RejectError{Repository: string(v[0]), FileID: string(v[1]), POIID: string(v[3]), POIIndex: -1,
+			Reason: fmt.Sprintf("id already belongs to a POI of file %q; POI ids must be unique within a repository", v[2])}
+		return nil
+	})
+	b.queue(oldSymbolsSQL, fileRepos, fileIDs).Rows(func(v [][]byte) error {
+		line, err := textInt(v[5])
+		if err != nil {
+			return err
+		}
+		i := index[fileKey{string(v[0]), string(v[1])}]
+		if old[i] == nil {
+			old[i] = map[symbolKey]int32{}
+		}
+		k := symbolKey{string(v[2]), string(v[3]), string(v[4]), string(v[6]), string(v[7]), string(v[8]), string(v[9])}
+		old[i][k] = int32(line)
+		return nil
+	})
 	// ids are unique across the files (checked before) and none belongs to
 	// another file (checked above, or the savepoint is rolled back), so
 	// "not among ids" is "no longer among this file's POIs".
-	b.Queue(deleteRemovedSQL, fileRepos, fileIDs, repos, ids)
-	b.Queue(deleteReferencesSQL, fileRepos, fileIDs)
-	b.Queue(upsertSymbolsSQL, repos, ids, owners, names, types, lines, symbols, receivers, results, fields).
-		Exec(func(tag pgconn.CommandTag) error { upserted = tag.RowsAffected(); return nil })
-	if err := s.tx.SendBatch(ctx, b).Close(); err != nil {
+	b.queue(deleteRemovedSQL, fileRepos, fileIDs, repos, ids)
+	b.queue(deleteReferencesSQL, fileRepos, fileIDs)
+	b.queue(upsertSymbolsSQL, repos, ids, owners, names, types, lines, symbols, receivers, results, fields).
+		Exec(func(tag pgconn.CommandTag) { upserted = tag.RowsAffected() })
+	if err := b.run(ctx, s.tx.Conn().PgConn()); err != nil {
 		return 0, nil, fmt.Errorf("error storing symbols: %w", err)
 	}
 	if rej != nil {
@@ -170,9 +150,16 @@ func (s store) write(ctx context.Context, files []fileBatch) (xid int64, rej *Re
 		}
 	}
 	if stored := int(upserted) + unchanged; stored != len(ids) {
-		if err := s.tx.QueryRow(ctx, `
+		c := &unnamedBatch{tm: s.tx.Conn().TypeMap()}
+		c.queue(`
 			SELECT count(*) FROM unnest($1::text[], $2::text[], $3::text[]) AS u(repo, id, file)
-			JOIN pois p ON p.repository = u.repo AND p.poi_id = u.id AND p.file_id = u.file`, repos, ids, owners).Scan(&stored); err != nil {
+			CROSS JOIN LATERAL (SELECT 1 FROM pois WHERE repository = u.repo AND poi_id = u.id AND file_id = u.file OFFSET 0) p`,
+			repos, ids, owners).Rows(func(v [][]byte) error {
+			n, err := textInt(v[0])
+			stored = int(n)
+			return err
+		})
+		if err := c.run(ctx, s.tx.Conn().PgConn()); err != nil {
 			return 0, nil, fmt.Errorf("error counting stored symbols: %w", err)
 		}
 		if stored != len(ids) {
@@ -258,13 +245,12 @@ func changedNames(old map[symbolKey]int32, syms []resolver.POI, keys []symbolKey
 }
 
 // The publisher's statements run in the caller's transaction, under the
-// caller's planner settings, and a long-lived connection may run one on a
-// generic plan made while the tables were empty. Each is therefore written
-// so that its only plan is driven from its keys: a parameterized LATERAL
-// subquery fenced by OFFSET 0, a lookup per key on an index, and rows
-// deleted by the ctid found there. On an empty table a scan of the whole
-// table is the cheaper plan, and a generic plan made then would keep it as
-// the table grows (TestPublisherStatements_RunOnIndexesOnGenericPlans).
+// caller's planner settings, as unnamed statements (unnamedBatch): each is
+// planned for its call, with the tables as they are then, and no plan made
+// while they were small is kept as they grow. Each is written so that its
+// plan is driven from its keys: a parameterized LATERAL subquery fenced by
+// OFFSET 0, a lookup per key on an index, and rows deleted by the ctid found
+// there (TestPublisherStatements_RunOnTheirKeysWhateverTheTablesSize).
 // Deleting by ctid is safe: every writer of a file's POIs and references
 // holds the file's row lock, which the publish holds FOR UPDATE, so no row
 // found moves before it is deleted.

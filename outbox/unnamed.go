@@ -1,0 +1,104 @@
+package outbox
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgtype"
+)
+
+// unnamedBatch pipelines statements in one round trip, each as the
+// extended protocol's unnamed statement: PostgreSQL plans every execution
+// for its own parameters and the tables' sizes at that moment, and keeps
+// no plan. The publisher's statements run on the caller's connection, where
+// a cached generic plan made while a table was small would be kept as the
+// table grows: with several indexes that begin with the repository, such a
+// plan can look a key up on the wrong one (an Index Cond on the repository
+// alone, the key in a Filter), reading the whole repository per key
+// (TestPublisherStatements_RunOnTheirKeysWhateverTheTablesSize).
+type unnamedBatch struct {
+	tm    *pgtype.Map
+	batch pgconn.Batch
+	steps []*unnamedStep
+	err   error
+}
+
+// unnamedStep is what a queued statement's results go to: each row's
+// values (text format; valid only during the call) and its command tag.
+type unnamedStep struct {
+	row  func(values [][]byte) error
+	exec func(tag pgconn.CommandTag)
+}
+
+// Rows sets the function each result row goes to.
+func (s *unnamedStep) Rows(f func(values [][]byte) error) { s.row = f }
+
+// Exec sets the function the statement's command tag goes to.
+func (s *unnamedStep) Exec(f func(tag pgconn.CommandTag)) { s.exec = f }
+
+// queue adds a statement; its arguments are []string (text[]) or []int32
+// (int4[]), sent in binary.
+func (b *unnamedBatch) queue(sql string, args ...any) *unnamedStep {
+	s := &unnamedStep{}
+	b.steps = append(b.steps, s)
+	params := make([][]byte, len(args))
+	oids := make([]uint32, len(args))
+	formats := make([]int16, len(args))
+	for i, a := range args {
+		switch a.(type) {
+		case []string:
+			oids[i] = pgtype.TextArrayOID
+		case []int32:
+			oids[i] = pgtype.Int4ArrayOID
+		default:
+			b.err = cmp.Or(b.err, fmt.Errorf("argument %d of an unnamed statement: unsupported type %T", i+1, a))
+			continue
+		}
+		buf, err := b.tm.Encode(oids[i], pgtype.BinaryFormatCode, a, nil)
+		if err != nil {
+			b.err = cmp.Or(b.err, fmt.Errorf("encoding argument %d: %w", i+1, err))
+			continue
+		}
+		params[i], formats[i] = buf, pgtype.BinaryFormatCode
+	}
+	b.batch.ExecParams(sql, params, oids, formats, nil)
+	return s
+}
+
+// run sends the batch and hands each statement's results to its step. The
+// first error (of the server, or of a step's function) is returned once
+// every result has been read.
+func (b *unnamedBatch) run(ctx context.Context, conn *pgconn.PgConn) error {
+	if b.err != nil {
+		return b.err
+	}
+	mrr := conn.ExecBatch(ctx, &b.batch)
+	var first error
+	for i := 0; mrr.NextResult(); i++ {
+		rr := mrr.ResultReader()
+		s := b.steps[i]
+		for rr.NextRow() {
+			if s.row != nil && first == nil {
+				first = s.row(rr.Values())
+			}
+		}
+		tag, err := rr.Close()
+		first = cmp.Or(first, err)
+		if err == nil && s.exec != nil {
+			s.exec(tag)
+		}
+	}
+	return cmp.Or(first, mrr.Close())
+}
+
+// textInt parses an integer column of a text-format result.
+func textInt(v []byte) (int64, error) {
+	if v == nil {
+		return 0, errors.New("unexpected NULL integer")
+	}
+	return strconv.ParseInt(string(v), 10, 64)
+}
