@@ -9,6 +9,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 
+	"github.com/relay-dev/relay/internal/indexplans"
 	"github.com/relay-dev/relay/resolver"
 )
 
@@ -77,19 +78,19 @@ func (s store) write(ctx context.Context, files []fileBatch) (xid int64, rej *Re
 	old := make([]map[symbolKey]int32, len(files))
 	var upserted int64
 
-	b := &unnamedBatch{tm: s.tx.Conn().TypeMap()}
+	b := indexplans.NewUnnamed(s.tx.Conn().TypeMap())
 	// A publish supersedes the files' analyses still queued by the SQL API
 	// (relay_publish): the last committed publish of a file wins, whatever
 	// its path. Queued rows are locked before the files' rows, as the SQL
 	// API's drain does, so the two cannot deadlock.
-	b.queue(deleteQueuedSQL, fileRepos, fileIDs)
-	b.queue(lockFilesSQL, fileRepos, fileIDs).Rows(func(v [][]byte) error {
-		n, err := textInt(v[2])
+	b.Queue(deleteQueuedSQL, fileRepos, fileIDs)
+	b.Queue(lockFilesSQL, fileRepos, fileIDs).Rows(func(v [][]byte) error {
+		n, err := indexplans.Int(v[2])
 		f := &files[index[fileKey{string(v[0]), string(v[1])}]]
 		f.existed, f.prevCount = true, int(n)
 		return err
 	})
-	b.queue(`
+	b.Queue(`
 		INSERT INTO files AS f (repository, file_id, version, poi_count, published_at)
 		SELECT repository, file_id, 1, poi_count, now()
 		FROM unnest($1::text[], $2::text[], $3::int[]) WITH ORDINALITY AS u(repository, file_id, poi_count, ord) ORDER BY ord
@@ -97,21 +98,21 @@ func (s store) write(ctx context.Context, files []fileBatch) (xid int64, rej *Re
 			SET version = f.version + 1, poi_count = excluded.poi_count, published_at = excluded.published_at
 		RETURNING repository, file_id, version, pg_current_xact_id()::text::bigint`, fileRepos, fileIDs, counts).
 		Rows(func(v [][]byte) error {
-			version, err := textInt(v[2])
+			version, err := indexplans.Int(v[2])
 			if err != nil {
 				return err
 			}
 			files[index[fileKey{string(v[0]), string(v[1])}]].version = version
-			xid, err = textInt(v[3])
+			xid, err = indexplans.Int(v[3])
 			return err
 		})
-	b.queue(otherOwnerSQL, repos, ids, owners).Rows(func(v [][]byte) error {
+	b.Queue(otherOwnerSQL, repos, ids, owners).Rows(func(v [][]byte) error {
 		rej = &RejectError{Repository: string(v[0]), FileID: string(v[1]), POIID: string(v[3]), POIIndex: -1,
 			Reason: fmt.Sprintf("id already belongs to a POI of file %q; POI ids must be unique within a repository", v[2])}
 		return nil
 	})
-	b.queue(oldSymbolsSQL, fileRepos, fileIDs).Rows(func(v [][]byte) error {
-		line, err := textInt(v[5])
+	b.Queue(oldSymbolsSQL, fileRepos, fileIDs).Rows(func(v [][]byte) error {
+		line, err := indexplans.Int(v[5])
 		if err != nil {
 			return err
 		}
@@ -126,11 +127,11 @@ func (s store) write(ctx context.Context, files []fileBatch) (xid int64, rej *Re
 	// ids are unique across the files (checked before) and none belongs to
 	// another file (checked above, or the savepoint is rolled back), so
 	// "not among ids" is "no longer among this file's POIs".
-	b.queue(deleteRemovedSQL, fileRepos, fileIDs, repos, ids)
-	b.queue(deleteReferencesSQL, fileRepos, fileIDs)
-	b.queue(upsertSymbolsSQL, repos, ids, owners, names, types, lines, symbols, receivers, results, fields).
+	b.Queue(deleteRemovedSQL, fileRepos, fileIDs, repos, ids)
+	b.Queue(deleteReferencesSQL, fileRepos, fileIDs)
+	b.Queue(upsertSymbolsSQL, repos, ids, owners, names, types, lines, symbols, receivers, results, fields).
 		Exec(func(tag pgconn.CommandTag) { upserted = tag.RowsAffected() })
-	if err := b.run(ctx, s.tx.Conn().PgConn()); err != nil {
+	if err := b.Run(ctx, s.tx.Conn().PgConn()); err != nil {
 		return 0, nil, fmt.Errorf("error storing symbols: %w", err)
 	}
 	if rej != nil {
@@ -150,16 +151,16 @@ func (s store) write(ctx context.Context, files []fileBatch) (xid int64, rej *Re
 		}
 	}
 	if stored := int(upserted) + unchanged; stored != len(ids) {
-		c := &unnamedBatch{tm: s.tx.Conn().TypeMap()}
-		c.queue(`
+		c := indexplans.NewUnnamed(s.tx.Conn().TypeMap())
+		c.Queue(`
 			SELECT count(*) FROM unnest($1::text[], $2::text[], $3::text[]) AS u(repo, id, file)
 			CROSS JOIN LATERAL (SELECT 1 FROM pois WHERE repository = u.repo AND poi_id = u.id AND file_id = u.file OFFSET 0) p`,
 			repos, ids, owners).Rows(func(v [][]byte) error {
-			n, err := textInt(v[0])
+			n, err := indexplans.Int(v[0])
 			stored = int(n)
 			return err
 		})
-		if err := c.run(ctx, s.tx.Conn().PgConn()); err != nil {
+		if err := c.Run(ctx, s.tx.Conn().PgConn()); err != nil {
 			return 0, nil, fmt.Errorf("error counting stored symbols: %w", err)
 		}
 		if stored != len(ids) {
@@ -245,7 +246,7 @@ func changedNames(old map[symbolKey]int32, syms []resolver.POI, keys []symbolKey
 }
 
 // The publisher's statements run in the caller's transaction, under the
-// caller's planner settings, as unnamed statements (unnamedBatch): each is
+// caller's planner settings, as unnamed statements (indexplans.Unnamed): each is
 // planned for its call, with the tables as they are then, and no plan made
 // while they were small is kept as they grow. Each is written so that its
 // plan is driven from its keys: a parameterized LATERAL subquery fenced by

@@ -1,5 +1,6 @@
-// Package indexplans begins transactions whose statements run on index
-// plans, as relay's workers need on tables that grow.
+// Package indexplans keeps relay's statements on plans that follow tables
+// as they grow: transactions whose statements run on index plans (Begin),
+// and statements planned for each call (Unnamed).
 package indexplans
 
 import (

@@ -93,3 +93,36 @@ func TestRound_LinksARowOnlyOnceItIsDelayOld(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, Summary{}, *sum, "an empty queue: nothing to link, nothing to wait for")
 }
+
+// A round's candidate reads are planned for the round: none is left
+// prepared on the connection, where a plan made while pois was small (any
+// index beginning with the repository looks as cheap then) would be kept
+// as it grows and could look every name or id up by the repository alone.
+func TestReadCandidates_LeavesNoPlanOnTheConnection(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	db := testdb.New(t)
+	queueCallers(t, db.Pool)
+	_, err := db.Pool.Exec(ctx, `UPDATE pois SET symbol = 'pkg b' WHERE poi_id = 'b1'`)
+	require.NoError(t, err)
+	conn, err := db.Pool.Acquire(ctx)
+	require.NoError(t, err)
+	defer conn.Release()
+	tx, err := conn.Begin(ctx)
+	require.NoError(t, err)
+	defer func() { _ = tx.Rollback(ctx) }()
+
+	calls := string(resolver.Calls)
+	refs := []stored{{name: "b", typ: calls}, {name: resolver.IDPrefix + "b1", typ: calls}, {name: resolver.SymbolPrefix + "pkg b", typ: calls}}
+	for range 8 { // past the five custom plans after which PostgreSQL may keep a generic one
+		cands, err := readCandidates(ctx, tx, nil, refs)
+		require.NoError(t, err)
+		for _, name := range []string{"b", resolver.IDPrefix + "b1", resolver.SymbolPrefix + "pkg b"} {
+			got := cands.byName[nameKey{"", name}]
+			require.Len(t, got, 1, name)
+			require.Equal(t, "b1", got[0].POIID, name)
+			require.Equal(t, "b.js", got[0].FileID, name)
+		}
+	}
+	require.Zero(t, testdb.Count(t, tx, `SELECT count(*) FROM pg_prepared_statements WHERE statement ~ 'FROM pois' AND statement !~ 'pg_prepared'`))
+}

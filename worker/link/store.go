@@ -11,6 +11,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/relay-dev/relay/internal/indexplans"
 	"github.com/relay-dev/relay/resolver"
 )
 
@@ -93,9 +94,9 @@ func readCandidates(ctx context.Context, tx pgx.Tx, own map[refKey]stored, other
 	if len(set) == 0 {
 		return cands, nil
 	}
-	b := &pgx.Batch{}
+	b := indexplans.NewUnnamed(tx.Conn().TypeMap())
 	queueCandidates(b, set, cands)
-	if err := tx.SendBatch(ctx, b).Close(); err != nil {
+	if err := b.Run(ctx, tx.Conn().PgConn()); err != nil {
 		return candidates{}, fmt.Errorf("error looking up %d names: %w", len(set), err)
 	}
 	return cands, nil
@@ -108,8 +109,10 @@ func readCandidates(ctx context.Context, tx pgx.Tx, own map[refKey]stored, other
 // named fmt). The names of supplied references are read by symbol
 // ("sym:<symbol>", through pois' symbol index, in every repository) and by
 // id ("id:<id>"), each candidate named after the reference name it was read
-// for.
-func queueCandidates(b *pgx.Batch, names map[nameKey]bool, out candidates) {
+// for. They are unnamed statements, planned for the round with the tables
+// as they are (indexplans.Unnamed): a plan kept from a round that ran while
+// pois was small could look names or ids up by the repository alone.
+func queueCandidates(b *indexplans.Unnamed, names map[nameKey]bool, out candidates) {
 	plainRepos, plain, idRepos, ids := []string{}, []string{}, []string{}, []string{}
 	symbolSet := map[string]bool{}
 	for n := range names {
@@ -122,21 +125,16 @@ func queueCandidates(b *pgx.Batch, names map[nameKey]bool, out candidates) {
 			plainRepos, plain = append(plainRepos, n.repo), append(plain, n.name)
 		}
 	}
-	read := func(rows pgx.Rows) error {
-		var repo string
-		var c resolver.Candidate
-		_, err := pgx.ForEachRow(rows, []any{&repo, &c.POIID, &c.FileID, &c.Name, &c.Type, &c.Receiver, &c.Result, &c.Fields}, func() error {
-			k := nameKey{repo, c.Name}
-			out.byName[k] = append(out.byName[k], c)
-			if strings.HasPrefix(c.Name, resolver.SymbolPrefix) {
-				all := out.bySymbol[c.Name]
-				all.repos, all.cands = append(all.repos, repo), append(all.cands, c)
-				out.bySymbol[c.Name] = all
-			}
-			return nil
-		})
-		if err != nil {
-			return fmt.Errorf("error reading symbols: %w", err)
+	read := func(v [][]byte) error {
+		repo := string(v[0])
+		c := resolver.Candidate{POIID: string(v[1]), FileID: string(v[2]), Name: string(v[3]), Type: string(v[4]),
+			Receiver: string(v[5]), Result: string(v[6]), Fields: string(v[7])}
+		k := nameKey{repo, c.Name}
+		out.byName[k] = append(out.byName[k], c)
+		if strings.HasPrefix(c.Name, resolver.SymbolPrefix) {
+			all := out.bySymbol[c.Name]
+			all.repos, all.cands = append(all.repos, repo), append(all.cands, c)
+			out.bySymbol[c.Name] = all
 		}
 		return nil
 	}
@@ -145,19 +143,19 @@ func queueCandidates(b *pgx.Batch, names map[nameKey]bool, out candidates) {
 			SELECT p.repository, p.poi_id, p.file_id, p.name, p.type, p.receiver, p.result, p.fields
 			FROM unnest($1::text[], $2::text[]) AS u(repo, name)
 			CROSS JOIN LATERAL (SELECT * FROM pois WHERE repository = u.repo AND name = u.name AND type <> $3 OFFSET 0) p`,
-			plainRepos, plain, resolver.TypeImport).Query(read)
+			plainRepos, plain, resolver.TypeImport).Rows(read)
 	}
 	if len(symbolSet) > 0 {
 		b.Queue(`SELECT repository, poi_id, file_id, $3 || symbol, type, receiver, result, fields FROM pois
 			WHERE symbol = ANY($1) AND symbol IS NOT NULL AND type <> $2`,
-			slices.Sorted(maps.Keys(symbolSet)), resolver.TypeImport, resolver.SymbolPrefix).Query(read)
+			slices.Sorted(maps.Keys(symbolSet)), resolver.TypeImport, resolver.SymbolPrefix).Rows(read)
 	}
 	if len(ids) > 0 {
 		b.Queue(`
 			SELECT p.repository, p.poi_id, p.file_id, $4 || p.poi_id, p.type, p.receiver, p.result, p.fields
 			FROM unnest($1::text[], $2::text[]) AS u(repo, id)
 			CROSS JOIN LATERAL (SELECT * FROM pois WHERE repository = u.repo AND poi_id = u.id AND type <> $3 OFFSET 0) p`,
-			idRepos, ids, resolver.TypeImport, resolver.IDPrefix).Query(read)
+			idRepos, ids, resolver.TypeImport, resolver.IDPrefix).Rows(read)
 	}
 }
 

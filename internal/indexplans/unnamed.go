@@ -1,4 +1,4 @@
-package outbox
+package indexplans
 
 import (
 	"cmp"
@@ -11,45 +11,52 @@ import (
 	"github.com/jackc/pgx/v5/pgtype"
 )
 
-// unnamedBatch pipelines statements in one round trip, each as the
-// extended protocol's unnamed statement: PostgreSQL plans every execution
-// for its own parameters and the tables' sizes at that moment, and keeps
-// no plan. The publisher's statements run on the caller's connection, where
-// a cached generic plan made while a table was small would be kept as the
-// table grows: with several indexes that begin with the repository, such a
-// plan can look a key up on the wrong one (an Index Cond on the repository
-// alone, the key in a Filter), reading the whole repository per key
-// (TestPublisherStatements_RunOnTheirKeysWhateverTheTablesSize).
-type unnamedBatch struct {
+// Unnamed pipelines statements in one round trip, each as the extended
+// protocol's unnamed statement: PostgreSQL plans every execution with the
+// tables' sizes at that moment, and keeps no plan for the next. A plan
+// cached on a connection while a table was empty or small is kept as the
+// table grows, and on such a table every index that begins with the
+// repository costs the same to the planner: a lookup by (repository,
+// poi_id) can be cached on (repository, name), the id in a Filter, reading
+// the whole repository for each key. Statements that look keys up on such
+// tables from a long-lived connection (the publisher's, in the caller's
+// transaction; the linker's candidate reads) go through Unnamed.
+type Unnamed struct {
 	tm    *pgtype.Map
 	batch pgconn.Batch
-	steps []*unnamedStep
+	steps []*Step
 	err   error
 }
 
-// unnamedStep is what a queued statement's results go to: each row's
-// values (text format; valid only during the call) and its command tag.
-type unnamedStep struct {
+// NewUnnamed returns an empty Unnamed that encodes arguments with tm (the
+// connection's pgx.Conn.TypeMap).
+func NewUnnamed(tm *pgtype.Map) *Unnamed { return &Unnamed{tm: tm} }
+
+// Step is what a queued statement's results go to: each row's values (text
+// format; valid only during the call) and its command tag.
+type Step struct {
 	row  func(values [][]byte) error
 	exec func(tag pgconn.CommandTag)
 }
 
 // Rows sets the function each result row goes to.
-func (s *unnamedStep) Rows(f func(values [][]byte) error) { s.row = f }
+func (s *Step) Rows(f func(values [][]byte) error) { s.row = f }
 
 // Exec sets the function the statement's command tag goes to.
-func (s *unnamedStep) Exec(f func(tag pgconn.CommandTag)) { s.exec = f }
+func (s *Step) Exec(f func(tag pgconn.CommandTag)) { s.exec = f }
 
-// queue adds a statement; its arguments are []string (text[]) or []int32
-// (int4[]), sent in binary.
-func (b *unnamedBatch) queue(sql string, args ...any) *unnamedStep {
-	s := &unnamedStep{}
+// Queue adds a statement; its arguments are string (text), []string
+// (text[]) or []int32 (int4[]), sent in binary.
+func (b *Unnamed) Queue(sql string, args ...any) *Step {
+	s := &Step{}
 	b.steps = append(b.steps, s)
 	params := make([][]byte, len(args))
 	oids := make([]uint32, len(args))
 	formats := make([]int16, len(args))
 	for i, a := range args {
 		switch a.(type) {
+		case string:
+			oids[i] = pgtype.TextOID
 		case []string:
 			oids[i] = pgtype.TextArrayOID
 		case []int32:
@@ -69,10 +76,10 @@ func (b *unnamedBatch) queue(sql string, args ...any) *unnamedStep {
 	return s
 }
 
-// run sends the batch and hands each statement's results to its step. The
+// Run sends the statements and hands each statement's results to its step. The
 // first error (of the server, or of a step's function) is returned once
 // every result has been read.
-func (b *unnamedBatch) run(ctx context.Context, conn *pgconn.PgConn) error {
+func (b *Unnamed) Run(ctx context.Context, conn *pgconn.PgConn) error {
 	if b.err != nil {
 		return b.err
 	}
@@ -95,8 +102,8 @@ func (b *unnamedBatch) run(ctx context.Context, conn *pgconn.PgConn) error {
 	return cmp.Or(first, mrr.Close())
 }
 
-// textInt parses an integer column of a text-format result.
-func textInt(v []byte) (int64, error) {
+// Int parses an integer column of a text-format result.
+func Int(v []byte) (int64, error) {
 	if v == nil {
 		return 0, errors.New("unexpected NULL integer")
 	}
