@@ -34,15 +34,17 @@ const (
 	PhaseFreshness  = "freshness"
 	PhaseSQL        = "sql"
 	PhaseSQLLatency = "sqllatency"
+	PhaseRepos      = "repositories"
 )
 
 // AllPhases lists every phase; phase n of --phases is AllPhases[n-1].
 var AllPhases = []string{PhaseCeiling, PhaseRelay, PhaseBaseline, PhaseFailures, PhaseDeadLetter, PhaseStdlib, PhaseMemory,
-	PhaseRiver, PhaseCLI, PhaseFreshness, PhaseSQL, PhaseSQLLatency}
+	PhaseRiver, PhaseCLI, PhaseFreshness, PhaseSQL, PhaseSQLLatency, PhaseRepos}
 
 // DefaultPhases are the phases a run without --phases does: all but the
-// memory phase (it runs 1M POIs).
-var DefaultPhases = slices.DeleteFunc(slices.Clone(AllPhases), func(p string) bool { return p == PhaseMemory })
+// memory phase (it runs 1M POIs) and the repositories phase (it repeats the
+// relay phase's concurrent run twice a round).
+var DefaultPhases = slices.DeleteFunc(slices.Clone(AllPhases), func(p string) bool { return p == PhaseMemory || p == PhaseRepos })
 
 // Defaults for Config.
 const (
@@ -258,6 +260,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		{PhaseFreshness, b.freshness},
 		{PhaseSQL, b.sqlPublish},
 		{PhaseSQLLatency, b.sqlLatency},
+		{PhaseRepos, b.repositories},
 	}
 	for _, s := range steps {
 		if !has(s.name) {

@@ -147,3 +147,36 @@ func TestMain_RejectsBadFlags(t *testing.T) {
 		require.Contains(t, errOut.String(), "invalid", args)
 	}
 }
+
+// TestMain_SmokeRunOfTheRepositoriesPhase runs the repositories phase on a
+// tiny corpus: the order alternates, and the split corpus resolves exactly
+// what the one-repository corpus does.
+func TestMain_SmokeRunOfTheRepositoriesPhase(t *testing.T) {
+	t.Parallel()
+	var out, errOut bytes.Buffer
+	code := bench.Main(context.Background(), []string{
+		"--database-url", testdb.ServerURL(t), "--files", "8", "--pois-per-file", "4", "--malformed", "0.1",
+		"--phases", "repositories", "--repositories", "2", "--rounds", "2", "--json",
+	}, &out, &errOut)
+	require.Equal(t, 0, code, errOut.String())
+
+	var res bench.Result
+	require.NoError(t, json.Unmarshal(out.Bytes(), &res), out.String())
+	p := res.Repositories
+	require.NotNil(t, p)
+	require.Equal(t, 2, p.N)
+	require.Len(t, p.Rounds, 2)
+	require.Equal(t, []string{"one", "many"}, []string{p.Rounds[0].First, p.Rounds[1].First}, "the order alternates")
+	for _, r := range p.Rounds {
+		for _, run := range []*bench.RunResult{r.One, r.Many} {
+			require.True(t, run.Concurrent)
+			require.Equal(t, 32, run.POIs)
+			require.EqualValues(t, run.Files, run.Jobs, "one job per file")
+			require.EqualValues(t, 3, run.FailedPOIs, "every malformed POI is in failed_pois")
+		}
+		require.Positive(t, r.One.Relationships)
+		require.Equal(t, r.One.Relationships, r.Many.Relationships, "the split corpus resolves what one repository does")
+		require.InDelta(t, r.Many.E2EPOIsPerSec/r.One.E2EPOIsPerSec, r.ManyVsOne, 1e-9)
+	}
+	require.Positive(t, p.ManyVsOne)
+}

@@ -32,7 +32,7 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs.StringVar(&cfg.DatabaseURL, "database-url", DatabaseURLDefault, "PostgreSQL server to benchmark; a throwaway database relay_bench_<random> is created on it")
 	fs.IntVar(&cfg.Files, "files", FilesDefault, "files in the synthetic corpus")
 	fs.IntVar(&cfg.POIsPerFile, "pois-per-file", POIsPerFileDefault, "POIs per file")
-	fs.IntVar(&cfg.Repositories, "repositories", 1, "repositories the main corpus is split into (consecutive files, each calling only within itself; the same calls and relationships as one)")
+	fs.IntVar(&cfg.Repositories, "repositories", 1, "repositories the main corpus is split into (consecutive files, each calling only within itself; the same calls and relationships as one); the repositories phase compares this many (default 20) with one")
 	fs.Float64Var(&cfg.Malformed, "malformed", MalformedDefault, "fraction of malformed POIs in the relay, baseline and memory runs")
 	fs.StringVar(&phases, "phases", strings.Join(DefaultPhases, ","), fmt.Sprintf("comma-separated phases (names or numbers 1-%d): ", len(AllPhases))+strings.Join(AllPhases, ","))
 	fs.StringVar(&cfg.GoSrc, "go-src", defaultGoSrc(), "Go source tree for the stdlib phase")

@@ -53,6 +53,9 @@ type Result struct {
 	// phase: its first attempt's latency after the caller's commit.
 	SQLPublish *SQLPublish `json:"sql_publish,omitempty"`
 	SQLLatency *SQLLatency `json:"sql_latency,omitempty"`
+	// Repositories is the repositories phase: the corpus in one repository
+	// against the corpus split into several, in the same rounds.
+	Repositories *Repositories `json:"repositories,omitempty"`
 	// Targets are the issue's targets with this run's value.
 	Targets []Target `json:"targets"`
 	// PeakRSSBytes is the process's peak RSS (VmHWM) over the whole run.
@@ -170,6 +173,18 @@ func (r *Result) evaluate() {
 			add("web console, slowest page (ms)", d.ConsoleMaxMS, "< 200 ms", d.ConsoleMaxMS < 200)
 		}
 	}
+	if p := r.Repositories; p != nil {
+		add(fmt.Sprintf("%d repositories vs one, e2e POIs/s (medians of %d rounds)", p.N, len(p.Rounds)), p.ManyVsOne, ">= 0.9", p.ManyVsOne >= 0.9)
+		// The split corpus resolves what the one-repository corpus does,
+		// in every round.
+		rels, failed := true, true
+		for _, x := range p.Rounds {
+			rels = rels && x.Many.Relationships == x.One.Relationships
+			failed = failed && x.Many.FailedPOIs == int64(x.Many.Malformed) && x.One.FailedPOIs == int64(x.One.Malformed)
+		}
+		add("repositories runs relationships", float64(p.Many.Relationships), fmt.Sprintf("== %d (one repository)", p.One.Relationships), rels)
+		add("repositories runs failed_pois rows", float64(p.Many.FailedPOIs), fmt.Sprintf("== %d malformed", p.Many.Malformed), failed)
+	}
 	if s := r.SQLPublish; s != nil {
 		add(fmt.Sprintf("SQL API vs Go publisher, e2e POIs/s (medians of %d rounds)", len(s.Rounds)), s.SQLVsGo, ">= 0.8", s.SQLVsGo >= 0.8)
 		// The SQL API's runs write what the Go publisher's write, in every
@@ -226,6 +241,10 @@ func (r *Result) WriteTable(w io.Writer) error {
 	if s := r.Stdlib; s != nil {
 		row("stdlib (relay analyze)", &s.RunResult)
 	}
+	if p := r.Repositories; p != nil {
+		row("repositories phase: one", p.One)
+		row(fmt.Sprintf("repositories phase: %d", p.N), p.Many)
+	}
 	if mm := r.Memory; mm != nil {
 		row("memory small", mm.Small)
 		row("memory large", mm.Large)
@@ -280,6 +299,14 @@ func (r *Result) WriteTable(w io.Writer) error {
 			fmt.Fprintf(w, "  (relay phase, concurrent run: %.0f e2e POIs/s; sql/that %.2f)\n", r.RelayConcurrent.E2EPOIsPerSec,
 				ratio(s.SQL.E2EPOIsPerSec, r.RelayConcurrent.E2EPOIsPerSec))
 		}
+	}
+	if p := r.Repositories; p != nil {
+		fmt.Fprintf(w, "\nThe corpus in one repository vs in %d (the concurrent run):\n", p.N)
+		for i, x := range p.Rounds {
+			fmt.Fprintf(w, "  round %d (%s first): one %.0f, %d repositories %.0f e2e POIs/s: %.2f\n", i+1, x.First,
+				x.One.E2EPOIsPerSec, p.N, x.Many.E2EPOIsPerSec, x.ManyVsOne)
+		}
+		fmt.Fprintf(w, "  median: one %.0f, %d repositories %.0f e2e POIs/s: %.2f\n", p.One.E2EPOIsPerSec, p.N, p.Many.E2EPOIsPerSec, p.ManyVsOne)
 	}
 	if l := r.SQLLatency; l != nil {
 		fmt.Fprintln(w, "\nSQL publish API, caller's COMMIT to the job's first attempt (idle worker, one relay_publish a transaction):")
