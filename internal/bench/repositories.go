@@ -2,7 +2,6 @@ package bench
 
 import (
 	"context"
-	"fmt"
 )
 
 // RepositoriesDefault is how many repositories the repositories phase
@@ -56,39 +55,23 @@ func (b *bench) repositories(ctx context.Context, res *Result) error {
 	}
 	s := &Repositories{N: many.repositories}
 	var ones, manys []*RunResult
-	for round := range b.cfg.Rounds {
-		r := &RepositoriesRound{First: "one"}
-		order := []string{"one", "many"}
-		if round%2 == 1 {
-			r.First, order = "many", []string{"many", "one"}
-		}
-		for _, which := range order {
-			b.progress("  round %d of %d: %s while the workers run", round+1, b.cfg.Rounds, layoutName(which, many.repositories))
-			if which == "one" {
-				r.One, err = b.runCorpus(ctx, srcOne, false, true)
-			} else {
-				r.Many, err = b.runCorpus(ctx, srcMany, false, true)
-			}
-			if err != nil {
-				return err
-			}
-		}
+	err = b.alternate([2]string{"one", "many"}, [2]func() (*RunResult, error){
+		func() (*RunResult, error) { return b.runCorpus(ctx, srcOne, false, true) },
+		func() (*RunResult, error) { return b.runCorpus(ctx, srcMany, false, true) },
+	}, func(round int, first string, runs [2]*RunResult) {
+		r := &RepositoriesRound{First: first, One: runs[0], Many: runs[1]}
 		r.One.Malformed, r.Many.Malformed = one.malformedCount(), many.malformedCount()
 		r.ManyVsOne = ratio(r.Many.E2EPOIsPerSec, r.One.E2EPOIsPerSec)
 		b.progress("  round %d: one %.0f, %d repositories %.0f e2e POIs/s: %.2f", round+1, r.One.E2EPOIsPerSec,
 			many.repositories, r.Many.E2EPOIsPerSec, r.ManyVsOne)
 		s.Rounds = append(s.Rounds, r)
 		ones, manys = append(ones, r.One), append(manys, r.Many)
+	})
+	if err != nil {
+		return err
 	}
 	s.One, s.Many = medianRound(ones), medianRound(manys)
 	s.ManyVsOne = ratio(s.Many.E2EPOIsPerSec, s.One.E2EPOIsPerSec)
 	res.Repositories = s
 	return nil
-}
-
-func layoutName(which string, n int) string {
-	if which == "one" {
-		return "one repository"
-	}
-	return fmt.Sprintf("%d repositories", n)
 }

@@ -40,6 +40,30 @@ type SQLPublishRound struct {
 	SQLVsGo float64 `json:"sql_vs_go"`
 }
 
+// alternate runs the two runs once each per round, for Config.Rounds
+// rounds, the first of names first in even rounds and the second in odd
+// ones, and hands each round's runs (in names' order) to done.
+func (b *bench) alternate(names [2]string, run [2]func() (*RunResult, error),
+	done func(round int, first string, runs [2]*RunResult)) error {
+	for round := range b.cfg.Rounds {
+		order := [2]int{0, 1}
+		if round%2 == 1 {
+			order = [2]int{1, 0}
+		}
+		var runs [2]*RunResult
+		for _, i := range order {
+			b.progress("  round %d of %d: %s while the worker runs", round+1, b.cfg.Rounds, names[i])
+			r, err := run[i]()
+			if err != nil {
+				return err
+			}
+			runs[i] = r
+		}
+		done(round, names[order[0]], runs)
+	}
+	return nil
+}
+
 // sqlPublish is the sql phase (see SQLPublish).
 func (b *bench) sqlPublish(ctx context.Context, res *Result) error {
 	c := b.mainCorpus()
@@ -49,27 +73,19 @@ func (b *bench) sqlPublish(ctx context.Context, res *Result) error {
 	}
 	s := &SQLPublish{}
 	var gos, sqls []*RunResult
-	for round := range b.cfg.Rounds {
-		r := &SQLPublishRound{First: "go"}
-		if round%2 == 1 {
-			r.First = "sql"
-		}
-		for _, which := range [][2]string{{"go", "sql"}, {"sql", "go"}}[round%2] {
-			b.progress("  round %d of %d: %s publisher while the worker runs", round+1, b.cfg.Rounds, which)
-			if which == "go" {
-				r.Go, err = b.runCorpus(ctx, src, false, true)
-			} else {
-				r.SQL, err = b.runSQLCorpus(ctx, src)
-			}
-			if err != nil {
-				return err
-			}
-		}
+	err = b.alternate([2]string{"go", "sql"}, [2]func() (*RunResult, error){
+		func() (*RunResult, error) { return b.runCorpus(ctx, src, false, true) },
+		func() (*RunResult, error) { return b.runSQLCorpus(ctx, src) },
+	}, func(round int, first string, runs [2]*RunResult) {
+		r := &SQLPublishRound{First: first, Go: runs[0], SQL: runs[1]}
 		r.Go.Malformed, r.SQL.Malformed = c.malformedCount(), c.malformedCount()
 		r.SQLVsGo = ratio(r.SQL.E2EPOIsPerSec, r.Go.E2EPOIsPerSec)
 		b.progress("  round %d: go %.0f, sql %.0f e2e POIs/s: sql/go %.2f", round+1, r.Go.E2EPOIsPerSec, r.SQL.E2EPOIsPerSec, r.SQLVsGo)
 		s.Rounds = append(s.Rounds, r)
 		gos, sqls = append(gos, r.Go), append(sqls, r.SQL)
+	})
+	if err != nil {
+		return err
 	}
 	s.Go, s.SQL = medianRound(gos), medianRound(sqls)
 	s.SQLVsGo = ratio(s.SQL.E2EPOIsPerSec, s.Go.E2EPOIsPerSec)
