@@ -131,7 +131,7 @@ func TestMain_SmokeRunOfSQLPhases(t *testing.T) {
 func TestMain_RejectsBadFlags(t *testing.T) {
 	t.Parallel()
 	for _, args := range [][]string{
-		{"--phases", "13"},
+		{"--phases", "14"},
 		{"--sql-latency-samples", "-1"},
 		{"--sql-latency-gap", "-1s"},
 		{"--cli-workers", "1,0"},
