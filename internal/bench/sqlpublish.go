@@ -40,30 +40,6 @@ type SQLPublishRound struct {
 	SQLVsGo float64 `json:"sql_vs_go"`
 }
 
-// alternate runs the two runs once each per round, for Config.Rounds
-// rounds, the first of names first in even rounds and the second in odd
-// ones, and hands each round's runs (in names' order) to done.
-func (b *bench) alternate(names [2]string, run [2]func() (*RunResult, error),
-	done func(round int, first string, runs [2]*RunResult)) error {
-	for round := range b.cfg.Rounds {
-		order := [2]int{0, 1}
-		if round%2 == 1 {
-			order = [2]int{1, 0}
-		}
-		var runs [2]*RunResult
-		for _, i := range order {
-			b.progress("  round %d of %d: %s while the worker runs", round+1, b.cfg.Rounds, names[i])
-			r, err := run[i]()
-			if err != nil {
-				return err
-			}
-			runs[i] = r
-		}
-		done(round, names[order[0]], runs)
-	}
-	return nil
-}
-
 // sqlPublish is the sql phase (see SQLPublish).
 func (b *bench) sqlPublish(ctx context.Context, res *Result) error {
 	c := b.mainCorpus()
