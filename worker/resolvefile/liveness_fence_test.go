@@ -55,6 +55,10 @@ func TestResolveFileWorker_BatchOfAReturnedJobDoesNotCommit(t *testing.T) {
 
 	require.Equal(t, 1, testdb.Count(t, db.Pool, `SELECT count(*) FROM commits`), "one attempt's references committed")
 	require.Equal(t, 1, testdb.Count(t, db.Pool, `SELECT count(*) FROM relationships WHERE source_poi_id = 'f1' AND target_poi_id = 'f2'`))
-	require.Equal(t, 1, testdb.Count(t, db.Pool, `SELECT count(*) FROM river_job WHERE kind = 'resolve_file' AND state = 'completed' AND attempt = 2`),
-		"completed by the attempt that owned it")
+	// Usually attempt 2 completes it. River fences a job's completion on its
+	// state, not its attempt, so attempt 1's late "retry" can return attempt 2
+	// to the queue too; then attempt 2 is fenced the same way and attempt 3
+	// completes it. Either way exactly one attempt's writes stay (above).
+	require.Equal(t, 1, testdb.Count(t, db.Pool, `SELECT count(*) FROM river_job WHERE kind = 'resolve_file' AND state = 'completed' AND attempt >= 2`),
+		"completed by a later attempt that owned it")
 }
