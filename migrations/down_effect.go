@@ -186,6 +186,9 @@ var DownEffects = map[int64]DownEffect{
 		DropsDerivedColumns: []string{"failed_pois_counts.repository"},
 		Note:                "failed_pois_counts counts by status and class only; no data lost",
 	},
+	26: {
+		Note: "creates failed_pois_id_idx again; no data lost",
+	},
 }
 
 // DownEffectOf returns what rolling back version destroys. A version

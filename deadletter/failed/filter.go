@@ -152,8 +152,9 @@ func (f Filter) where(a *queryArgs, alias string) string {
 	}
 	if f.Repository != nil {
 		conds = append(conds, alias+"repository = "+a.add(*f.Repository))
-	} else if f.FileID != "" || f.POIID != "" {
-		// The file and POI id indexes begin with the repository.
+	} else if f.FileID != "" || f.POIID != "" || len(f.IDs) > 0 {
+		// The primary key and the file and POI id indexes begin with the
+		// repository.
 		conds = append(conds, alias+"repository = ANY("+everyRepository+")")
 	}
 	if f.FileID != "" {
@@ -190,7 +191,8 @@ func (f Filter) where(a *queryArgs, alias string) string {
 // read from the start of the indexes that begin with the repository, one
 // probe per repository (a loose index scan): a file or POI id condition
 // with it runs as a probe of failed_pois_file_id_idx or
-// failed_pois_poi_id_idx per repository, where without it the whole index
+// failed_pois_poi_id_idx per repository, and a row id condition as a probe
+// of the primary key (repository, id), where without it the whole index
 // would be read.
 const everyRepository = `ARRAY(WITH RECURSIVE r(repo) AS (
 		SELECT min(repository) FROM failed_pois

@@ -433,11 +433,12 @@ func (r *Reprocessor) chunk(ctx context.Context, sel Selection, after *chunkKey,
 		opts := &river.InsertOpts{MaxAttempts: r.cfg.MaxAttempts, Tags: []string{ReprocessJobTag}}
 		var params []river.InsertManyParams
 		var jobRows [][]int64 // rows of each job, parallel to params
+		var jobRepos []string // repository of each job, parallel to params
 		for _, f := range files {
 			start := 0
 			for _, end := range outbox.Split(f.pois, r.cfg.MaxJobBytes) {
 				params = append(params, r.jobParams(f.repo, f.id, versions[fileKey{f.repo, f.id}], f.pois[start:end], f.rows[start:end], opts))
-				jobRows = append(jobRows, f.rows[start:end])
+				jobRows, jobRepos = append(jobRows, f.rows[start:end]), append(jobRepos, f.repo)
 				start = end
 			}
 		}
@@ -448,18 +449,19 @@ func (r *Reprocessor) chunk(ctx context.Context, sel Selection, after *chunkKey,
 		if len(inserted) != len(params) {
 			return fmt.Errorf("error enqueuing reprocess jobs: %d inserted for %d asked", len(inserted), len(params))
 		}
+		rowRepos := make([]string, 0, c.rows)
 		ids := make([]int64, 0, c.rows)
 		jobIDs := make([]int64, 0, c.rows)
 		for i, res := range inserted {
 			for _, id := range jobRows[i] {
-				ids, jobIDs = append(ids, id), append(jobIDs, res.Job.ID)
+				rowRepos, ids, jobIDs = append(rowRepos, jobRepos[i]), append(ids, id), append(jobIDs, res.Job.ID)
 			}
 		}
 		if _, err := tx.Exec(ctx, `
 			UPDATE failed_pois f
 			SET status = 'reprocessing', reprocess_job_id = u.job_id, reprocess_requested_at = now(), updated_at = now()
-			FROM unnest($1::bigint[], $2::bigint[]) AS u(id, job_id)
-			WHERE f.id = u.id`, ids, jobIDs); err != nil {
+			FROM unnest($1::text[], $2::bigint[], $3::bigint[]) AS u(repo, id, job_id)
+			WHERE f.repository = u.repo AND f.id = u.id`, rowRepos, ids, jobIDs); err != nil {
 			return fmt.Errorf("error marking %d rows reprocessing: %w", len(ids), err)
 		}
 		c.jobs = int64(len(params))

@@ -50,10 +50,10 @@ type OutcomeSummary struct {
 // automatic selection, so no row loops forever. maxAttempts <= 0 means
 // ReprocessMaxAttemptsDefault.
 //
-// Only rows still in reprocessing for this job (reprocess_job_id = jobID)
-// are touched, so a stale or duplicated job cannot overwrite a newer
-// decision. One audit event (action reprocess_outcome) records the counts.
-func RecordReprocessOutcomesTx(ctx context.Context, tx pgx.Tx, jobID int64, fileID string, outcomes []ReprocessOutcome, maxAttempts int) (OutcomeSummary, error) {
+// Only repository's rows still in reprocessing for this job
+// (reprocess_job_id = jobID) are touched, so a stale or duplicated job
+// cannot overwrite a newer decision. One audit event (action reprocess_outcome) records the counts.
+func RecordReprocessOutcomesTx(ctx context.Context, tx pgx.Tx, jobID int64, repository, fileID string, outcomes []ReprocessOutcome, maxAttempts int) (OutcomeSummary, error) {
 	var sum OutcomeSummary
 	if len(outcomes) == 0 {
 		return sum, nil
@@ -100,7 +100,7 @@ func RecordReprocessOutcomesTx(ctx context.Context, tx pgx.Tx, jobID int64, file
 		b.Queue(`
 			UPDATE failed_pois
 			SET status = 'reprocessed', reprocessed_at = now(), manual_review_required = false, updated_at = now()
-			WHERE id = ANY($1) AND status = 'reprocessing' AND reprocess_job_id = $2`, okIDs, jobID).Exec(func(tag pgconn.CommandTag) error {
+			WHERE repository = $3 AND id = ANY($1) AND status = 'reprocessing' AND reprocess_job_id = $2`, okIDs, jobID, repository).Exec(func(tag pgconn.CommandTag) error {
 			sum.Reprocessed = int(tag.RowsAffected())
 			return nil
 		})
@@ -121,9 +121,9 @@ func RecordReprocessOutcomesTx(ctx context.Context, tx pgx.Tx, jobID int64, file
 			    updated_at = now()
 			FROM unnest($1::bigint[], $4::text[], $5::text[], $6::text[], $7::text[], $8::text[], $9::text[], $10::timestamptz[])
 			     AS u(id, poi_id, class, message, context, sig, entry, failed_at)
-			WHERE f.id = u.id AND f.status = 'reprocessing' AND f.reprocess_job_id = $2
+			WHERE f.repository = $11 AND f.id = u.id AND f.status = 'reprocessing' AND f.reprocess_job_id = $2
 			RETURNING f.manual_review_required`,
-			ids, jobID, maxAttempts, poiIDs, classes, messages, contexts, sigs, entries, times).Query(func(rows pgx.Rows) error {
+			ids, jobID, maxAttempts, poiIDs, classes, messages, contexts, sigs, entries, times, repository).Query(func(rows pgx.Rows) error {
 			for rows.Next() {
 				var manual bool
 				if err := rows.Scan(&manual); err != nil {

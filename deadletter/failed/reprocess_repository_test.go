@@ -14,7 +14,8 @@ import (
 
 // A reprocess puts each row back into its own repository: two repositories
 // whose file and POI ids are the same each get their POI resolved in their
-// own symbol table, and a repository filter takes only its rows.
+// own symbol table, and a repository filter takes only its rows; each
+// job's outcomes land on its own repository's rows.
 func TestReprocess_KeepsEachRowInItsRepository(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
@@ -32,13 +33,38 @@ func TestReprocess_KeepsEachRowInItsRepository(t *testing.T) {
 	require.Equal(t, 2, b.count(t, `SELECT count(*) FROM failed_pois WHERE poi_id = 'm1'`))
 	require.Equal(t, 1, b.count(t, `SELECT count(*) FROM failed_pois WHERE repository = 'acme/b'`))
 
+	// Unfixed, acme/a's row fails again: its outcome is recorded on its
+	// own row.
+	repoA := "acme/a"
+	res := b.run(t, failed.Selection{Filter: failed.Filter{Status: failed.StatusNew, Repository: &repoA}})
+	require.EqualValues(t, 1, res.Rows)
+	b.work(t)
+	require.Equal(t, 1, b.count(t, `SELECT count(*) FROM failed_pois WHERE repository = 'acme/a' AND status = 'new' AND attempts = 2`))
+	require.Equal(t, 1, b.count(t, `SELECT count(*) FROM failed_pois WHERE repository = 'acme/b' AND attempts = 1`))
+
 	b.exec(t, `UPDATE failed_pois SET original_poi_data = jsonb_set(original_poi_data, '{lineNumber}', '1')`)
 	repo := "acme/b"
-	res := b.run(t, failed.Selection{Filter: failed.Filter{Status: failed.StatusNew, Repository: &repo}})
+	res = b.run(t, failed.Selection{Filter: failed.Filter{Status: failed.StatusNew, Repository: &repo}})
 	require.EqualValues(t, 1, res.Rows)
 	b.work(t)
 	require.Equal(t, 1, b.count(t, `SELECT count(*) FROM failed_pois WHERE repository = 'acme/b' AND status = 'reprocessed'`))
 	require.Equal(t, 1, b.count(t, `SELECT count(*) FROM failed_pois WHERE repository = 'acme/a' AND status = 'new'`))
+
+	// A row is found by its id alone, whatever its repository.
+	store := failed.NewStore(b.db.Pool)
+	idA := int64(b.count(t, `SELECT id FROM failed_pois WHERE repository = 'acme/a'`))
+	got, err := store.Get(ctx, idA)
+	require.NoError(t, err)
+	require.Equal(t, "acme/a", got.Repository)
+	page, err := store.List(ctx, failed.Filter{IDs: []int64{idA}}, 10)
+	require.NoError(t, err)
+	require.Len(t, page, 1)
+	require.Equal(t, idA, page[0].ID)
+	ign, err := store.Ignore(ctx, []int64{idA, idA + 1000}, "test", "t")
+	require.NoError(t, err)
+	require.Equal(t, []int64{idA}, ign.Ignored)
+	require.Equal(t, []int64{idA + 1000}, ign.NotFound)
+	require.Equal(t, 1, b.count(t, `SELECT count(*) FROM failed_pois WHERE repository = 'acme/a' AND status = 'ignored'`))
 	require.Equal(t, 1, b.count(t, `SELECT count(*) FROM pois WHERE repository = 'acme/b' AND poi_id = 'm1'`))
 	require.Equal(t, 0, b.count(t, `SELECT count(*) FROM pois WHERE repository = 'acme/a' AND poi_id = 'm1'`))
 	require.Equal(t, 1, b.count(t, `SELECT count(*) FROM relationships

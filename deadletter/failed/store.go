@@ -318,7 +318,8 @@ type Inspection struct {
 // Get returns row id with its full POI data, error history and the River
 // jobs involved, or an error wrapping ErrNotFound.
 func (s *Store) Get(ctx context.Context, id int64) (*Inspection, error) {
-	r, err := scanRecord(s.pool.QueryRow(ctx, `SELECT `+fullColumns+` FROM failed_pois WHERE id = $1`, id), true)
+	r, err := scanRecord(s.pool.QueryRow(ctx, `SELECT `+fullColumns+` FROM failed_pois
+		WHERE repository = ANY(`+everyRepository+`) AND id = $1`, id), true)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return nil, fmt.Errorf("error inspecting failed_pois row %d: %w", id, ErrNotFound)
 	}
@@ -748,40 +749,47 @@ func (s *Store) Ignore(ctx context.Context, ids []int64, reason, actor string) (
 	res := &IgnoreResult{Ignored: []int64{}, NotFound: []int64{}, Refused: map[int64]Status{}}
 	ids = slices.Compact(slices.Sorted(slices.Values(ids)))
 	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
-		rows, err := tx.Query(ctx, `SELECT id, status FROM failed_pois WHERE id = ANY($1) ORDER BY id FOR UPDATE`, ids)
+		rows, err := tx.Query(ctx, `SELECT repository, id, status FROM failed_pois
+			WHERE repository = ANY(`+everyRepository+`) AND id = ANY($1) ORDER BY id FOR UPDATE`, ids)
 		if err != nil {
 			return err
 		}
-		found := map[int64]Status{}
+		type row struct {
+			repo   string
+			status Status
+		}
+		found := map[int64]row{}
 		for rows.Next() {
 			var id int64
-			var st string
-			if err := rows.Scan(&id, &st); err != nil {
+			var repo, st string
+			if err := rows.Scan(&repo, &id, &st); err != nil {
 				rows.Close()
 				return err
 			}
-			found[id] = Status(st)
+			found[id] = row{repo: repo, status: Status(st)}
 		}
 		if err := rows.Err(); err != nil {
 			return err
 		}
+		var repos []string // of res.Ignored
 		for _, id := range ids {
-			st, ok := found[id]
+			r, ok := found[id]
 			switch {
 			case !ok:
 				res.NotFound = append(res.NotFound, id)
-			case st == StatusNew || st == StatusIgnored:
-				res.Ignored = append(res.Ignored, id)
+			case r.status == StatusNew || r.status == StatusIgnored:
+				res.Ignored, repos = append(res.Ignored, id), append(repos, r.repo)
 			default:
-				res.Refused[id] = st
+				res.Refused[id] = r.status
 			}
 		}
 		if len(res.Ignored) == 0 {
 			return nil
 		}
 		if _, err := tx.Exec(ctx, `
-			UPDATE failed_pois SET status = 'ignored', ignored_reason = $2, updated_at = now()
-			WHERE id = ANY($1)`, res.Ignored, deadletter.Text(reason)); err != nil {
+			UPDATE failed_pois f SET status = 'ignored', ignored_reason = $3, updated_at = now()
+			FROM unnest($1::text[], $2::bigint[]) AS u(repo, id)
+			WHERE f.repository = u.repo AND f.id = u.id`, repos, res.Ignored, deadletter.Text(reason)); err != nil {
 			return err
 		}
 		_, err = InsertEventTx(ctx, tx, actor, ActionIgnore, int64(len(res.Ignored)),

@@ -338,7 +338,7 @@ func (w *Worker) recordReprocess(ctx context.Context, tx pgx.Tx, job *river.Job[
 		}
 		outcomes = append(outcomes, failed.ReprocessOutcome{FailedPOIID: args.FailedPOIIDs[r.index], Failure: r.fail})
 	}
-	rec, err := failed.RecordReprocessOutcomesTx(ctx, tx, job.ID, args.FileID, outcomes, w.cfg.ReprocessMaxAttempts)
+	rec, err := failed.RecordReprocessOutcomesTx(ctx, tx, job.ID, args.Repository, args.FileID, outcomes, w.cfg.ReprocessMaxAttempts)
 	if err != nil {
 		w.logger.ErrorContext(ctx, "could not record reprocess outcomes; batch will be retried",
 			slog.Int64("job_id", job.ID), slog.String("file_id", args.FileID), slog.String("error", err.Error()))
