@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/relay-dev/relay/deadletter/failed"
 	"github.com/relay-dev/relay/internal/console"
 	"github.com/relay-dev/relay/internal/workerconfig"
 	"github.com/relay-dev/relay/worker"
@@ -41,12 +42,11 @@ func (b *bench) consolePages(ctx context.Context, d *DeadLetter) error {
 	}
 	// A page deep in the list: the keyset position of the row in the
 	// middle.
-	var midAt int64
-	var midID int64
-	if err := b.pool.QueryRow(ctx, `SELECT (extract(epoch FROM failed_at) * 1e9)::bigint, id FROM failed_pois WHERE id = $1`,
-		d.Rows/2).Scan(&midAt, &midID); err != nil {
+	mid, err := failed.NewStore(b.pool).Get(ctx, d.Rows/2)
+	if err != nil {
 		return fmt.Errorf("error reading the middle row: %w", err)
 	}
+	midAt, midID := mid.FailedAt.UnixNano(), mid.ID
 	ids := url.Values{"mode": {"ids"}, "status": {"new"}}
 	for i := range int64(50) {
 		ids.Add("id", strconv.FormatInt(d.Rows/3+i, 10))
