@@ -52,7 +52,8 @@ type OutcomeSummary struct {
 //
 // Only repository's rows still in reprocessing for this job
 // (reprocess_job_id = jobID) are touched, so a stale or duplicated job
-// cannot overwrite a newer decision. One audit event (action reprocess_outcome) records the counts.
+// cannot overwrite a newer decision. One audit event (action
+// reprocess_outcome) records the counts.
 func RecordReprocessOutcomesTx(ctx context.Context, tx pgx.Tx, jobID int64, repository, fileID string, outcomes []ReprocessOutcome, maxAttempts int) (OutcomeSummary, error) {
 	var sum OutcomeSummary
 	if len(outcomes) == 0 {
