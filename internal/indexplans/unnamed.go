@@ -20,7 +20,9 @@ import (
 // poi_id) can be cached on (repository, name), the id in a Filter, reading
 // the whole repository for each key. Statements that look keys up on such
 // tables from a long-lived connection (the publisher's, in the caller's
-// transaction; the linker's candidate reads) go through Unnamed.
+// transaction; the linker's candidate reads) go through Unnamed. pgx's own
+// QueryExecModeExec does the same, but a pgx.Batch takes its mode from the
+// connection's config only, and the publisher's connection is the caller's.
 type Unnamed struct {
 	tm    *pgtype.Map
 	batch pgconn.Batch
