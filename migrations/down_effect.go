@@ -189,6 +189,9 @@ var DownEffects = map[int64]DownEffect{
 	26: {
 		Note: "creates failed_pois_id_idx again; no data lost",
 	},
+	27: {
+		Note: "publishes no longer take the per-file publish lock and the delete trigger joins by ctid again; no data lost",
+	},
 }
 
 // DownEffectOf returns what rolling back version destroys. A version

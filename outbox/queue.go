@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"sync"
 	"time"
 
@@ -47,15 +48,16 @@ type DrainConfig struct {
 //
 // Drains running at once (Run's loops, other processes' drainers) take
 // different rows, and so different files: publish_queue holds one row per
-// file. A file queued again while a drain holds its row is queued behind
-// that drain's lock and published after it commits, so the last committed
-// publish of a file still wins. The files' rows are locked in file_id
-// order, as every publish locks them, so concurrent drains do not deadlock
-// on them. A drain can deadlock, as a single one could, with a caller's
-// transaction that holds the row of a file of the drain (it published that
-// file, queued again since by another caller) and then publishes another
-// file of the drain, waiting for its queued row: PostgreSQL aborts one of
-// the two, and an aborted drain's rows stay queued.
+// file. A drain publishes a file only under the file's publish lock
+// (migration 27), which it tries to take and otherwise leaves the file for a
+// later drain: every publish of the file, Go or SQL, holds that lock until it
+// commits, so a drain never applies a queued analysis over a publish that
+// committed after it (TestPublish_LastCommittedWinsBetweenGoAndSQL), and a
+// drain never waits for a publish that waits for the drain's rows. Files
+// drained together are published together, so a POI id may move between
+// them (TestPublish_APOIMovesBetweenFilesPublishedTogether); the files'
+// rows are locked in file_id order, as every publish locks them, so
+// concurrent drains do not deadlock on them.
 type Drainer struct {
 	db     Beginner
 	pub    *Publisher
@@ -175,6 +177,9 @@ func (d *Drainer) Drain(ctx context.Context) (DrainResult, error) {
 	if len(qs) == 0 {
 		return res, nil
 	}
+	if qs, err = lockQueued(ctx, tx, qs); err != nil {
+		return res, err
+	}
 
 	var as []Analysis
 	var asQueued []queued
@@ -187,25 +192,26 @@ func (d *Drainer) Drain(ctx context.Context) (DrainResult, error) {
 		}
 		as, asQueued = append(as, a), append(asQueued, q)
 	}
-	// All at once; if one is rejected, one by one (PublishManyTx leaves tx
-	// usable), so that one bad analysis holds up no other.
-	_, err = d.pub.PublishManyTx(ctx, tx, as)
-	switch {
-	case err == nil:
-		res.Published = len(as)
-	case errors.Is(err, ErrRejected):
-		for i, a := range as {
-			if _, err := d.pub.PublishTx(ctx, tx, a); err != nil {
-				if !errors.Is(err, ErrRejected) {
-					return DrainResult{}, err
-				}
-				rejected = append(rejected, rejectionOf(asQueued[i], err))
-				continue
-			}
-			res.Published++
+	// All at once; if one is rejected, all at once again without it
+	// (PublishManyTx leaves tx usable), so that one bad analysis holds up no
+	// other and files published together still are (a POI id moving
+	// between them).
+	for len(as) > 0 {
+		_, err = d.pub.PublishManyTx(ctx, tx, as)
+		var rej *RejectError
+		if err == nil {
+			res.Published = len(as)
+			break
 		}
-	default:
-		return DrainResult{}, err
+		if !errors.As(err, &rej) {
+			return DrainResult{}, err
+		}
+		i := slices.IndexFunc(as, func(a Analysis) bool { return a.Repository == rej.Repository && a.FileID == rej.FileID })
+		if i < 0 {
+			return DrainResult{}, fmt.Errorf("error draining the publish queue: a rejection names no analysis of the drain: %w", err)
+		}
+		rejected = append(rejected, rejectionOf(asQueued[i], err))
+		as, asQueued = slices.Delete(as, i, i+1), slices.Delete(asQueued, i, i+1)
 	}
 	if err := recordRejections(ctx, tx, rejected); err != nil {
 		return DrainResult{}, err
@@ -222,6 +228,33 @@ func (d *Drainer) Drain(ctx context.Context) (DrainResult, error) {
 		d.logger.DebugContext(ctx, "queued analyses published", slog.Int("published", res.Published), slog.Int("rejected", res.Rejected))
 	}
 	return res, nil
+}
+
+// lockQueued takes the publish locks of the queued files it can take at
+// once (relay_try_lock_files) and returns their rows: a file whose lock
+// another transaction holds is being published, or queued again by a SQL
+// publish waiting for the row this drain holds; it stays queued for a later
+// drain, so the two cannot deadlock.
+func lockQueued(ctx context.Context, tx pgx.Tx, qs []queued) ([]queued, error) {
+	repos, files := make([]string, len(qs)), make([]string, len(qs))
+	for i, q := range qs {
+		repos[i], files[i] = q.repo, q.fileID
+	}
+	rows, err := tx.Query(ctx, `SELECT relay_try_lock_files($1::text[], $2::text[])`, repos, files)
+	if err != nil {
+		return nil, fmt.Errorf("error taking the publish locks of %d queued files: %w", len(qs), err)
+	}
+	busy, err := pgx.CollectRows(rows, pgx.RowTo[int32])
+	if err != nil {
+		return nil, fmt.Errorf("error taking the publish locks of %d queued files: %w", len(qs), err)
+	}
+	out := qs[:0:0]
+	for i, q := range qs {
+		if !slices.Contains(busy, int32(i+1)) {
+			out = append(out, q)
+		}
+	}
+	return out, nil
 }
 
 // rejection is a queued analysis the publisher rejected.

@@ -79,10 +79,10 @@ func (s store) write(ctx context.Context, files []fileBatch) (xid int64, rej *Re
 	var upserted int64
 
 	b := indexplans.NewUnnamed(s.tx.Conn().TypeMap())
-	// A publish supersedes the files' analyses still queued by the SQL API
-	// (relay_publish): the last committed publish of a file wins, whatever
-	// its path. Queued rows are locked before the files' rows, as the SQL
-	// API's drain does, so the two cannot deadlock.
+	// The files' publish locks first, then the analyses the SQL API
+	// (relay_publish) queued for them, which this publish supersedes: the
+	// last committed publish of a file wins, whatever its path.
+	b.Queue(lockPublishSQL, fileRepos, fileIDs)
 	b.Queue(deleteQueuedSQL, fileRepos, fileIDs)
 	b.Queue(lockFilesSQL, fileRepos, fileIDs).Rows(func(v [][]byte) error {
 		n, err := indexplans.Int(v[2])
@@ -106,7 +106,7 @@ func (s store) write(ctx context.Context, files []fileBatch) (xid int64, rej *Re
 			xid, err = indexplans.Int(v[3])
 			return err
 		})
-	b.Queue(otherOwnerSQL, repos, ids, owners).Rows(func(v [][]byte) error {
+	b.Queue(otherOwnerSQL, repos, ids, owners, fileIDs, fileRepos).Rows(func(v [][]byte) error {
 		rej = &RejectError{Repository: string(v[0]), FileID: string(v[1]), POIID: string(v[3]), POIIndex: -1,
 			Reason: fmt.Sprintf("id already belongs to a POI of file %q; POI ids must be unique within a repository", v[2])}
 		return nil
@@ -124,10 +124,10 @@ func (s store) write(ctx context.Context, files []fileBatch) (xid int64, rej *Re
 		old[i][k] = int32(line)
 		return nil
 	})
-	// ids are unique across the files (checked before) and none belongs to
-	// another file (checked above, or the savepoint is rolled back), so
-	// "not among ids" is "no longer among this file's POIs".
-	b.Queue(deleteRemovedSQL, fileRepos, fileIDs, repos, ids)
+	// A POI that leaves its file goes, with its references, even when it
+	// moves to another file of this publish: it comes back as a new POI of
+	// that file.
+	b.Queue(deleteRemovedSQL, fileRepos, fileIDs, repos, ids, owners)
 	b.Queue(deleteReferencesSQL, fileRepos, fileIDs)
 	b.Queue(upsertSymbolsSQL, repos, ids, owners, names, types, lines, symbols, receivers, results, fields).
 		Exec(func(tag pgconn.CommandTag) { upserted = tag.RowsAffected() })
@@ -153,20 +153,19 @@ func (s store) write(ctx context.Context, files []fileBatch) (xid int64, rej *Re
 	if stored := int(upserted) + unchanged; stored != len(ids) {
 		c := indexplans.NewUnnamed(s.tx.Conn().TypeMap())
 		c.Queue(`
-			SELECT count(*) FROM unnest($1::text[], $2::text[], $3::text[]) AS u(repo, id, file)
-			CROSS JOIN LATERAL (SELECT 1 FROM pois WHERE repository = u.repo AND poi_id = u.id AND file_id = u.file OFFSET 0) p`,
+			SELECT u.repo, u.file, u.id FROM unnest($1::text[], $2::text[], $3::text[]) WITH ORDINALITY AS u(repo, id, file, ord)
+			WHERE NOT EXISTS (SELECT FROM pois WHERE repository = u.repo AND poi_id = u.id AND file_id = u.file)
+			ORDER BY u.ord LIMIT 1`,
 			repos, ids, owners).Rows(func(v [][]byte) error {
-			n, err := indexplans.Int(v[0])
-			stored = int(n)
-			return err
+			rej = &RejectError{Repository: string(v[0]), FileID: string(v[1]), POIID: string(v[2]), POIIndex: -1,
+				Reason: "id was published by another file at the same time; POI ids must be unique within a repository"}
+			return nil
 		})
 		if err := c.Run(ctx, s.tx.Conn().PgConn()); err != nil {
 			return 0, nil, fmt.Errorf("error counting stored symbols: %w", err)
 		}
-		if stored != len(ids) {
-			// Another file took one of these ids concurrently.
-			return 0, &RejectError{Repository: files[0].a.Repository, FileID: files[0].a.FileID, POIIndex: -1,
-				Reason: fmt.Sprintf("%d POI ids of this publish were published by another file at the same time; POI ids must be unique within a repository", len(ids)-stored)}, nil
+		if rej != nil {
+			return 0, rej, nil
 		}
 	}
 	for i := range files {
@@ -250,21 +249,28 @@ func changedNames(old map[symbolKey]int32, syms []resolver.POI, keys []symbolKey
 // planned for its call, with the tables as they are then, and no plan made
 // while they were small is kept as they grow. Each is written so that its
 // plan is driven from its keys: a parameterized LATERAL subquery fenced by
-// OFFSET 0, a lookup per key on an index, and rows deleted by the ctid found
-// there (TestPublisherStatements_RunOnTheirKeysWhateverTheTablesSize).
-// Deleting by ctid is safe: every writer of a file's POIs and references
-// holds the file's row lock, which the publish holds FOR UPDATE, so no row
-// found moves before it is deleted.
+// OFFSET 0, a lookup per key on an index
+// (TestPublisherStatements_RunOnTheirKeysWhateverTheTablesSize).
+//
+// Rows are deleted by their keys, never by the ctid a subquery found: a row
+// that another transaction updates while the delete waits for it (a link
+// round re-resolving a reference, another publish's delete trigger clearing
+// a target) is found again by its key once that transaction commits, and
+// deleted (TestPublish_RepublishRemovesReferencesMovedWhileItWaited,
+// TestPublish_RemovedPOILosesAReferenceALinkRoundMovedWhileItWaited).
 const (
+	// lockPublishSQL takes the publish locks of the files ($1
+	// repositories, $2 file ids): every publish of a file, Go or SQL, holds
+	// its lock from before it writes until it commits, so the publishes of
+	// a file commit in the order they took it and each sees every earlier
+	// one (migration 27; TestPublish_LastCommittedWinsBetweenGoAndSQL).
+	lockPublishSQL = `SELECT relay_lock_files($1::text[], $2::text[])`
 	// deleteQueuedSQL deletes the SQL API's queued analyses of the files
-	// ($1 repositories, $2 file ids, in key order), locking them in that
-	// order first: the lookups, driven from the arrays, run in array order,
-	// as lockFilesSQL's do.
+	// ($1 repositories, $2 file ids): under the files' publish locks, every
+	// one that committed before this publish took them.
 	deleteQueuedSQL = `
-	DELETE FROM publish_queue t USING (
-		SELECT q.ctid FROM unnest($1::text[], $2::text[]) AS u(repo, file)
-		CROSS JOIN LATERAL (SELECT ctid FROM publish_queue WHERE repository = u.repo AND file_id = u.file FOR UPDATE) q) d
-	WHERE t.ctid = d.ctid`
+	DELETE FROM publish_queue t USING unnest($1::text[], $2::text[]) AS u(repo, file)
+	WHERE t.repository = u.repo AND t.file_id = u.file`
 	// lockFilesSQL locks the rows of the files ($1 repositories, $2 file
 	// ids, in key order) that exist, in that order.
 	lockFilesSQL = `
@@ -272,12 +278,16 @@ const (
 	CROSS JOIN LATERAL (SELECT repository, file_id, poi_count FROM files WHERE repository = u.repo AND file_id = u.file FOR UPDATE) f
 	ORDER BY u.ord`
 	// otherOwnerSQL returns the first of the POI ids $2 (of repositories
-	// $1) that belongs to a file other than its own ($3).
+	// $1) that belongs to a file other than its own ($3) and not published
+	// with it (the files $4 of repositories $5): a file of this publish
+	// that had the id no longer has it (ids are unique across a publish's
+	// files), so the id moves.
 	otherOwnerSQL = `
 	SELECT u.repo, u.file, p.file_id, p.poi_id
 	FROM unnest($1::text[], $2::text[], $3::text[]) WITH ORDINALITY AS u(repo, id, file, ord)
 	CROSS JOIN LATERAL (SELECT file_id, poi_id FROM pois WHERE repository = u.repo AND poi_id = u.id OFFSET 0) p
 	WHERE p.file_id <> u.file
+	  AND NOT EXISTS (SELECT FROM unnest($5::text[], $4::text[]) AS f(repo, file) WHERE f.repo = u.repo AND f.file = p.file_id)
 	ORDER BY u.ord LIMIT 1`
 	// oldSymbolsSQL reads the symbols of the files ($1 repositories, $2
 	// file ids).
@@ -286,28 +296,26 @@ const (
 	FROM unnest($1::text[], $2::text[]) AS u(repo, file)
 	CROSS JOIN LATERAL (SELECT * FROM pois WHERE repository = u.repo AND file_id = u.file OFFSET 0) p`
 	// deleteRemovedSQL deletes the POIs of the files ($1 repositories, $2
-	// file ids) that are not among the POIs $4 (of repositories $3). The
-	// difference is a set operation: a filter comparing each of the files'
-	// rows with every id would take time quadratic in a file's size.
+	// file ids) that are not among their file's POIs in the publish (ids
+	// $4 of repositories $3 and files $5). The difference is a set
+	// operation: a filter comparing each of the files' rows with every id
+	// would take time quadratic in a file's size.
 	deleteRemovedSQL = `
 	WITH gone AS MATERIALIZED (
-		SELECT u.repo, p.poi_id FROM unnest($1::text[], $2::text[]) AS u(repo, file)
+		SELECT u.repo, u.file, p.poi_id FROM unnest($1::text[], $2::text[]) AS u(repo, file)
 		CROSS JOIN LATERAL (SELECT poi_id FROM pois WHERE repository = u.repo AND file_id = u.file OFFSET 0) p
-		EXCEPT SELECT * FROM unnest($3::text[], $4::text[]))
-	DELETE FROM pois t USING (
-		SELECT p.ctid FROM gone g
-		CROSS JOIN LATERAL (SELECT ctid FROM pois WHERE repository = g.repo AND poi_id = g.poi_id OFFSET 0) p) d
-	WHERE t.ctid = d.ctid`
+		EXCEPT SELECT * FROM unnest($3::text[], $5::text[], $4::text[]))
+	DELETE FROM pois t USING gone g
+	WHERE t.repository = g.repo AND t.poi_id = g.poi_id`
 	// deleteReferencesSQL deletes the references (and so the
 	// relationships) of the files ($1 repositories, $2 file ids), found
 	// through their remaining POIs (the trigger on pois took those of the
 	// POIs just deleted): the table is keyed by source POI, not by file.
 	deleteReferencesSQL = `
 	DELETE FROM poi_references t USING (
-		SELECT r.ctid FROM unnest($1::text[], $2::text[]) AS u(repo, file)
-		CROSS JOIN LATERAL (SELECT poi_id FROM pois WHERE repository = u.repo AND file_id = u.file OFFSET 0) p
-		CROSS JOIN LATERAL (SELECT ctid FROM poi_references WHERE repository = u.repo AND source_poi_id = p.poi_id OFFSET 0) r) d
-	WHERE t.ctid = d.ctid`
+		SELECT u.repo, p.poi_id FROM unnest($1::text[], $2::text[]) AS u(repo, file)
+		CROSS JOIN LATERAL (SELECT poi_id FROM pois WHERE repository = u.repo AND file_id = u.file OFFSET 0) p) d
+	WHERE t.repository = d.repo AND t.source_poi_id = d.poi_id`
 )
 
 // fileKey identifies a file: its repository and its id.

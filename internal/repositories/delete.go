@@ -225,7 +225,14 @@ func (s *Store) deleteTx(ctx context.Context, name string, opts Options) (*Delet
 	defer func() { _ = tx.Rollback(ctx) }()
 	d := &Deleted{Repository: name}
 
-	// Queued analyses first: publishes lock them before the files' rows.
+	// The repository's lock first (migration 27): every publish of it holds
+	// the lock shared until it commits, so each one committed before the
+	// delete is deleted, and each one after it waits for the delete to
+	// commit (TestDelete_APublishCommitsBeforeTheDeleteOrAfterIt). Then
+	// queued analyses: publishes lock them before the files' rows.
+	if _, err := tx.Exec(ctx, `SELECT relay_lock_repository($1)`, name); err != nil {
+		return nil, fmt.Errorf("error taking the repository's lock: %w", err)
+	}
 	tag, err := tx.Exec(ctx, `DELETE FROM publish_queue WHERE repository = $1`, name)
 	if err != nil {
 		return nil, fmt.Errorf("error deleting queued analyses: %w", err)

@@ -469,3 +469,27 @@ func GenericPlan(t testing.TB, tx pgx.Tx, sql, args string) string {
 	}
 	return strings.Join(plan, "\n")
 }
+
+// WaitBlockedBy waits until some backend waits for a lock that the backend
+// pid holds (pg_blocking_pids), and returns that backend's pid: the step
+// boundary of a forced interleaving, in place of a sleep. It fails the test
+// after a minute, naming what it waited for.
+func WaitBlockedBy(t testing.TB, q pgxQuerier, pid uint32) int {
+	t.Helper()
+	deadline := time.Now().Add(time.Minute)
+	for {
+		var waiter int
+		err := q.QueryRow(context.Background(),
+			`SELECT coalesce(min(pid), 0) FROM pg_stat_activity WHERE $1::int = ANY(pg_blocking_pids(pid))`, int(pid)).Scan(&waiter)
+		if err != nil {
+			t.Fatalf("error looking for a backend blocked by %d: %v", pid, err)
+		}
+		if waiter != 0 {
+			return waiter
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no backend waited for a lock of backend %d within a minute", pid)
+		}
+		time.Sleep(2 * time.Millisecond) // polling a condition, not ordering a race
+	}
+}

@@ -1,0 +1,177 @@
+package outbox_test
+
+import (
+	"context"
+	"encoding/json"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/stretchr/testify/require"
+
+	"github.com/relay-dev/relay/internal/testdb"
+	"github.com/relay-dev/relay/outbox"
+)
+
+// nameOf returns the name of POI id in the default repository.
+func (b *sqlBundle) nameOf(t *testing.T, id string) string {
+	t.Helper()
+	var name string
+	require.NoError(t, b.db.Pool.QueryRow(context.Background(), `SELECT name FROM pois WHERE repository = '' AND poi_id = $1`, id).Scan(&name))
+	return name
+}
+
+// committedOrBlocked runs fn in a transaction of its own in the
+// background, and waits until it either committed or waits for a lock of
+// the backend holder: it reports which. done receives fn's outcome.
+func committedOrBlocked(t *testing.T, b *sqlBundle, holder uint32, fn func(pgx.Tx) error) (committed bool, done <-chan error) {
+	t.Helper()
+	ch := make(chan error, 1)
+	go func() {
+		ch <- pgx.BeginFunc(context.Background(), b.db.Pool, fn)
+	}()
+	deadline := time.Now().Add(time.Minute)
+	for {
+		select {
+		case err := <-ch:
+			require.NoError(t, err)
+			closed := make(chan error)
+			close(closed)
+			return true, closed
+		default:
+		}
+		if b.count(t, `SELECT count(*) FROM pg_stat_activity WHERE $1::int = ANY(pg_blocking_pids(pid))`, int(holder)) > 0 {
+			return false, ch
+		}
+		require.False(t, time.Now().After(deadline), "the second publish neither committed nor waited within a minute")
+		time.Sleep(2 * time.Millisecond) // polling a condition, not ordering a race
+	}
+}
+
+// The last committed publish of a file wins across publish paths: a SQL
+// publish (relay_publish) and a Go publish of one file, the Go publish's
+// transaction open while the SQL one runs. Whichever commits last is the
+// file's version once the queue is drained. Before every publish of a file
+// held the file's publish lock, the SQL publish committed while the Go one
+// was open, and the drain then applied it over the later commit.
+func TestPublish_LastCommittedWinsBetweenGoAndSQL(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	b := setupSQL(t)
+	require.NoError(t, pgx.BeginFunc(ctx, b.db.Pool, func(tx pgx.Tx) error {
+		_, err := b.pub.PublishTx(ctx, tx, outbox.Analysis{FileID: "src/x.js", POIs: []json.RawMessage{poi("x1", "v1", "src/x.js", 1, "function v1() {}")}})
+		return err
+	}))
+
+	held, err := b.db.Pool.Begin(ctx)
+	require.NoError(t, err)
+	defer func() { _ = held.Rollback(ctx) }()
+	_, err = b.pub.PublishTx(ctx, held, outbox.Analysis{FileID: "src/x.js", POIs: []json.RawMessage{poi("x1", "v2_go", "src/x.js", 1, "function v2_go() {}")}})
+	require.NoError(t, err)
+
+	sqlFirst, done := committedOrBlocked(t, b, held.Conn().PgConn().PID(), func(tx pgx.Tx) error {
+		_, err := tx.Exec(ctx, `SELECT relay_publish($1::jsonb)`,
+			`{"fileId":"src/x.js","pois":[{"id":"x1","type":"function_definition","name":"v3_sql","lineNumber":1,"filePath":"src/x.js"}]}`)
+		return err
+	})
+	require.NoError(t, held.Commit(ctx))
+	require.NoError(t, <-done)
+	b.drainAll(t)
+
+	want := "v3_sql"
+	if sqlFirst {
+		want = "v2_go"
+	}
+	require.Equal(t, want, b.nameOf(t, "x1"), "the SQL publish committed first: %v", sqlFirst)
+	require.False(t, sqlFirst, "a SQL publish of a file committed while a Go publish of it was open")
+}
+
+// The same with the Go publish held up by a worker's share lock on the
+// file's row (a batch checking the file's version): the SQL publish that
+// runs meanwhile must not commit ahead of it and then be applied over it.
+func TestPublish_LastCommittedWinsWhenTheGoPublishWaitsForAWorker(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	b := setupSQL(t)
+	require.NoError(t, pgx.BeginFunc(ctx, b.db.Pool, func(tx pgx.Tx) error {
+		_, err := b.pub.PublishTx(ctx, tx, outbox.Analysis{FileID: "src/x.js", POIs: []json.RawMessage{poi("x1", "v1", "src/x.js", 1, "function v1() {}")}})
+		return err
+	}))
+
+	worker, err := b.db.Pool.Begin(ctx)
+	require.NoError(t, err)
+	defer func() { _ = worker.Rollback(ctx) }()
+	_, err = worker.Exec(ctx, `SELECT 1 FROM files WHERE repository = '' AND file_id = 'src/x.js' FOR SHARE`)
+	require.NoError(t, err)
+
+	goPub, err := b.db.Pool.Begin(ctx)
+	require.NoError(t, err)
+	defer func() { _ = goPub.Rollback(ctx) }()
+	goDone := make(chan error, 1)
+	go func() {
+		_, err := b.pub.PublishTx(ctx, goPub, outbox.Analysis{FileID: "src/x.js", POIs: []json.RawMessage{poi("x1", "v2_go", "src/x.js", 1, "function v2_go() {}")}})
+		goDone <- err
+	}()
+	testdb.WaitBlockedBy(t, b.db.Pool, worker.Conn().PgConn().PID())
+
+	sqlFirst, done := committedOrBlocked(t, b, goPub.Conn().PgConn().PID(), func(tx pgx.Tx) error {
+		_, err := tx.Exec(ctx, `SELECT relay_publish($1::jsonb)`,
+			`{"fileId":"src/x.js","pois":[{"id":"x1","type":"function_definition","name":"v3_sql","lineNumber":1,"filePath":"src/x.js"}]}`)
+		return err
+	})
+	require.NoError(t, worker.Rollback(ctx))
+	require.NoError(t, <-goDone)
+	require.NoError(t, goPub.Commit(ctx))
+	require.NoError(t, <-done)
+	b.drainAll(t)
+
+	want := "v3_sql"
+	if sqlFirst {
+		want = "v2_go"
+	}
+	require.Equal(t, want, b.nameOf(t, "x1"), "the SQL publish committed first: %v", sqlFirst)
+	require.False(t, sqlFirst, "a SQL publish of a file committed while a Go publish of it waited for a worker")
+}
+
+// A POI id moves between files published together: relay_publish_many
+// and PublishManyTx publish the files as one, in either order of the
+// array, and the id ends up in the file that now has it. Before, the SQL
+// queue kept the files in file_id order and the drain published them one by
+// one, rejecting the file that took the id (still the other file's).
+func TestPublish_APOIMovesBetweenFilesPublishedTogether(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	for _, sqlPath := range []bool{true, false} {
+		for _, order := range []string{"releasing file first", "taking file first"} {
+			b := setupSQL(t)
+			require.NoError(t, pgx.BeginFunc(ctx, b.db.Pool, func(tx pgx.Tx) error {
+				_, err := b.pub.PublishManyTx(ctx, tx, []outbox.Analysis{
+					{FileID: "a.js", POIs: []json.RawMessage{poi("a1", "fa", "a.js", 1, "function fa() {}")}},
+					{FileID: "b.js", POIs: []json.RawMessage{poi("m", "fm", "b.js", 1, "function fm() {}")}}})
+				return err
+			}))
+			release := outbox.Analysis{FileID: "b.js", POIs: []json.RawMessage{}}
+			take := outbox.Analysis{FileID: "a.js", POIs: []json.RawMessage{
+				poi("a1", "fa", "a.js", 1, "function fa() {}"), poi("m", "fm", "a.js", 2, "function fm() {}")}}
+			as := []outbox.Analysis{release, take}
+			if order == "taking file first" {
+				as = []outbox.Analysis{take, release}
+			}
+			if sqlPath {
+				raw, err := json.Marshal(as)
+				require.NoError(t, err)
+				_, err = b.db.Pool.Exec(ctx, `SELECT relay_publish_many($1::jsonb)`, string(raw))
+				require.NoError(t, err)
+				require.Equal(t, outbox.DrainResult{Published: 2}, b.drainAll(t), "sql, %s", order)
+			} else {
+				require.NoError(t, pgx.BeginFunc(ctx, b.db.Pool, func(tx pgx.Tx) error {
+					_, err := b.pub.PublishManyTx(ctx, tx, as)
+					return err
+				}), order)
+			}
+			require.Equal(t, 0, b.count(t, `SELECT count(*) FROM rejected_analyses`), "sql %v, %s", sqlPath, order)
+			require.Equal(t, 2, b.count(t, `SELECT count(*) FROM pois WHERE file_id = 'a.js' AND poi_id IN ('a1', 'm')`), "sql %v, %s", sqlPath, order)
+			require.Equal(t, 0, b.count(t, `SELECT count(*) FROM pois WHERE file_id = 'b.js'`), "sql %v, %s", sqlPath, order)
+		}
+	}
+}
