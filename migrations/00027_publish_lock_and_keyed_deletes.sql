@@ -11,7 +11,9 @@
 -- relay_publish_many before they queue the analysis, and the SQL API's
 -- drain (which tries it, and leaves a file whose lock is taken for its next
 -- drain). So the publishes of a file commit in the order they took its lock,
--- and each one sees every publish of the file that committed before it: a
+-- and each one (in READ COMMITTED, where each statement reads what committed
+-- before it began; the Go publisher refuses other isolation levels) sees
+-- every publish of the file that committed before it: a
 -- Go publish deletes every queued SQL publish that committed before it, and
 -- a SQL publish queued after a Go publish committed is newer than it.
 -- relay_publish_many queues its analyses in the order of its array (seq).
@@ -22,26 +24,51 @@
 -- trigger clearing a target) has a new ctid, and a ctid join skipped it,
 -- leaving a reference of a removed POI.
 --
--- Rollback: the functions go back to their 00024 bodies; no data is lost.
---
 -- A publish also holds its files' repositories' locks shared, and `relay
 -- repository delete` holds its repository's exclusively
 -- (relay_lock_repository): a publish of a repository commits before its
 -- delete starts, and is then deleted, or after the delete commits.
--- 1919249520 ('relp') and 1919249521 are the first keys of relay's file
--- and repository locks.
+-- The keys are 64-bit hashes (hashtextextended) of the repository, and of
+-- the repository's length, the repository and the file id, with seeds of
+-- their own; two files whose keys collide only publish one at a time. The
+-- lock functions keep PostgreSQL's default EXECUTE for PUBLIC: the Go
+-- publisher calls relay_lock_files as the caller's role (advisory locks are
+-- PUBLIC's anyway).
+--
+-- relay_delete_source_rows plans its statements for each call (EXECUTE):
+-- the transition table's size decides between index lookups and a hash
+-- join, and a plan kept from a large delete would scan poi_references for
+-- every small one.
+--
+-- Rollback: the functions go back to their 00024 bodies and the lock
+-- functions go (a relay built with this migration then fails to publish);
+-- no data is lost.
+-- +goose StatementBegin
+CREATE FUNCTION relay_file_lock_key(repo text, file text) RETURNS bigint
+LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $fn$
+    SELECT hashtextextended(length(repo)::text || ':' || repo || file, 1919249520)
+$fn$;
+-- +goose StatementEnd
+
+-- +goose StatementBegin
+CREATE FUNCTION relay_repository_lock_key(repo text) RETURNS bigint
+LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $fn$
+    SELECT hashtextextended(repo, 1919249521)
+$fn$;
+-- +goose StatementEnd
+
 -- +goose StatementBegin
 CREATE FUNCTION relay_lock_files(repos text[], files text[]) RETURNS void
 LANGUAGE plpgsql AS $fn$
 DECLARE
-    k integer;
+    k bigint;
 BEGIN
-    FOR k IN SELECT DISTINCT hashtext(u.repo) AS h FROM unnest(repos) AS u(repo) ORDER BY h LOOP
-        PERFORM pg_advisory_xact_lock_shared(1919249521, k);
+    FOR k IN SELECT DISTINCT relay_repository_lock_key(u.repo) AS h FROM unnest(repos) AS u(repo) ORDER BY h LOOP
+        PERFORM pg_advisory_xact_lock_shared(k);
     END LOOP;
-    FOR k IN SELECT DISTINCT hashtext(u.repo || E'\n' || u.file) AS h
+    FOR k IN SELECT DISTINCT relay_file_lock_key(u.repo, u.file) AS h
              FROM unnest(repos, files) AS u(repo, file) ORDER BY h LOOP
-        PERFORM pg_advisory_xact_lock(1919249520, k);
+        PERFORM pg_advisory_xact_lock(k);
     END LOOP;
 END
 $fn$;
@@ -49,31 +76,35 @@ $fn$;
 
 -- relay_try_lock_files takes the publish locks (and the repositories'
 -- locks, shared) of the files it can take at once, and returns the index
--- (1-based) of each file whose lock another transaction holds.
+-- (1-based) of each file whose lock, or whose repository's, another
+-- transaction holds. A repository's lock taken for a file whose own lock
+-- was not is kept until commit, as every transaction-level lock is.
 -- +goose StatementBegin
 CREATE FUNCTION relay_try_lock_files(repos text[], files text[]) RETURNS SETOF integer
 LANGUAGE sql AS $fn$
     SELECT u.i::integer FROM unnest(repos, files) WITH ORDINALITY AS u(repo, file, i)
-    WHERE NOT (pg_try_advisory_xact_lock_shared(1919249521, hashtext(u.repo))
-               AND pg_try_advisory_xact_lock(1919249520, hashtext(u.repo || E'\n' || u.file)))
+    WHERE NOT (pg_try_advisory_xact_lock_shared(relay_repository_lock_key(u.repo))
+               AND pg_try_advisory_xact_lock(relay_file_lock_key(u.repo, u.file)))
 $fn$;
 -- +goose StatementEnd
 
 -- +goose StatementBegin
 CREATE FUNCTION relay_lock_repository(repo text) RETURNS void
 LANGUAGE sql AS $fn$
-    SELECT pg_advisory_xact_lock(1919249521, hashtext(repo))
+    SELECT pg_advisory_xact_lock(relay_repository_lock_key(repo))
 $fn$;
 -- +goose StatementEnd
 
 -- +goose StatementBegin
 CREATE OR REPLACE FUNCTION relay_delete_source_rows() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
+    EXECUTE $q$
     DELETE FROM poi_references t USING (
         SELECT r.repository, r.source_poi_id FROM deleted_pois d
         CROSS JOIN LATERAL (SELECT DISTINCT repository, source_poi_id FROM poi_references
                             WHERE repository = d.repository AND source_poi_id = d.poi_id OFFSET 0) r) x
-    WHERE t.repository = x.repository AND t.source_poi_id = x.source_poi_id;
+    WHERE t.repository = x.repository AND t.source_poi_id = x.source_poi_id$q$;
+    EXECUTE $q$
     UPDATE poi_references t SET target_poi_id = NULL, target_file_id = NULL
     FROM (
         SELECT r.repository, r.source_poi_id, r.type, r.name, d.repository AS target_repository, d.poi_id AS target_poi_id
@@ -81,7 +112,7 @@ BEGIN
         CROSS JOIN LATERAL (SELECT repository, source_poi_id, type, name FROM poi_references
                             WHERE target_repository = d.repository AND target_poi_id = d.poi_id OFFSET 0) r) x
     WHERE t.repository = x.repository AND t.source_poi_id = x.source_poi_id AND t.type = x.type AND t.name = x.name
-      AND t.target_repository = x.target_repository AND t.target_poi_id = x.target_poi_id;
+      AND t.target_repository = x.target_repository AND t.target_poi_id = x.target_poi_id$q$;
     RETURN NULL;
 END
 $$;
@@ -154,6 +185,8 @@ BEGIN
     EXECUTE format('ALTER FUNCTION relay_lock_files(text[], text[]) SET search_path = %I, pg_temp', current_schema());
     EXECUTE format('ALTER FUNCTION relay_try_lock_files(text[], text[]) SET search_path = %I, pg_temp', current_schema());
     EXECUTE format('ALTER FUNCTION relay_lock_repository(text) SET search_path = %I, pg_temp', current_schema());
+    EXECUTE format('ALTER FUNCTION relay_file_lock_key(text, text) SET search_path = %I, pg_temp', current_schema());
+    EXECUTE format('ALTER FUNCTION relay_repository_lock_key(text) SET search_path = %I, pg_temp', current_schema());
 END
 $do$;
 -- +goose StatementEnd
@@ -240,3 +273,5 @@ $do$;
 DROP FUNCTION relay_lock_repository(text);
 DROP FUNCTION relay_try_lock_files(text[], text[]);
 DROP FUNCTION relay_lock_files(text[], text[]);
+DROP FUNCTION relay_repository_lock_key(text);
+DROP FUNCTION relay_file_lock_key(text, text);

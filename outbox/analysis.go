@@ -37,6 +37,9 @@ type RejectError struct {
 	// POIIndex is the offending POI's position in the pois array, or -1.
 	POIIndex int
 	Reason   string
+	// OwnerFileID is the file of the repository that a POI id of the
+	// analysis belongs to, when that is why it was rejected.
+	OwnerFileID string
 }
 
 func (e *RejectError) Error() string {

@@ -175,3 +175,101 @@ func TestPublish_APOIMovesBetweenFilesPublishedTogether(t *testing.T) {
 		}
 	}
 }
+
+// publishMany queues analyses with relay_publish_many in a transaction of
+// its own.
+func (b *sqlBundle) publishMany(t *testing.T, as ...outbox.Analysis) {
+	t.Helper()
+	raw, err := json.Marshal(as)
+	require.NoError(t, err)
+	_, err = b.db.Pool.Exec(context.Background(), `SELECT relay_publish_many($1::jsonb)`, string(raw))
+	require.NoError(t, err)
+}
+
+// A POI id moving between the files of one relay_publish_many reaches the
+// file that takes it even when the drains take the files apart: with one
+// analysis per drain, and with the releasing file's queued row held by
+// another transaction (a SQL publish of it, open) when the taking file is
+// drained.
+func TestDrain_APOIMovingBetweenFilesDrainedApart(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	for _, held := range []bool{false, true} {
+		b := setupSQL(t)
+		b.drain = outbox.NewDrainer(b.db.Pool, b.pub, outbox.DrainConfig{Batch: 1}, testdb.Logger(t))
+		require.NoError(t, pgx.BeginFunc(ctx, b.db.Pool, func(tx pgx.Tx) error {
+			_, err := b.pub.PublishManyTx(ctx, tx, []outbox.Analysis{
+				{FileID: "a.js", POIs: []json.RawMessage{poi("a1", "fa", "a.js", 1, "function fa() {}")}},
+				{FileID: "b.js", POIs: []json.RawMessage{poi("m", "fm", "b.js", 1, "function fm() {}")}}})
+			return err
+		}))
+		b.publishMany(t,
+			outbox.Analysis{FileID: "a.js", POIs: []json.RawMessage{poi("a1", "fa", "a.js", 1, "function fa() {}"), poi("m", "fm", "a.js", 2, "function fm() {}")}},
+			outbox.Analysis{FileID: "b.js", POIs: []json.RawMessage{}})
+		if held {
+			// b.js queued again (still without m) by a transaction left open.
+			tx, err := b.db.Pool.Begin(ctx)
+			require.NoError(t, err)
+			_, err = tx.Exec(ctx, `SELECT relay_publish($1::jsonb)`, `{"fileId":"b.js","pois":[]}`)
+			require.NoError(t, err)
+			res, err := b.drain.Drain(ctx)
+			require.NoError(t, err)
+			require.Equal(t, outbox.DrainResult{Deferred: 1}, res, "a.js waits for b.js")
+			require.NoError(t, tx.Commit(ctx))
+		}
+		b.drainAll(t)
+		require.Equal(t, 0, b.count(t, `SELECT count(*) FROM rejected_analyses`), "held %v", held)
+		require.Equal(t, 2, b.count(t, `SELECT count(*) FROM pois WHERE file_id = 'a.js' AND poi_id IN ('a1', 'm')`), "held %v", held)
+		require.Equal(t, 0, b.count(t, `SELECT count(*) FROM pois WHERE file_id = 'b.js'`), "held %v", held)
+		require.Equal(t, 0, b.count(t, `SELECT count(*) FROM publish_queue`), "held %v", held)
+	}
+}
+
+// A drain is not held up by queued files being published elsewhere: with
+// the oldest Batch queued files' publish locks held by an open
+// relay_publish_many, a drain still publishes the file queued after them.
+func TestDrain_FilesBeingPublishedHoldUpNoOtherFile(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	b := setupSQL(t)
+	b.drain = outbox.NewDrainer(b.db.Pool, b.pub, outbox.DrainConfig{Batch: 3}, testdb.Logger(t))
+	var first []outbox.Analysis
+	for _, f := range []string{"f0.js", "f1.js", "f2.js"} {
+		first = append(first, outbox.Analysis{FileID: f, POIs: []json.RawMessage{}})
+	}
+	b.publishMany(t, first...)
+	b.publishMany(t, outbox.Analysis{FileID: "z.js", POIs: []json.RawMessage{poi("z1", "fz", "z.js", 1, "function fz() {}")}})
+
+	open, err := b.db.Pool.Begin(ctx)
+	require.NoError(t, err)
+	defer func() { _ = open.Rollback(ctx) }()
+	_, err = open.Exec(ctx, `SELECT relay_lock_files($1, $2)`, []string{"", "", ""}, []string{"f0.js", "f1.js", "f2.js"})
+	require.NoError(t, err)
+
+	res, err := b.drain.Drain(ctx)
+	require.NoError(t, err)
+	require.Equal(t, outbox.DrainResult{Published: 1}, res)
+	require.Equal(t, 1, b.count(t, `SELECT count(*) FROM pois WHERE poi_id = 'z1'`))
+	require.Equal(t, 3, b.count(t, `SELECT count(*) FROM publish_queue`))
+}
+
+// A publish in a REPEATABLE READ transaction is refused: its snapshot,
+// taken before it waited for its files' publish locks, would not see a SQL
+// publish of the file that committed meanwhile, which the drain would then
+// apply over it.
+func TestPublishTx_RefusesATransactionThatIsNotReadCommitted(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	b := setupSQL(t)
+	for _, level := range []pgx.TxIsoLevel{pgx.RepeatableRead, pgx.Serializable} {
+		tx, err := b.db.Pool.BeginTx(ctx, pgx.TxOptions{IsoLevel: level})
+		require.NoError(t, err)
+		_, err = b.pub.PublishTx(ctx, tx, outbox.Analysis{FileID: "src/x.js", POIs: []json.RawMessage{poi("x1", "f", "src/x.js", 1, "function f() {}")}})
+		require.ErrorIs(t, err, outbox.ErrIsolation, level)
+		require.ErrorContains(t, err, string(level), level)
+		_, err = tx.Exec(ctx, `SELECT 1`)
+		require.NoError(t, err, "the caller's transaction stays usable")
+		require.NoError(t, tx.Rollback(ctx))
+	}
+	require.Equal(t, 0, b.count(t, `SELECT count(*) FROM pois`))
+}

@@ -80,7 +80,15 @@ type Result struct {
 	JobIDs []int64
 }
 
-// PublishTx publishes a in the caller's transaction tx. A rejected analysis
+// ErrIsolation is returned by PublishTx and PublishManyTx in a transaction
+// that is not READ COMMITTED (PostgreSQL's default): a publish must see
+// every publish of its files that committed while it waited for their
+// publish locks, which a REPEATABLE READ or SERIALIZABLE snapshot taken
+// before the wait does not.
+var ErrIsolation = errors.New("a publish needs a READ COMMITTED transaction")
+
+// PublishTx publishes a in the caller's transaction tx, which must be READ
+// COMMITTED (ErrIsolation). A rejected analysis
 // returns an error wrapping ErrRejected (a *RejectError naming the file and
 // POI) and writes nothing; the caller may still commit its own work.
 // Re-publishing a file replaces its POIs and the relationships that

@@ -52,12 +52,18 @@ type DrainConfig struct {
 // (migration 27), which it tries to take and otherwise leaves the file for a
 // later drain: every publish of the file, Go or SQL, holds that lock until it
 // commits, so a drain never applies a queued analysis over a publish that
-// committed after it (TestPublish_LastCommittedWinsBetweenGoAndSQL), and a
-// drain never waits for a publish that waits for the drain's rows. Files
-// drained together are published together, so a POI id may move between
-// them (TestPublish_APOIMovesBetweenFilesPublishedTogether); the files'
-// rows are locked in file_id order, as every publish locks them, so
-// concurrent drains do not deadlock on them.
+// committed after it (TestPublish_LastCommittedWinsBetweenGoAndSQL), and
+// never waits for a publish lock: a SQL publish waiting for a row the drain
+// holds is skipped, not waited for. Files drained together are published
+// together, so a POI id may move between them
+// (TestPublish_APOIMovesBetweenFilesPublishedTogether); an analysis taking
+// an id from a file whose analysis is still queued waits for it
+// (ownerQueued). The files' rows are locked in file_id order, as every
+// publish locks them, so concurrent drains do not deadlock on them. A drain
+// can deadlock, as any publish can, with a caller's transaction that holds
+// what the drain needs and waits for what it holds (the row of a file of the
+// drain, a POI id the drain inserts): PostgreSQL aborts one of the two, and
+// an aborted drain's rows stay queued.
 type Drainer struct {
 	db     Beginner
 	pub    *Publisher
@@ -76,8 +82,10 @@ func NewDrainer(db Beginner, pub *Publisher, cfg DrainConfig, logger *slog.Logge
 // DrainResult says what one drain did.
 type DrainResult struct {
 	// Published is the number of analyses published, Rejected the number
-	// moved to rejected_analyses.
-	Published, Rejected int
+	// moved to rejected_analyses, Deferred the number left queued for a
+	// later drain (an id of theirs belongs to a file whose analysis is
+	// queued too).
+	Published, Rejected, Deferred int
 }
 
 // Run drains until ctx ends. One loop drains every Interval, and again at
@@ -160,24 +168,8 @@ func (d *Drainer) Drain(ctx context.Context) (DrainResult, error) {
 	}
 	defer func() { _ = tx.Rollback(ctx) }()
 
-	rows, err := tx.Query(ctx, `
-		SELECT repository, file_id, analysis::text, queued_at FROM publish_queue
-		ORDER BY seq LIMIT $1 FOR UPDATE SKIP LOCKED`, d.cfg.Batch)
-	if err != nil {
-		return res, fmt.Errorf("error reading the publish queue: %w", err)
-	}
-	qs, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (queued, error) {
-		var q queued
-		err := row.Scan(&q.repo, &q.fileID, &q.analysis, &q.queuedAt)
-		return q, err
-	})
-	if err != nil {
-		return res, fmt.Errorf("error reading the publish queue: %w", err)
-	}
-	if len(qs) == 0 {
-		return res, nil
-	}
-	if qs, err = lockQueued(ctx, tx, qs); err != nil {
+	qs, err := takeQueued(ctx, tx, d.cfg.Batch)
+	if err != nil || len(qs) == 0 {
 		return res, err
 	}
 
@@ -195,7 +187,13 @@ func (d *Drainer) Drain(ctx context.Context) (DrainResult, error) {
 	// All at once; if one is rejected, all at once again without it
 	// (PublishManyTx leaves tx usable), so that one bad analysis holds up no
 	// other and files published together still are (a POI id moving
-	// between them).
+	// between them). An analysis rejected for a POI id of a file whose
+	// analysis is queued too takes that analysis into the drain, ahead of
+	// it, or, when another transaction holds it, stays queued for a later
+	// drain: relay_publish_many's files are published together even when
+	// the queue's order splits them between drains
+	// (TestDrain_APOIMovingBetweenFilesDrainedApart).
+	pulled := map[fileKey]bool{}
 	for len(as) > 0 {
 		_, err = d.pub.PublishManyTx(ctx, tx, as)
 		var rej *RejectError
@@ -209,6 +207,27 @@ func (d *Drainer) Drain(ctx context.Context) (DrainResult, error) {
 		i := slices.IndexFunc(as, func(a Analysis) bool { return a.Repository == rej.Repository && a.FileID == rej.FileID })
 		if i < 0 {
 			return DrainResult{}, fmt.Errorf("error draining the publish queue: a rejection names no analysis of the drain: %w", err)
+		}
+		if owner := (fileKey{rej.Repository, rej.OwnerFileID}); owner.id != "" && !pulled[owner] {
+			pulled[owner] = true
+			q, queued, took, qerr := takeFile(ctx, tx, owner)
+			if qerr != nil {
+				return DrainResult{}, qerr
+			}
+			switch {
+			case took:
+				a, derr := DecodeAnalysis(q.analysis)
+				if derr != nil {
+					rejected = append(rejected, rejectionOf(q, derr))
+					continue
+				}
+				as, asQueued = slices.Insert(as, i, a), slices.Insert(asQueued, i, q)
+				continue
+			case queued:
+				res.Deferred++
+				as, asQueued = slices.Delete(as, i, i+1), slices.Delete(asQueued, i, i+1)
+				continue
+			}
 		}
 		rejected = append(rejected, rejectionOf(asQueued[i], err))
 		as, asQueued = slices.Delete(as, i, i+1), slices.Delete(asQueued, i, i+1)
@@ -230,11 +249,87 @@ func (d *Drainer) Drain(ctx context.Context) (DrainResult, error) {
 	return res, nil
 }
 
+// takeQueued takes up to n queued analyses, oldest first, FOR UPDATE SKIP
+// LOCKED (concurrent drains take different rows) whose files' publish locks
+// it can take at once (lockQueued). While rows it read had their lock taken
+// elsewhere, it reads more, leaving those out, a few times at most: files
+// being published hold up no other file's drain.
+func takeQueued(ctx context.Context, tx pgx.Tx, n int) ([]queued, error) {
+	var out []queued
+	skipRepos, skipFiles := []string{}, []string{}
+	for range 4 {
+		rows, err := tx.Query(ctx, `
+			SELECT repository, file_id, analysis::text, queued_at FROM publish_queue q
+			WHERE NOT EXISTS (SELECT FROM unnest($2::text[], $3::text[]) AS s(repo, file)
+			                  WHERE s.repo = q.repository AND s.file = q.file_id)
+			ORDER BY seq LIMIT $1 FOR UPDATE SKIP LOCKED`, n-len(out), skipRepos, skipFiles)
+		if err != nil {
+			return nil, fmt.Errorf("error reading the publish queue: %w", err)
+		}
+		qs, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (queued, error) {
+			var q queued
+			err := row.Scan(&q.repo, &q.fileID, &q.analysis, &q.queuedAt)
+			return q, err
+		})
+		if err != nil {
+			return nil, fmt.Errorf("error reading the publish queue: %w", err)
+		}
+		locked, err := lockQueued(ctx, tx, qs)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, locked...)
+		if len(locked) == len(qs) || len(out) == n {
+			break
+		}
+		for _, q := range qs {
+			skipRepos, skipFiles = append(skipRepos, q.repo), append(skipFiles, q.fileID)
+		}
+	}
+	return out, nil
+}
+
+// takeFile takes file's queued analysis into the drain, when it has one
+// (queued) that no other transaction holds (took): its row FOR UPDATE SKIP
+// LOCKED and its publish lock.
+func takeFile(ctx context.Context, tx pgx.Tx, file fileKey) (q queued, isQueued, took bool, err error) {
+	rows, err := tx.Query(ctx, `
+		SELECT repository, file_id, analysis::text, queued_at FROM publish_queue
+		WHERE repository = $1 AND file_id = $2 FOR UPDATE SKIP LOCKED`, file.repo, file.id)
+	if err != nil {
+		return q, false, false, fmt.Errorf("error reading the queued analysis of file %q: %w", file.id, err)
+	}
+	qs, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (queued, error) {
+		var q queued
+		err := row.Scan(&q.repo, &q.fileID, &q.analysis, &q.queuedAt)
+		return q, err
+	})
+	if err != nil {
+		return q, false, false, fmt.Errorf("error reading the queued analysis of file %q: %w", file.id, err)
+	}
+	if len(qs) == 0 {
+		// None, or another drain or SQL publish holds it.
+		if err := tx.QueryRow(ctx, `SELECT EXISTS (SELECT FROM publish_queue WHERE repository = $1 AND file_id = $2)`,
+			file.repo, file.id).Scan(&isQueued); err != nil {
+			return q, false, false, fmt.Errorf("error looking for the queued analysis of file %q: %w", file.id, err)
+		}
+		return q, isQueued, false, nil
+	}
+	locked, err := lockQueued(ctx, tx, qs)
+	if err != nil {
+		return q, false, false, err
+	}
+	if len(locked) == 0 {
+		return q, true, false, nil
+	}
+	return locked[0], true, true, nil
+}
+
 // lockQueued takes the publish locks of the queued files it can take at
 // once (relay_try_lock_files) and returns their rows: a file whose lock
 // another transaction holds is being published, or queued again by a SQL
 // publish waiting for the row this drain holds; it stays queued for a later
-// drain, so the two cannot deadlock.
+// drain rather than waiting for a transaction that may wait for this one.
 func lockQueued(ctx context.Context, tx pgx.Tx, qs []queued) ([]queued, error) {
 	repos, files := make([]string, len(qs)), make([]string, len(qs))
 	for i, q := range qs {

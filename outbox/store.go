@@ -82,7 +82,11 @@ func (s store) write(ctx context.Context, files []fileBatch) (xid int64, rej *Re
 	// The files' publish locks first, then the analyses the SQL API
 	// (relay_publish) queued for them, which this publish supersedes: the
 	// last committed publish of a file wins, whatever its path.
-	b.Queue(lockPublishSQL, fileRepos, fileIDs)
+	var isolation string
+	b.Queue(lockPublishSQL, fileRepos, fileIDs).Rows(func(v [][]byte) error {
+		isolation = string(v[1])
+		return nil
+	})
 	b.Queue(deleteQueuedSQL, fileRepos, fileIDs)
 	b.Queue(lockFilesSQL, fileRepos, fileIDs).Rows(func(v [][]byte) error {
 		n, err := indexplans.Int(v[2])
@@ -107,7 +111,7 @@ func (s store) write(ctx context.Context, files []fileBatch) (xid int64, rej *Re
 			return err
 		})
 	b.Queue(otherOwnerSQL, repos, ids, owners, fileIDs, fileRepos).Rows(func(v [][]byte) error {
-		rej = &RejectError{Repository: string(v[0]), FileID: string(v[1]), POIID: string(v[3]), POIIndex: -1,
+		rej = &RejectError{Repository: string(v[0]), FileID: string(v[1]), POIID: string(v[3]), POIIndex: -1, OwnerFileID: string(v[2]),
 			Reason: fmt.Sprintf("id already belongs to a POI of file %q; POI ids must be unique within a repository", v[2])}
 		return nil
 	})
@@ -133,6 +137,9 @@ func (s store) write(ctx context.Context, files []fileBatch) (xid int64, rej *Re
 		Exec(func(tag pgconn.CommandTag) { upserted = tag.RowsAffected() })
 	if err := b.Run(ctx, s.tx.Conn().PgConn()); err != nil {
 		return 0, nil, fmt.Errorf("error storing symbols: %w", err)
+	}
+	if isolation != "read committed" {
+		return 0, nil, fmt.Errorf("%w (the caller's transaction is %s)", ErrIsolation, isolation)
 	}
 	if rej != nil {
 		return 0, rej, nil
@@ -249,8 +256,10 @@ func changedNames(old map[symbolKey]int32, syms []resolver.POI, keys []symbolKey
 // planned for its call, with the tables as they are then, and no plan made
 // while they were small is kept as they grow. Each is written so that its
 // plan is driven from its keys: a parameterized LATERAL subquery fenced by
-// OFFSET 0, a lookup per key on an index
-// (TestPublisherStatements_RunOnTheirKeysWhateverTheTablesSize).
+// OFFSET 0, or a join on a key, looked up on an index
+// for a publish of a few files
+// (TestPublisherStatements_RunOnTheirKeysWhateverTheTablesSize); a publish
+// of thousands may be planned as a hash join, which is then cheaper.
 //
 // Rows are deleted by their keys, never by the ctid a subquery found: a row
 // that another transaction updates while the delete waits for it (a link
@@ -264,7 +273,7 @@ const (
 	// its lock from before it writes until it commits, so the publishes of
 	// a file commit in the order they took it and each sees every earlier
 	// one (migration 27; TestPublish_LastCommittedWinsBetweenGoAndSQL).
-	lockPublishSQL = `SELECT relay_lock_files($1::text[], $2::text[])`
+	lockPublishSQL = `SELECT relay_lock_files($1::text[], $2::text[]), current_setting('transaction_isolation')`
 	// deleteQueuedSQL deletes the SQL API's queued analyses of the files
 	// ($1 repositories, $2 file ids): under the files' publish locks, every
 	// one that committed before this publish took them.
