@@ -192,6 +192,9 @@ var DownEffects = map[int64]DownEffect{
 	27: {
 		Note: "publishes no longer take the per-file publish lock and the delete trigger joins by ctid again; no data lost",
 	},
+	28: {
+		Note: "drops the graph's SQL functions (relay_callers, relay_callees, relay_dependents); no data lost",
+	},
 }
 
 // DownEffectOf returns what rolling back version destroys. A version

@@ -1,4 +1,5 @@
--- relay_analyst: a read-only role for SQL analysts of relay's dead letters.
+-- relay_analyst: a read-only role for SQL analysts of relay's dead letters
+-- and of its graph (docs/failed_pois.md, docs/relationships.md).
 -- Optional, and not part of the migrations. Run it as a database owner with
 -- search_path set to relay's schema (public unless database_schema is set):
 --
@@ -29,5 +30,15 @@ BEGIN
                    '%I.relationships, %I.poi_references TO relay_analyst',
                    current_schema(), current_schema(), current_schema(), current_schema(), current_schema(),
                    current_schema(), current_schema(), current_schema(), current_schema(), current_schema());
+END
+$$;
+
+-- The graph's functions (migration 28) read with the caller's privileges.
+DO $$
+BEGIN
+    EXECUTE format('GRANT EXECUTE ON FUNCTION %I.relay_callers(text, integer, text, text), '
+                   '%I.relay_callees(text, integer, text, text), %I.relay_graph_walk(text, integer, text, text, boolean), '
+                   '%I.relay_dependents(text, integer, text) TO relay_analyst',
+                   current_schema(), current_schema(), current_schema(), current_schema());
 END
 $$;

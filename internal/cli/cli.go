@@ -164,7 +164,7 @@ fails into failed_pois, where operators and analysts can see why and retry.
 	}
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError{err} })
 	config.RegisterFlags(root.PersistentFlags())
-	root.AddCommand(newMigrateCmd(app), newPublishCmd(app), newWorkerCmd(app), newDemoCmd(app), newStatusCmd(app), newAnalyzeCmd(app), newFailedCmd(app), newReprocessCmd(app), newMapReduceCmd(app), newDLQCmd(app), newOutboxCmd(app), newUICmd(app), newRepositoryCmd(app))
+	root.AddCommand(newMigrateCmd(app), newPublishCmd(app), newWorkerCmd(app), newDemoCmd(app), newStatusCmd(app), newAnalyzeCmd(app), newFailedCmd(app), newReprocessCmd(app), newMapReduceCmd(app), newDLQCmd(app), newOutboxCmd(app), newUICmd(app), newRepositoryCmd(app), newGraphCmd(app))
 	return root
 }
 

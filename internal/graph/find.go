@@ -1,0 +1,193 @@
+package graph
+
+import (
+	"cmp"
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/jackc/pgx/v5"
+)
+
+// MatchedBy says how a target matched its candidates.
+type MatchedBy string
+
+const (
+	ByID        MatchedBy = "id"
+	BySymbol    MatchedBy = "symbol"
+	ByFileName  MatchedBy = "file:name"
+	ByQualified MatchedBy = "qualified name"
+	ByName      MatchedBy = "name"
+)
+
+// everyRepository is the repositories that have files, read from the start
+// of files_pkey one probe per repository (a loose index scan): a condition
+// repository = ANY(it) then probes pois_pkey, pois_name_idx or
+// pois_file_id_idx once per repository instead of reading a whole index.
+const everyRepository = `ARRAY(WITH RECURSIVE r(repo) AS (
+		SELECT min(repository) FROM files
+		UNION ALL
+		SELECT (SELECT min(repository) FROM files WHERE repository > r.repo) FROM r WHERE r.repo IS NOT NULL)
+	SELECT repo FROM r WHERE repo IS NOT NULL)`
+
+const itemColumns = `repository, poi_id, name, type, file_id, line_number, coalesce(symbol, '')`
+
+// repositories is the SQL for the repositories a lookup searches, and its
+// arguments: the one given, or every repository.
+func repositories(repository *string) (string, []any) {
+	if repository != nil {
+		return `ARRAY[$1]::text[]`, []any{*repository}
+	}
+	return everyRepository, []any{}
+}
+
+// Find returns the POIs target names, trying in turn: a POI id, a symbol,
+// "file:name" (a file id and a name), a qualified name ("Tree.pipeline",
+// "parse.(*Tree).pipeline": the end of a symbol, pointer receivers written
+// or not), and a name. The first way that matches anything wins; none
+// matching returns no items. repository nil searches every repository.
+func Find(ctx context.Context, q Querier, target string, repository *string) ([]Item, MatchedBy, error) {
+	repos, args := repositories(repository)
+	n := len(args)
+	arg := func(v any) string {
+		args = append(args, v)
+		return fmt.Sprintf("$%d", len(args))
+	}
+	reset := func() { args = args[:n] }
+	lookups := []struct {
+		by    MatchedBy
+		where func() (string, bool)
+	}{
+		{ByID, func() (string, bool) { return "repository = ANY(" + repos + ") AND poi_id = " + arg(target), true }},
+		{BySymbol, func() (string, bool) {
+			return "symbol = " + arg(target) + " AND repository = ANY(" + repos + ")", true
+		}},
+		{ByFileName, func() (string, bool) {
+			i := strings.LastIndexByte(target, ':')
+			if i <= 0 || i == len(target)-1 {
+				return "", false
+			}
+			return "repository = ANY(" + repos + ") AND file_id = " + arg(target[:i]) + " AND name = " + arg(target[i+1:]), true
+		}},
+		{ByQualified, func() (string, bool) {
+			i := strings.LastIndexByte(target, '.')
+			if i <= 0 || i == len(target)-1 {
+				return "", false
+			}
+			return "repository = ANY(" + repos + ") AND name = " + arg(target[i+1:]) + " AND symbol IS NOT NULL", true
+		}},
+		{ByName, func() (string, bool) { return "repository = ANY(" + repos + ") AND name = " + arg(target), true }},
+	}
+	for _, l := range lookups {
+		reset()
+		where, ok := l.where()
+		if !ok {
+			continue
+		}
+		items, err := queryItems(ctx, q, `SELECT `+itemColumns+` FROM pois WHERE `+where+
+			` ORDER BY repository, file_id, line_number, poi_id LIMIT 1000`, args...)
+		if err != nil {
+			return nil, "", fmt.Errorf("error finding POIs by %s %q: %w", l.by, target, err)
+		}
+		if l.by == ByQualified {
+			items = slices.DeleteFunc(items, func(it Item) bool { return !qualifies(it.Symbol, target) })
+		}
+		if len(items) > 0 {
+			return items, l.by, nil
+		}
+	}
+	return nil, "", nil
+}
+
+// qualifies reports whether symbol ends with the qualified name q, read
+// with pointer receivers' "(*" and ")" left out on both sides.
+func qualifies(symbol, q string) bool {
+	plain := strings.NewReplacer("(*", "", ")", "")
+	s, q := plain.Replace(symbol), plain.Replace(q)
+	return s == q || strings.HasSuffix(s, "."+q) || strings.HasSuffix(s, "/"+q)
+}
+
+func queryItems(ctx context.Context, q Querier, sql string, args ...any) ([]Item, error) {
+	rows, err := q.Query(ctx, sql, args...)
+	if err != nil {
+		return nil, err
+	}
+	return pgx.CollectRows(rows, func(row pgx.CollectableRow) (Item, error) {
+		var it Item
+		err := row.Scan(&it.Repository, &it.POIID, &it.Name, &it.Type, &it.FileID, &it.Line, &it.Symbol)
+		return it, err
+	})
+}
+
+// Suggest returns up to five names of POIs near target's last segment (its
+// name after any "file:" and qualifier): equal but for case, containing it,
+// or within a small edit distance, the nearest first. It reads every POI of
+// the repositories searched: it is for the error path.
+func Suggest(ctx context.Context, q Querier, target string, repository *string) ([]string, error) {
+	base := target
+	if i := strings.LastIndexAny(base, ":."); i >= 0 && i < len(base)-1 {
+		base = base[i+1:]
+	}
+	repos, args := repositories(repository)
+	args = append(args, strings.ToLower(base))
+	p := len(args)
+	rows, err := q.Query(ctx, fmt.Sprintf(`SELECT DISTINCT name FROM pois
+		WHERE repository = ANY(%s) AND type <> 'import'
+		  AND (strpos(lower(name), $%d) > 0 OR strpos($%d, lower(name)) > 0 OR left(lower(name), 2) = left($%d, 2))
+		LIMIT 5000`, repos, p, p, p), args...)
+	if err != nil {
+		return nil, fmt.Errorf("error looking for names near %q: %w", base, err)
+	}
+	names, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		return nil, fmt.Errorf("error looking for names near %q: %w", base, err)
+	}
+	lb := strings.ToLower(base)
+	limit := max(2, utf8.RuneCountInString(base)/3)
+	type scored struct {
+		name string
+		d    int
+	}
+	var near []scored
+	for _, n := range names {
+		ln := strings.ToLower(n)
+		d := distance(ln, lb)
+		if d > limit && !strings.Contains(ln, lb) && !strings.Contains(lb, ln) {
+			continue
+		}
+		if len(ln) < 3 && d > 0 {
+			continue // a one- or two-letter name is near everything
+		}
+		near = append(near, scored{n, d})
+	}
+	slices.SortFunc(near, func(a, b scored) int { return cmp.Or(cmp.Compare(a.d, b.d), cmp.Compare(a.name, b.name)) })
+	var out []string
+	for _, s := range near[:min(5, len(near))] {
+		out = append(out, s.name)
+	}
+	return out, nil
+}
+
+// distance is the Levenshtein distance between a and b, in runes.
+func distance(a, b string) int {
+	ra, rb := []rune(a), []rune(b)
+	prev := make([]int, len(rb)+1)
+	cur := make([]int, len(rb)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(ra); i++ {
+		cur[0] = i
+		for j := 1; j <= len(rb); j++ {
+			cost := 1
+			if ra[i-1] == rb[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+		}
+		prev, cur = cur, prev
+	}
+	return prev[len(rb)]
+}
