@@ -57,6 +57,11 @@ func (b *bundle) publish(t *testing.T, fileID string, pois ...json.RawMessage) {
 // ReprocessMaxAttempts set to b.maxAttempts.
 func (b *bundle) work(t *testing.T) {
 	t.Helper()
+	require.NoError(t, b.workUntilIdle(t))
+}
+
+// workUntilIdle is work returning its error, for a goroutine.
+func (b *bundle) workUntilIdle(t *testing.T) error {
 	cfg := b.db.Config()
 	logger := testdb.Logger(t)
 	workers := river.NewWorkers()
@@ -68,10 +73,12 @@ func (b *bundle) work(t *testing.T) {
 		Logger: logger, Schema: cfg.DatabaseSchema, Workers: workers,
 		Queues: map[string]river.QueueConfig{outbox.QueueResolve: {MaxWorkers: 2}, link.QueueLink: {MaxWorkers: 1}},
 	})
-	require.NoError(t, err)
+	if err != nil {
+		return err
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
-	require.NoError(t, worker.RunUntilIdle(ctx, client, nil, nil, b.db.Pool, logger, nil))
+	return worker.RunUntilIdle(ctx, client, nil, nil, b.db.Pool, logger, nil)
 }
 
 func (b *bundle) count(t *testing.T, sql string, args ...any) int {
