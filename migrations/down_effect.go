@@ -189,6 +189,11 @@ var DownEffects = map[int64]DownEffect{
 	26: {
 		Note: "creates failed_pois_id_idx again; no data lost",
 	},
+	28: {
+		DropsColumns: []string{"failed_pois.file_version", "failed_pois.superseded_at", "failed_pois.superseded_reason"},
+		Note: "forgets which file version each failed_pois row is of: superseded rows become ignored rows " +
+			"(ignored_reason says why they were superseded), and a reprocess may again apply a row of an older version",
+	},
 }
 
 // DownEffectOf returns what rolling back version destroys. A version

@@ -101,8 +101,10 @@ func poi(id, typ, name, file string, line any, code string) json.RawMessage {
 
 // seed inserts n failed_pois rows straight into the table: file f<i%files>,
 // signature "failure cause <letter i%sigs>" (sigs <= 26), class validation, failed i minutes ago.
+// The files exist (a reprocess closes the rows of a file that does not).
 func (b *bundle) seed(t *testing.T, n, files, sigs int) {
 	t.Helper()
+	b.exec(t, `INSERT INTO files (file_id) SELECT 'f' || k FROM generate_series(0, $1 - 1) k ON CONFLICT DO NOTHING`, files)
 	b.exec(t, `
 		INSERT INTO failed_pois (original_job_id, file_id, poi_id, poi_index, failed_at, error_message, error_class,
 		                         error_signature, error_history, original_poi_data)

@@ -57,6 +57,13 @@ type Record struct {
 	ReprocessedAt        time.Time       `json:"reprocessed_at,omitzero"`
 	IgnoredReason        string          `json:"ignored_reason,omitempty"`
 	UpdatedAt            time.Time       `json:"updated_at"`
+	// FileVersion is the version of the file whose batch recorded the
+	// failure; 0 when unknown (rows recorded before migration 28).
+	FileVersion int64 `json:"file_version,omitempty"`
+	// SupersededAt and SupersededReason say when and why the row was closed
+	// (status superseded).
+	SupersededAt     time.Time `json:"superseded_at,omitzero"`
+	SupersededReason string    `json:"superseded_reason,omitempty"`
 	POIData              json.RawMessage `json:"original_poi_data,omitempty"`
 	History              []HistoryEntry  `json:"error_history,omitempty"`
 }
@@ -64,7 +71,7 @@ type Record struct {
 const (
 	summaryColumns = `id, original_job_id, file_id, poi_id, poi_index, failed_at, status, attempts, error_class,
 		error_signature, error_message, manual_review_required, reprocess_job_id, reprocess_requested_at,
-		reprocessed_at, ignored_reason, updated_at, repository`
+		reprocessed_at, ignored_reason, updated_at, repository, file_version, superseded_at, superseded_reason`
 	fullColumns = summaryColumns + `, error_context, original_poi_data, error_history`
 )
 
@@ -83,9 +90,13 @@ func scanRecord(row pgx.Row, full bool) (*Record, error) {
 		requestedAt, reprocAt *time.Time
 		errContext            string
 		data, history         []byte
+		fileVersion           *int64
+		supersededAt          *time.Time
+		supersededReason      *string
 	)
 	dest := []any{&id, &originalJob, &fileID, &poiID, &poiIndex, &failedAt, &status, &attempts, &class,
-		&sig, &message, &manual, &reprocessJob, &requestedAt, &reprocAt, &reason, &updatedAt, &repository}
+		&sig, &message, &manual, &reprocessJob, &requestedAt, &reprocAt, &reason, &updatedAt, &repository,
+		&fileVersion, &supersededAt, &supersededReason}
 	if full {
 		dest = append(dest, &errContext, &data, &history)
 	}
@@ -109,6 +120,15 @@ func scanRecord(row pgx.Row, full bool) (*Record, error) {
 	}
 	if reprocAt != nil {
 		r.ReprocessedAt = reprocAt.UTC()
+	}
+	if fileVersion != nil {
+		r.FileVersion = *fileVersion
+	}
+	if supersededAt != nil {
+		r.SupersededAt = supersededAt.UTC()
+	}
+	if supersededReason != nil {
+		r.SupersededReason = *supersededReason
 	}
 	if full {
 		r.ErrorContext = errContext
