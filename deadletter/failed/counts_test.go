@@ -99,7 +99,7 @@ func TestStats_CountsFollowEveryWriteToFailedPOIs(t *testing.T) {
 	b.exec(t, `UPDATE failed_pois SET attempts = attempts + 1`) // no status or class change: no delta
 	requireStatsMatch(t, b, "after ignore, reprocess and an update that changes no group")
 
-	b.publish(t, "f2") // supersedes f2's rows of the default repository
+	b.publish(t, "f5") // supersedes f5's rows of the default repository
 	require.Positive(t, b.count(t, `SELECT count(*) FROM failed_pois WHERE status = 'superseded'`))
 	requireStatsMatch(t, b, "after a publish superseded a file's rows")
 
