@@ -125,5 +125,10 @@ func TestReprocess_DoesNotRecreateADeletedRepository(t *testing.T) {
 	require.Regexp(t, `(?m)^superseded reason +repository "acme/c" was deleted: reprocessing would recreate it$`, r.stdout)
 	r = run(t, db, "", nil, "failed", "stats")
 	require.Equal(t, cli.ExitOK, r.code, r.stderr)
-	require.Contains(t, r.stdout, "superseded 1")
+	require.Contains(t, r.stdout, "superseded:         1")
+	r = run(t, db, "", nil, "failed", "stats", "--json")
+	require.Equal(t, cli.ExitOK, r.code, r.stderr)
+	require.Contains(t, r.stdout, `"superseded": 1`)
+	r = run(t, db, "", nil, "reprocess", "--status", "superseded", "--yes")
+	require.Equal(t, cli.ExitUsage, r.code, r.stderr)
 }
