@@ -64,11 +64,11 @@ type POI struct {
 	// FileVersion is the version of the file the batch resolved (0:
 	// unknown, stored as NULL).
 	FileVersion int64
-	Class      ErrorClass
-	Message    string
-	Context    string // stack trace or extra detail
-	Data       json.RawMessage
-	FailedAt   time.Time
+	Class       ErrorClass
+	Message     string
+	Context     string // stack trace or extra detail
+	Data        json.RawMessage
+	FailedAt    time.Time
 }
 
 // historyEntry is one element of failed_pois.error_history.

@@ -197,11 +197,11 @@ func (s Selection) describe() map[string]any {
 // ReprocessProgress is reported after each committed chunk.
 type ReprocessProgress struct {
 	// Rows counts the rows taken so far: enqueued, or superseded.
-	Rows       int64 `json:"rows"`
-	Superseded int64 `json:"superseded"`
-	Jobs       int64 `json:"jobs"`
-	Total   int64         `json:"total"` // rows selected when the run started
-	Elapsed time.Duration `json:"elapsed"`
+	Rows       int64         `json:"rows"`
+	Superseded int64         `json:"superseded"`
+	Jobs       int64         `json:"jobs"`
+	Total      int64         `json:"total"` // rows selected when the run started
+	Elapsed    time.Duration `json:"elapsed"`
 }
 
 // ReprocessResult is what Run did.
@@ -215,8 +215,8 @@ type ReprocessResult struct {
 	// is gone.
 	Superseded int64         `json:"superseded"`
 	Jobs       int64         `json:"jobs"`
-	Chunks   int           `json:"chunks"`
-	Duration time.Duration `json:"duration_ns"`
+	Chunks     int           `json:"chunks"`
+	Duration   time.Duration `json:"duration_ns"`
 }
 
 // Run moves the selected rows to reprocessing and enqueues their POIs, one

@@ -117,7 +117,7 @@ func RecordReprocessOutcomesTx(ctx context.Context, tx pgx.Tx, jobID int64, repo
 			    poi_id = CASE WHEN u.poi_id IS DISTINCT FROM f.poi_id AND EXISTS (
 			                      SELECT 1 FROM failed_pois o
 			                      WHERE o.repository = f.repository AND o.file_id = f.file_id AND o.poi_id = u.poi_id
-			                        AND o.status IN ` + actionableStatuses + `)
+			                        AND o.status IN `+actionableStatuses+`)
 			                  THEN f.poi_id ELSE coalesce(u.poi_id, f.poi_id) END,
 			    error_class = u.class,
 			    error_message = u.message,

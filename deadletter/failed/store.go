@@ -38,34 +38,34 @@ type HistoryEntry struct {
 // Record is one failed_pois row. List leaves ErrorContext, POIData and
 // History empty; Get fills everything.
 type Record struct {
-	ID                   int64           `json:"id"`
-	OriginalJobID        int64           `json:"original_job_id"`
-	Repository           string          `json:"repository"`
-	FileID               string          `json:"file_id"`
-	POIID                string          `json:"poi_id"` // "" when NULL
-	POIIndex             int             `json:"poi_index"`
-	FailedAt             time.Time       `json:"failed_at"`
-	Status               Status          `json:"status"`
-	Attempts             int             `json:"attempts"`
-	ErrorClass           ErrorClass      `json:"error_class"`
-	ErrorSignature       string          `json:"error_signature"`
-	ErrorMessage         string          `json:"error_message"`
-	ErrorContext         string          `json:"error_context,omitempty"`
-	ManualReviewRequired bool            `json:"manual_review_required"`
-	ReprocessJobID       int64           `json:"reprocess_job_id,omitempty"`
-	ReprocessRequestedAt time.Time       `json:"reprocess_requested_at,omitzero"`
-	ReprocessedAt        time.Time       `json:"reprocessed_at,omitzero"`
-	IgnoredReason        string          `json:"ignored_reason,omitempty"`
-	UpdatedAt            time.Time       `json:"updated_at"`
+	ID                   int64      `json:"id"`
+	OriginalJobID        int64      `json:"original_job_id"`
+	Repository           string     `json:"repository"`
+	FileID               string     `json:"file_id"`
+	POIID                string     `json:"poi_id"` // "" when NULL
+	POIIndex             int        `json:"poi_index"`
+	FailedAt             time.Time  `json:"failed_at"`
+	Status               Status     `json:"status"`
+	Attempts             int        `json:"attempts"`
+	ErrorClass           ErrorClass `json:"error_class"`
+	ErrorSignature       string     `json:"error_signature"`
+	ErrorMessage         string     `json:"error_message"`
+	ErrorContext         string     `json:"error_context,omitempty"`
+	ManualReviewRequired bool       `json:"manual_review_required"`
+	ReprocessJobID       int64      `json:"reprocess_job_id,omitempty"`
+	ReprocessRequestedAt time.Time  `json:"reprocess_requested_at,omitzero"`
+	ReprocessedAt        time.Time  `json:"reprocessed_at,omitzero"`
+	IgnoredReason        string     `json:"ignored_reason,omitempty"`
+	UpdatedAt            time.Time  `json:"updated_at"`
 	// FileVersion is the version of the file whose batch recorded the
 	// failure; 0 when unknown (rows recorded before migration 28).
 	FileVersion int64 `json:"file_version,omitempty"`
 	// SupersededAt and SupersededReason say when and why the row was closed
 	// (status superseded).
-	SupersededAt     time.Time `json:"superseded_at,omitzero"`
-	SupersededReason string    `json:"superseded_reason,omitempty"`
-	POIData              json.RawMessage `json:"original_poi_data,omitempty"`
-	History              []HistoryEntry  `json:"error_history,omitempty"`
+	SupersededAt     time.Time       `json:"superseded_at,omitzero"`
+	SupersededReason string          `json:"superseded_reason,omitempty"`
+	POIData          json.RawMessage `json:"original_poi_data,omitempty"`
+	History          []HistoryEntry  `json:"error_history,omitempty"`
 }
 
 const (
