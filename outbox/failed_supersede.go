@@ -7,9 +7,10 @@ package outbox
 // row becomes superseded, with the reason naming the version published. It
 // runs in the publish's transaction after the files' rows are locked and
 // their versions increased: a reprocess batch of one of these files holds
-// the file's row FOR SHARE while it checks its rows, so it sees them either
-// still reprocessing (and the publish waits for it) or superseded
-// (TestReprocess_JobQueuedBeforeAHeldPublishOfItsFileWritesNothing). The
+// the file's row FOR SHARE while it checks the version and its rows, so it
+// sees them either before the publish (which waits for it) or after it
+// commits (TestReprocess_JobQueuedBeforeAHeldPublishOfItsFileWritesNothing,
+// TestDelete_ReprocessQueuedBeforeADeleteAndARepublishWritesNothing). The
 // lookups are driven from the arrays, a probe of failed_pois_actionable_idx
 // per file (TestSupersedeFailedSQL_ProbesTheActionableRowsOfEachFile); the
 // status is checked again on the row updated, so a row a concurrent

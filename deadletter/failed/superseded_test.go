@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/stretchr/testify/require"
 
 	"github.com/relay-dev/relay/deadletter/failed"
@@ -94,9 +95,9 @@ func TestPublish_RepublishingABrokenFileKeepsOneActionableRowPerPOI(t *testing.T
 // version 1 when version 2 of the file is published in a transaction held
 // open. The job's batch waits for the publish's lock on the file's row,
 // and when the publish commits it writes nothing: the publish superseded
-// its row. Without the supersede in the publish's transaction, or without
-// the worker writing only POIs whose rows are still reprocessing for its
-// job, a1 ends at line 99.
+// its row and changed the file's version. Without the worker holding the
+// file's row FOR SHARE while it checks the version and its rows, it reads
+// them before the publish commits and a1 ends at line 99.
 func TestReprocess_JobQueuedBeforeAHeldPublishOfItsFileWritesNothing(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
@@ -137,4 +138,39 @@ func waitForLockWait(t *testing.T, b *bundle) {
 		return testdb.Count(t, b.db.Pool, `SELECT count(*) FROM pg_stat_activity
 			WHERE datname = current_database() AND wait_event_type = 'Lock'`) > 0
 	}, 60*time.Second, 5*time.Millisecond, "no session waited for a lock")
+}
+
+// The worker's own version check, for rows a publish could not supersede:
+// a publish in a REPEATABLE READ transaction whose snapshot predates a1's
+// failure row does not see the row, so it stays reprocessing for a job of
+// version 1 after version 2 commits. The job writes nothing and closes the
+// row, saying why.
+func TestReprocess_JobOfAnOlderVersionWritesNothingWhenThePublishMissedItsRows(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	ctx := context.Background()
+	b.publish(t, "a.py", poi("a1", "function_definition", "a", "a.py", "one", "def a(): pass")) // version 1: a1 fails
+	open, err := b.db.Pool.BeginTx(ctx, pgx.TxOptions{IsoLevel: pgx.RepeatableRead})
+	require.NoError(t, err)
+	defer func() { _ = open.Rollback(ctx) }()
+	_, err = open.Exec(ctx, `SELECT 1`) // the publish's snapshot, before the batch records a1's row
+	require.NoError(t, err)
+	b.work(t)
+	b.exec(t, `UPDATE failed_pois SET original_poi_data = jsonb_set(original_poi_data, '{lineNumber}', '99') WHERE poi_id = 'a1'`)
+	res, err := b.reproc.Run(ctx, failed.Selection{Filter: failed.Filter{Status: failed.StatusNew}}, "tester", nil)
+	require.NoError(t, err)
+	require.EqualValues(t, 1, res.Jobs)
+
+	_, err = b.pub.PublishTx(ctx, open, outbox.Analysis{FileID: "a.py", POIs: []json.RawMessage{ // version 2
+		poi("a1", "function_definition", "a", "a.py", 1, "def a(): pass")}})
+	require.NoError(t, err)
+	require.NoError(t, open.Commit(ctx))
+	require.Equal(t, 1, b.count(t, `SELECT count(*) FROM failed_pois WHERE poi_id = 'a1' AND status = 'reprocessing'`),
+		"the publish's snapshot did not have the row")
+	b.work(t)
+
+	require.Equal(t, 1, b.lineOf(t, "a1"), "the reprocess wrote version 1's POI over version 2")
+	require.Equal(t, 1, b.count(t, `SELECT count(*) FROM failed_pois WHERE poi_id = 'a1' AND status = 'superseded'
+		AND superseded_reason = 'the row is of version 1 of the file; version 2 was published since'`))
+	require.Equal(t, 1, b.count(t, `SELECT count(*) FROM dead_letter_events WHERE action = 'reprocess_outcome' AND (details->>'superseded')::int = 1`))
 }

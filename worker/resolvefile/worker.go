@@ -263,7 +263,9 @@ func (w *Worker) commit(ctx context.Context, job *river.Job[outbox.ResolveFileAr
 		// The job's rows are of a version its file no longer has, or of a
 		// file that is gone: writing their POIs would put an older version
 		// over the file's current one, or recreate the file. They are
-		// closed (superseded, with the reason) and nothing is written.
+		// closed (superseded, with the reason) and nothing is written
+		// (TestReprocess_JobOfAnOlderVersionWritesNothingWhenThePublishMissedItsRows,
+		// TestDelete_ReprocessQueuedBeforeTheDeleteDoesNotRecreateTheRepository).
 		reason := failed.OtherVersionReason(args.FileVersion, version)
 		if !exists {
 			repoGone, err := st.repositoryGone(ctx, args.Repository)
@@ -286,10 +288,11 @@ func (w *Worker) commit(ctx context.Context, job *river.Job[outbox.ResolveFileAr
 	case reprocess:
 		// A reprocess batch of the file's current version. Only the POIs
 		// whose rows are still reprocessing for this job are written: a
-		// publish of the file since supersedes them (and then changed the
-		// version, unless it ran in a transaction that began before the
-		// reprocess was enqueued), and the file's row, held FOR SHARE since
-		// fileVersion, keeps a publish from doing so until this commits
+		// publish of the file supersedes them, and may leave the version
+		// equal to the job's (the repository was deleted and published
+		// again: TestDelete_ReprocessQueuedBeforeADeleteAndARepublishWritesNothing).
+		// The file's row, held FOR SHARE since fileVersion, keeps a publish
+		// from changing the version or the rows until this commits
 		// (TestReprocess_JobQueuedBeforeAHeldPublishOfItsFileWritesNothing).
 		// It is never superseded otherwise: a reprocessed POI may never
 		// have entered the symbol table, and references to its id or symbol
