@@ -752,8 +752,8 @@ type IgnoreResult struct {
 	Ignored  []int64 `json:"ignored"`
 	NotFound []int64 `json:"not_found"`
 	// Refused maps ids whose status cannot be ignored (reprocessing: its job
-	// owns the row until it reports back; reprocessed: already resolved) to
-	// that status.
+	// owns the row until it reports back; reprocessed: already resolved;
+	// superseded: closed) to that status.
 	Refused map[int64]Status `json:"refused"`
 }
 

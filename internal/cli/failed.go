@@ -431,8 +431,8 @@ func newFailedIgnoreCmd(a *app) *cobra.Command {
 		Long: `Ignore sets rows aside: status ignored, with --reason, so relay reprocess
 --status new no longer takes them (relay reprocess --status ignored brings them
 back). Rows in new or already ignored are ignored; rows in reprocessing (their
-job owns them) or reprocessed are refused. The exit code is 1 when any id was
-not found or refused.`,
+job owns them), reprocessed or superseded (closed) are refused. The exit code is
+1 when any id was not found or refused.`,
 		Args: func(cmd *cobra.Command, args []string) error {
 			if len(args) == 0 {
 				return usageError{errors.New("ignore needs at least one failed_pois id")}
