@@ -195,6 +195,11 @@ var DownEffects = map[int64]DownEffect{
 	28: {
 		Note: "drops the graph's SQL functions (relay_callers, relay_callees, relay_dependents); no data lost",
 	},
+	29: {
+		DropsColumns: []string{"failed_pois.file_version", "failed_pois.superseded_at", "failed_pois.superseded_reason"},
+		Note: "forgets which file version each failed_pois row is of: superseded rows become ignored rows " +
+			"(ignored_reason says why they were superseded), and a reprocess may again apply a row of an older version",
+	},
 }
 
 // DownEffectOf returns what rolling back version destroys. A version

@@ -110,6 +110,7 @@ func (s store) write(ctx context.Context, files []fileBatch) (xid int64, rej *Re
 			xid, err = indexplans.Int(v[3])
 			return err
 		})
+	b.Queue(supersedeFailedSQL, fileRepos, fileIDs)
 	b.Queue(otherOwnerSQL, repos, ids, owners, fileIDs, fileRepos).Rows(func(v [][]byte) error {
 		rej = &RejectError{Repository: string(v[0]), FileID: string(v[1]), POIID: string(v[3]), POIIndex: -1, OwnerFileID: string(v[2]),
 			Reason: fmt.Sprintf("id already belongs to a POI of file %q; POI ids must be unique within a repository", v[2])}

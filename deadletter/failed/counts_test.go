@@ -99,6 +99,10 @@ func TestStats_CountsFollowEveryWriteToFailedPOIs(t *testing.T) {
 	b.exec(t, `UPDATE failed_pois SET attempts = attempts + 1`) // no status or class change: no delta
 	requireStatsMatch(t, b, "after ignore, reprocess and an update that changes no group")
 
+	b.publish(t, "f5") // supersedes f5's rows of the default repository
+	require.Positive(t, b.count(t, `SELECT count(*) FROM failed_pois WHERE status = 'superseded'`))
+	requireStatsMatch(t, b, "after a publish superseded a file's rows")
+
 	b.exec(t, `UPDATE failed_pois SET updated_at = now() - interval '2 days' WHERE status = 'ignored'`)
 	n, err := b.store.Purge(ctx, failed.PurgeFilter{Status: failed.StatusIgnored, OlderThan: 24 * time.Hour}, "tester")
 	require.NoError(t, err)
@@ -115,7 +119,7 @@ func TestStats_CountsFollowEveryWriteToFailedPOIs(t *testing.T) {
 				_, err := b.db.Pool.Exec(ctx, `
 					INSERT INTO failed_pois (original_job_id, file_id, poi_id, poi_index, error_message, error_class,
 					                         error_signature, original_poi_data)
-					VALUES ($1, 'fc', 'pc', $2, 'm', 'panic', 's', '{}')`, 900_000+w, i)
+					VALUES ($1, 'fc', $3, $2, 'm', 'panic', 's', '{}')`, 900_000+w, i, fmt.Sprintf("pc%d.%d", w, i))
 				if err == nil && i%3 == 0 {
 					_, err = deadletter.CompactCounts(ctx, b.db.Pool)
 				}

@@ -27,7 +27,8 @@ func sqlBlocks(t *testing.T, path string) []string {
 }
 
 // docsBundle is a schema with every status, a reprocessed POI with its
-// relationship, a row needing manual review and a stuck row.
+// relationship, a row needing manual review, a stuck row and a row
+// superseded by a publish of its file.
 func docsBundle(t *testing.T) *bundle {
 	t.Helper()
 	b := setup(t)
@@ -43,6 +44,10 @@ func docsBundle(t *testing.T) *bundle {
 	b.work(t) // one reprocessed, two failed again and flagged for review
 	_, err := b.store.Ignore(context.Background(), []int64{3}, "test", "tester")
 	require.NoError(t, err)
+	for range 2 {
+		b.publish(t, "src/z.js", poi("z1", "function_definition", "z", "src/z.js", "nine", "function z() {}"))
+		b.work(t)
+	}
 	b.seed(t, 5, 2, 2)
 	b.run(t, failed.Selection{Filter: failed.Filter{Status: failed.StatusNew, FileID: "f1"}})
 	b.exec(t, `UPDATE failed_pois SET reprocess_requested_at = now() - interval '2 hours' WHERE status = 'reprocessing'`)
@@ -121,5 +126,5 @@ func TestDocs_AnalystRoleAppliesAndIsReadOnly(t *testing.T) {
 		require.True(t, errors.As(err, &pgErr), "%s: %v", q, err)
 		require.Equal(t, "42501", pgErr.Code, q) // insufficient_privilege
 	}
-	require.Equal(t, 8, b.count(t, `SELECT count(*) FROM failed_pois`), "nothing was deleted")
+	require.Equal(t, 10, b.count(t, `SELECT count(*) FROM failed_pois`), "nothing was deleted")
 }

@@ -22,6 +22,7 @@ func ExampleReprocessor_Run() {
 
 	// Three POIs of two files that a worker dead-lettered.
 	if _, err := db.Pool.Exec(ctx, `
+		INSERT INTO files (file_id) VALUES ('src/a.js'), ('src/b.js');
 		INSERT INTO failed_pois (original_job_id, file_id, poi_id, poi_index, error_message, error_class,
 		                         error_signature, original_poi_data)
 		VALUES (1, 'src/a.js', 'a1', 0, 'boom', 'resolver', 'boom', '{"id": "a1"}'),

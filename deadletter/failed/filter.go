@@ -14,7 +14,7 @@ import (
 // Statuses lists every status, in life-cycle order. It returns a new slice
 // on each call.
 func Statuses() []Status {
-	return []Status{StatusNew, StatusReprocessing, StatusReprocessed, StatusIgnored}
+	return []Status{StatusNew, StatusReprocessing, StatusReprocessed, StatusIgnored, StatusSuperseded}
 }
 
 // ParseStatus returns the status named s, ignoring case and surrounding
@@ -22,7 +22,7 @@ func Statuses() []Status {
 // failed_pois CHECK constraint's list).
 func ParseStatus(s string) (Status, error) {
 	want := strings.ToLower(strings.TrimSpace(s))
-	names := make([]string, 0, 4)
+	names := make([]string, 0, 5)
 	for _, st := range Statuses() {
 		if string(st) == want {
 			return st, nil

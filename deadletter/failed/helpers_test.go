@@ -57,6 +57,11 @@ func (b *bundle) publish(t *testing.T, fileID string, pois ...json.RawMessage) {
 // ReprocessMaxAttempts set to b.maxAttempts.
 func (b *bundle) work(t *testing.T) {
 	t.Helper()
+	require.NoError(t, b.workUntilIdle(t))
+}
+
+// workUntilIdle is work returning its error, for a goroutine.
+func (b *bundle) workUntilIdle(t *testing.T) error {
 	cfg := b.db.Config()
 	logger := testdb.Logger(t)
 	workers := river.NewWorkers()
@@ -68,10 +73,12 @@ func (b *bundle) work(t *testing.T) {
 		Logger: logger, Schema: cfg.DatabaseSchema, Workers: workers,
 		Queues: map[string]river.QueueConfig{outbox.QueueResolve: {MaxWorkers: 2}, link.QueueLink: {MaxWorkers: 1}},
 	})
-	require.NoError(t, err)
+	if err != nil {
+		return err
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
-	require.NoError(t, worker.RunUntilIdle(ctx, client, nil, nil, b.db.Pool, logger, nil))
+	return worker.RunUntilIdle(ctx, client, nil, nil, b.db.Pool, logger, nil)
 }
 
 func (b *bundle) count(t *testing.T, sql string, args ...any) int {
@@ -94,8 +101,10 @@ func poi(id, typ, name, file string, line any, code string) json.RawMessage {
 
 // seed inserts n failed_pois rows straight into the table: file f<i%files>,
 // signature "failure cause <letter i%sigs>" (sigs <= 26), class validation, failed i minutes ago.
+// The files exist (a reprocess closes the rows of a file that does not).
 func (b *bundle) seed(t *testing.T, n, files, sigs int) {
 	t.Helper()
+	b.exec(t, `INSERT INTO files (file_id) SELECT 'f' || k FROM generate_series(0, $1 - 1) k ON CONFLICT DO NOTHING`, files)
 	b.exec(t, `
 		INSERT INTO failed_pois (original_job_id, file_id, poi_id, poi_index, failed_at, error_message, error_class,
 		                         error_signature, error_history, original_poi_data)

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/relay-dev/relay/deadletter"
 )
@@ -20,7 +21,36 @@ const (
 	StatusReprocessing Status = "reprocessing" // re-enqueued; its job has not finished yet
 	StatusReprocessed  Status = "reprocessed"  // resolved on a later attempt
 	StatusIgnored      Status = "ignored"      // set aside by an operator (with a reason)
+	StatusSuperseded   Status = "superseded"   // closed: its file was published again, or is gone (with the reason)
 )
+
+// actionableStatuses are, as SQL, the statuses of the rows a reprocess can
+// still take: at most one such row per (repository, file, POI id)
+// (failed_pois_actionable_idx), and a publish of the file supersedes them.
+const actionableStatuses = `('new', 'reprocessing', 'ignored')`
+
+// Actionable reports whether a row in status s can still be reprocessed
+// (new, reprocessing, ignored): the rows a publish of their file
+// supersedes.
+func (s Status) Actionable() bool {
+	return s == StatusNew || s == StatusReprocessing || s == StatusIgnored
+}
+
+// FileGoneReason is the superseded_reason of a row whose file no longer
+// exists when it is reprocessed: repositoryGone when its repository has no
+// file left (relay repository delete).
+func FileGoneReason(repository, fileID string, repositoryGone bool) string {
+	if repositoryGone {
+		return fmt.Sprintf("repository %q was deleted: reprocessing would recreate it", repository)
+	}
+	return fmt.Sprintf("file %q was deleted: reprocessing would recreate it", fileID)
+}
+
+// OtherVersionReason is the superseded_reason of a row of version
+// rowVersion of its file, reprocessed when the file is at version current.
+func OtherVersionReason(rowVersion, current int64) string {
+	return fmt.Sprintf("the row is of version %d of the file; version %d was published since", rowVersion, current)
+}
 
 // POI is one POI that failed inside a batch: the row the worker writes
 // to failed_pois.
@@ -31,11 +61,14 @@ type POI struct {
 	FileID     string
 	POIID      string // "" when the POI had no usable id (stored as NULL)
 	POIIndex   int    // position in the job's POI array
-	Class      ErrorClass
-	Message    string
-	Context    string // stack trace or extra detail
-	Data       json.RawMessage
-	FailedAt   time.Time
+	// FileVersion is the version of the file the batch resolved (0:
+	// unknown, stored as NULL).
+	FileVersion int64
+	Class       ErrorClass
+	Message     string
+	Context     string // stack trace or extra detail
+	Data        json.RawMessage
+	FailedAt    time.Time
 }
 
 // historyEntry is one element of failed_pois.error_history.
@@ -47,46 +80,94 @@ type historyEntry struct {
 	Signature string     `json:"error_signature"`
 }
 
-// InsertTx writes rows to failed_pois in tx, in one statement. A row
-// for a failure already recorded (same job and POI position, as when a batch
-// is retried after its transaction committed) is not written twice. It
-// returns how many rows were new.
+// InsertTx writes rows to failed_pois in tx (InsertStatements). It returns
+// how many rows were new.
 func InsertTx(ctx context.Context, tx pgx.Tx, rows []POI) (int64, error) {
 	if len(rows) == 0 {
 		return 0, nil
 	}
-	sql, args, err := insertFailedPOIs(rows)
-	if err != nil {
+	b := &pgx.Batch{}
+	var n int64
+	if err := queueInsert(b, rows, func(tag pgconn.CommandTag) error {
+		n = tag.RowsAffected()
+		return nil
+	}); err != nil {
 		return 0, err
 	}
-	tag, err := tx.Exec(ctx, sql, args...)
-	if err != nil {
+	if err := tx.SendBatch(ctx, b).Close(); err != nil {
 		return 0, fmt.Errorf("error writing %d failed_pois rows: %w", len(rows), err)
 	}
-	return tag.RowsAffected(), nil
+	return n, nil
 }
 
-// QueueInsert queues InsertTx's statement in b, for a caller
-// that sends it with its own statements in one round trip. It queues
-// nothing for no rows; the error is about encoding the rows, before
-// anything is queued.
+// QueueInsert queues InsertTx's statements in b, for a caller that sends
+// them with its own statements in one round trip. It queues nothing for no
+// rows; the error is about encoding the rows, before anything is queued.
+//
+// The rows of a file with a FileVersion first supersede the file's
+// actionable rows of any other version (a publish of the version did it in
+// its transaction unless a row committed after that transaction's snapshot
+// was taken). A row is not written twice: not for a failure already
+// recorded (same job and POI position, as when a batch is retried after
+// its transaction committed), nor for a POI id that already has an
+// actionable row of its file (failed_pois_actionable_idx), which stands
+// for the failure.
 func QueueInsert(b *pgx.Batch, rows []POI) error {
 	if len(rows) == 0 {
 		return nil
 	}
+	return queueInsert(b, rows, nil)
+}
+
+func queueInsert(b *pgx.Batch, rows []POI, done func(pgconn.CommandTag) error) error {
 	sql, args, err := insertFailedPOIs(rows)
 	if err != nil {
 		return err
 	}
-	b.Queue(sql, args...)
+	type fileKey struct {
+		repo, file string
+		version    int64
+	}
+	seen := map[fileKey]bool{}
+	var repos, files []string
+	var versions []int64
+	for _, r := range rows {
+		k := fileKey{r.Repository, r.FileID, r.FileVersion}
+		if r.FileVersion > 0 && !seen[k] {
+			seen[k] = true
+			repos, files, versions = append(repos, k.repo), append(files, k.file), append(versions, k.version)
+		}
+	}
+	if len(repos) > 0 {
+		b.Queue(supersedeOtherVersionsSQL, repos, files, versions)
+	}
+	q := b.Queue(sql, args...)
+	if done != nil {
+		q.Exec(done)
+	}
 	return nil
 }
+
+// supersedeOtherVersionsSQL supersedes the actionable rows of the files
+// ($1 repositories, $2 file ids) whose version is not the one given ($3),
+// through failed_pois_actionable_idx.
+const supersedeOtherVersionsSQL = `
+	UPDATE failed_pois t
+	SET status = 'superseded', superseded_at = now(), updated_at = now(),
+	    superseded_reason = format('version %s of the file was published', d.version)
+	FROM (
+		SELECT x.repository, x.id, u.version FROM unnest($1::text[], $2::text[], $3::bigint[]) AS u(repo, file, version)
+		CROSS JOIN LATERAL (SELECT repository, id FROM failed_pois
+		                    WHERE repository = u.repo AND file_id = u.file AND status IN ` + actionableStatuses + `
+		                      AND file_version IS DISTINCT FROM u.version OFFSET 0) x) d
+	WHERE t.repository = d.repository AND t.id = d.id AND t.status IN ` + actionableStatuses
 
 // insertFailedPOIs is the statement writing rows, and its arguments.
 func insertFailedPOIs(rows []POI) (string, []any, error) {
 	n := len(rows)
 	var (
 		jobIDs   = make([]int64, n)
+		versions = make([]*int64, n)
 		repos    = make([]string, n)
 		fileIDs  = make([]string, n)
 		poiIDs   = make([]*string, n)
@@ -101,6 +182,10 @@ func insertFailedPOIs(rows []POI) (string, []any, error) {
 	)
 	for i, r := range rows {
 		jobIDs[i], repos[i], fileIDs[i], indexes[i] = r.JobID, r.Repository, r.FileID, int32(r.POIIndex)
+		if r.FileVersion > 0 {
+			v := r.FileVersion
+			versions[i] = &v
+		}
 		if r.POIID != "" {
 			id := r.POIID
 			poiIDs[i] = &id
@@ -124,12 +209,12 @@ func insertFailedPOIs(rows []POI) (string, []any, error) {
 	}
 	return `
 		INSERT INTO failed_pois (original_job_id, file_id, poi_id, poi_index, error_class, error_message, error_context,
-		                         error_signature, error_history, original_poi_data, failed_at, updated_at, repository)
+		                         error_signature, error_history, original_poi_data, failed_at, updated_at, repository, file_version)
 		SELECT u.job_id, u.file_id, u.poi_id, u.poi_index, u.class, u.message, u.context,
-		       u.sig, u.history::jsonb, u.data::jsonb, u.failed_at, u.failed_at, u.repository
+		       u.sig, u.history::jsonb, u.data::jsonb, u.failed_at, u.failed_at, u.repository, u.file_version
 		FROM unnest($1::bigint[], $2::text[], $3::text[], $4::int[], $5::text[], $6::text[], $7::text[],
-		            $8::text[], $9::text[], $10::text[], $11::timestamptz[], $12::text[])
-		     AS u(job_id, file_id, poi_id, poi_index, class, message, context, sig, history, data, failed_at, repository)
-		ON CONFLICT ON CONSTRAINT failed_pois_job_poi_key DO NOTHING`,
-		[]any{jobIDs, fileIDs, poiIDs, indexes, classes, messages, contexts, sigs, history, data, times, repos}, nil
+		            $8::text[], $9::text[], $10::text[], $11::timestamptz[], $12::text[], $13::bigint[])
+		     AS u(job_id, file_id, poi_id, poi_index, class, message, context, sig, history, data, failed_at, repository, file_version)
+		ON CONFLICT DO NOTHING`,
+		[]any{jobIDs, fileIDs, poiIDs, indexes, classes, messages, contexts, sigs, history, data, times, repos, versions}, nil
 }

@@ -69,6 +69,10 @@ func (s Selection) Validate() error {
 	if s.Limit < 0 {
 		return fmt.Errorf("limit %d must not be negative", s.Limit)
 	}
+	if s.Status == StatusSuperseded {
+		return errors.New("superseded rows cannot be reprocessed: each is of a version of its file that was replaced, " +
+			"or of a file that is gone (its superseded_reason says which)")
+	}
 	return s.Filter.Validate()
 }
 
@@ -192,20 +196,27 @@ func (s Selection) describe() map[string]any {
 
 // ReprocessProgress is reported after each committed chunk.
 type ReprocessProgress struct {
-	Rows    int64         `json:"rows"`
-	Jobs    int64         `json:"jobs"`
-	Total   int64         `json:"total"` // rows selected when the run started
-	Elapsed time.Duration `json:"elapsed"`
+	// Rows counts the rows taken so far: enqueued, or superseded.
+	Rows       int64         `json:"rows"`
+	Superseded int64         `json:"superseded"`
+	Jobs       int64         `json:"jobs"`
+	Total      int64         `json:"total"` // rows selected when the run started
+	Elapsed    time.Duration `json:"elapsed"`
 }
 
 // ReprocessResult is what Run did.
 type ReprocessResult struct {
 	// EventID is the run's audit event in dead_letter_events.
-	EventID  int64         `json:"event_id"`
-	Rows     int64         `json:"rows"`
-	Jobs     int64         `json:"jobs"`
-	Chunks   int           `json:"chunks"`
-	Duration time.Duration `json:"duration_ns"`
+	EventID int64 `json:"event_id"`
+	// Rows counts the rows enqueued (moved to reprocessing).
+	Rows int64 `json:"rows"`
+	// Superseded counts the rows selected but closed instead (status
+	// superseded): their file was published again since their version, or
+	// is gone.
+	Superseded int64         `json:"superseded"`
+	Jobs       int64         `json:"jobs"`
+	Chunks     int           `json:"chunks"`
+	Duration   time.Duration `json:"duration_ns"`
 }
 
 // Run moves the selected rows to reprocessing and enqueues their POIs, one
@@ -302,12 +313,14 @@ func (r *Reprocessor) Run(ctx context.Context, sel Selection, actor string, prog
 					return
 				}
 				if c.rows > 0 {
-					res.Rows, res.Jobs, res.Chunks, after = res.Rows+c.rows, res.Jobs+c.jobs, res.Chunks+1, &c.last
+					res.Rows, res.Superseded = res.Rows+c.rows-c.superseded, res.Superseded+c.superseded
+					res.Jobs, res.Chunks, after = res.Jobs+c.jobs, res.Chunks+1, &c.last
 					if progress != nil {
-						progress(ReprocessProgress{Rows: res.Rows, Jobs: res.Jobs, Total: total, Elapsed: time.Since(start)})
+						progress(ReprocessProgress{Rows: res.Rows + res.Superseded, Superseded: res.Superseded, Jobs: res.Jobs,
+							Total: total, Elapsed: time.Since(start)})
 					}
 				}
-				done := res.Rows
+				done := res.Rows + res.Superseded
 				mu.Unlock()
 				if c.rows < n {
 					return
@@ -357,17 +370,24 @@ type chunkKey struct {
 }
 
 type chunkResult struct {
-	rows, jobs int64
-	last       chunkKey
+	// rows are the rows taken, superseded those of them closed instead of
+	// enqueued.
+	rows, superseded, jobs int64
+	last                   chunkKey
 }
 
-// chunk reprocesses up to n rows after key in one transaction.
+// chunk reprocesses up to n rows after key in one transaction. A row
+// whose file is gone, or whose version (file_version) is not the file's
+// current one, is closed (status superseded, with the reason) instead of
+// enqueued: a reprocess never writes a POI of another version than its
+// file's current one, nor recreates a file. The worker checks again when
+// the job runs (the file may be published or deleted meanwhile).
 func (r *Reprocessor) chunk(ctx context.Context, sel Selection, after *chunkKey, n int64, eventID int64) (chunkResult, error) {
 	var c chunkResult
 	err := pgx.BeginFunc(ctx, r.pool, func(tx pgx.Tx) error {
 		c = chunkResult{}
 		a := &queryArgs{}
-		q := `SELECT id, repository, file_id, original_poi_data FROM failed_pois WHERE ` + sel.where(a, "")
+		q := `SELECT id, repository, file_id, original_poi_data, file_version FROM failed_pois WHERE ` + sel.where(a, "")
 		if after != nil {
 			q += ` AND (repository, file_id, id) > (` + a.add(after.repo) + `, ` + a.add(after.fileID) + `, ` + a.add(after.id) + `)`
 		}
@@ -379,6 +399,7 @@ func (r *Reprocessor) chunk(ctx context.Context, sel Selection, after *chunkKey,
 		type file struct {
 			repo, id string
 			rows     []int64
+			versions []*int64
 			pois     []json.RawMessage
 		}
 		var files []*file
@@ -386,7 +407,8 @@ func (r *Reprocessor) chunk(ctx context.Context, sel Selection, after *chunkKey,
 			var id int64
 			var repo, fileID string
 			var data []byte
-			if err := rows.Scan(&id, &repo, &fileID, &data); err != nil {
+			var version *int64
+			if err := rows.Scan(&id, &repo, &fileID, &data, &version); err != nil {
 				rows.Close()
 				return fmt.Errorf("error reading rows to reprocess: %w", err)
 			}
@@ -394,7 +416,7 @@ func (r *Reprocessor) chunk(ctx context.Context, sel Selection, after *chunkKey,
 				files = append(files, &file{repo: repo, id: fileID})
 			}
 			f := files[len(files)-1]
-			f.rows, f.pois = append(f.rows, id), append(f.pois, json.RawMessage(data))
+			f.rows, f.versions, f.pois = append(f.rows, id), append(f.versions, version), append(f.pois, json.RawMessage(data))
 			c.rows++
 			c.last = chunkKey{repo: repo, fileID: fileID, id: id}
 		}
@@ -410,21 +432,27 @@ func (r *Reprocessor) chunk(ctx context.Context, sel Selection, after *chunkKey,
 			repos[i], fileIDs[i] = f.repo, f.id
 		}
 		type fileKey struct{ repo, id string }
-		versions := make(map[fileKey]int64, len(files))
+		type fileState struct {
+			version  int64 // 0: the file is gone
+			repoGone bool  // the file's repository has no file left
+		}
+		states := make(map[fileKey]fileState, len(files))
 		vrows, err := tx.Query(ctx, `
-			SELECT f.repository, f.file_id, f.version FROM unnest($1::text[], $2::text[]) AS u(repo, file)
-			JOIN files f ON f.repository = u.repo AND f.file_id = u.file`, repos, fileIDs)
+			SELECT u.repo, u.file, coalesce(f.version, 0),
+			       f.version IS NULL AND NOT EXISTS (SELECT 1 FROM files o WHERE o.repository = u.repo)
+			FROM unnest($1::text[], $2::text[]) AS u(repo, file)
+			LEFT JOIN files f ON f.repository = u.repo AND f.file_id = u.file`, repos, fileIDs)
 		if err != nil {
 			return fmt.Errorf("error reading file versions: %w", err)
 		}
 		for vrows.Next() {
 			var k fileKey
-			var v int64
-			if err := vrows.Scan(&k.repo, &k.id, &v); err != nil {
+			var st fileState
+			if err := vrows.Scan(&k.repo, &k.id, &st.version, &st.repoGone); err != nil {
 				vrows.Close()
 				return fmt.Errorf("error reading file versions: %w", err)
 			}
-			versions[k] = v
+			states[k] = st
 		}
 		if err := vrows.Err(); err != nil {
 			return fmt.Errorf("error reading file versions: %w", err)
@@ -434,38 +462,75 @@ func (r *Reprocessor) chunk(ctx context.Context, sel Selection, after *chunkKey,
 		var params []river.InsertManyParams
 		var jobRows [][]int64 // rows of each job, parallel to params
 		var jobRepos []string // repository of each job, parallel to params
+		var closedRepos, closedReasons []string
+		var closedIDs []int64
+		closeRow := func(repo string, id int64, reason string) {
+			closedRepos, closedIDs, closedReasons = append(closedRepos, repo), append(closedIDs, id), append(closedReasons, reason)
+		}
 		for _, f := range files {
+			st := states[fileKey{f.repo, f.id}]
+			var ids []int64
+			var pois []json.RawMessage
+			for i, id := range f.rows {
+				switch v := f.versions[i]; {
+				case st.version == 0:
+					closeRow(f.repo, id, FileGoneReason(f.repo, f.id, st.repoGone))
+				case v != nil && *v != st.version:
+					closeRow(f.repo, id, OtherVersionReason(*v, st.version))
+				default: // of the current version (or recorded before versions were: taken as current)
+					ids, pois = append(ids, id), append(pois, f.pois[i])
+				}
+			}
+			if len(ids) == 0 {
+				continue
+			}
 			start := 0
-			for _, end := range outbox.Split(f.pois, r.cfg.MaxJobBytes) {
-				params = append(params, r.jobParams(f.repo, f.id, versions[fileKey{f.repo, f.id}], f.pois[start:end], f.rows[start:end], opts))
-				jobRows, jobRepos = append(jobRows, f.rows[start:end]), append(jobRepos, f.repo)
+			for _, end := range outbox.Split(pois, r.cfg.MaxJobBytes) {
+				params = append(params, r.jobParams(f.repo, f.id, st.version, pois[start:end], ids[start:end], opts))
+				jobRows, jobRepos = append(jobRows, ids[start:end]), append(jobRepos, f.repo)
 				start = end
 			}
 		}
-		inserted, err := r.jobs.InsertManyTx(ctx, tx, params)
-		if err != nil {
-			return fmt.Errorf("error enqueuing %d reprocess jobs: %w", len(params), err)
-		}
-		if len(inserted) != len(params) {
-			return fmt.Errorf("error enqueuing reprocess jobs: %d inserted for %d asked", len(inserted), len(params))
-		}
-		rowRepos := make([]string, 0, c.rows)
-		ids := make([]int64, 0, c.rows)
-		jobIDs := make([]int64, 0, c.rows)
-		for i, res := range inserted {
-			for _, id := range jobRows[i] {
-				rowRepos, ids, jobIDs = append(rowRepos, jobRepos[i]), append(ids, id), append(jobIDs, res.Job.ID)
+		c.superseded = int64(len(closedIDs))
+		if len(closedIDs) > 0 {
+			if _, err := tx.Exec(ctx, `
+				UPDATE failed_pois f
+				SET status = 'superseded', superseded_at = now(), superseded_reason = u.reason, updated_at = now()
+				FROM unnest($1::text[], $2::bigint[], $3::text[]) AS u(repo, id, reason)
+				WHERE f.repository = u.repo AND f.id = u.id`, closedRepos, closedIDs, closedReasons); err != nil {
+				return fmt.Errorf("error superseding %d rows: %w", len(closedIDs), err)
 			}
 		}
-		if _, err := tx.Exec(ctx, `
-			UPDATE failed_pois f
-			SET status = 'reprocessing', reprocess_job_id = u.job_id, reprocess_requested_at = now(), updated_at = now()
-			FROM unnest($1::text[], $2::bigint[], $3::bigint[]) AS u(repo, id, job_id)
-			WHERE f.repository = u.repo AND f.id = u.id`, rowRepos, ids, jobIDs); err != nil {
-			return fmt.Errorf("error marking %d rows reprocessing: %w", len(ids), err)
+		if len(params) > 0 {
+			inserted, err := r.jobs.InsertManyTx(ctx, tx, params)
+			if err != nil {
+				return fmt.Errorf("error enqueuing %d reprocess jobs: %w", len(params), err)
+			}
+			if len(inserted) != len(params) {
+				return fmt.Errorf("error enqueuing reprocess jobs: %d inserted for %d asked", len(inserted), len(params))
+			}
+			rowRepos := make([]string, 0, c.rows)
+			ids := make([]int64, 0, c.rows)
+			jobIDs := make([]int64, 0, c.rows)
+			for i, res := range inserted {
+				for _, id := range jobRows[i] {
+					rowRepos, ids, jobIDs = append(rowRepos, jobRepos[i]), append(ids, id), append(jobIDs, res.Job.ID)
+				}
+			}
+			if _, err := tx.Exec(ctx, `
+				UPDATE failed_pois f
+				SET status = 'reprocessing', reprocess_job_id = u.job_id, reprocess_requested_at = now(), updated_at = now()
+				FROM unnest($1::text[], $2::bigint[], $3::bigint[]) AS u(repo, id, job_id)
+				WHERE f.repository = u.repo AND f.id = u.id`, rowRepos, ids, jobIDs); err != nil {
+				return fmt.Errorf("error marking %d rows reprocessing: %w", len(ids), err)
+			}
 		}
 		c.jobs = int64(len(params))
-		return addToEventTx(ctx, tx, eventID, c.rows, map[string]int64{"jobs": c.jobs})
+		counts := map[string]int64{"jobs": c.jobs}
+		if c.superseded > 0 {
+			counts["superseded"] = c.superseded
+		}
+		return addToEventTx(ctx, tx, eventID, c.rows-c.superseded, counts)
 	})
 	if err != nil {
 		return chunkResult{}, err

@@ -44,7 +44,9 @@ type OutcomeSummary struct {
 // tx, what happened to each of its POIs: a resolved POI's row becomes
 // reprocessed (reprocessed_at set, manual_review_required cleared); a POI
 // that failed again updates its same row back to new, with attempts + 1,
-// the new error as the row's error and appended to error_history. A row
+// the new error as the row's error and appended to error_history (and the
+// POI id the data now has, unless another actionable row of the file has
+// that id: at most one actionable row per POI id). A row
 // whose failed reprocesses (attempts - 1) reach maxAttempts gets
 // manual_review_required, which takes it out of `relay reprocess`'s
 // automatic selection, so no row loops forever. maxAttempts <= 0 means
@@ -112,7 +114,11 @@ func RecordReprocessOutcomesTx(ctx context.Context, tx pgx.Tx, jobID int64, repo
 			SET status = 'new',
 			    attempts = f.attempts + 1,
 			    failed_at = u.failed_at,
-			    poi_id = coalesce(u.poi_id, f.poi_id),
+			    poi_id = CASE WHEN u.poi_id IS DISTINCT FROM f.poi_id AND EXISTS (
+			                      SELECT 1 FROM failed_pois o
+			                      WHERE o.repository = f.repository AND o.file_id = f.file_id AND o.poi_id = u.poi_id
+			                        AND o.status IN `+actionableStatuses+`)
+			                  THEN f.poi_id ELSE coalesce(u.poi_id, f.poi_id) END,
 			    error_class = u.class,
 			    error_message = u.message,
 			    error_context = u.context,
@@ -147,4 +153,55 @@ func RecordReprocessOutcomesTx(ctx context.Context, tx pgx.Tx, jobID int64, repo
 		"manual_review": sum.ManualReview, "skipped": sum.Skipped,
 	})
 	return sum, err
+}
+
+// LiveReprocessRowsTx returns which of rows (failed_pois ids of
+// repository) are still in reprocessing for job jobID: the only rows whose
+// POIs the job may write. The caller holds the file's row FOR SHARE, which
+// keeps a publish of the file from superseding them until it commits.
+func LiveReprocessRowsTx(ctx context.Context, tx pgx.Tx, jobID int64, repository string, rows []int64) (map[int64]bool, error) {
+	live := make(map[int64]bool, len(rows))
+	if len(rows) == 0 {
+		return live, nil
+	}
+	r, err := tx.Query(ctx, `
+		SELECT id FROM failed_pois
+		WHERE repository = $1 AND id = ANY($2) AND status = 'reprocessing' AND reprocess_job_id = $3`, repository, rows, jobID)
+	if err != nil {
+		return nil, fmt.Errorf("error reading the rows of reprocess job %d: %w", jobID, err)
+	}
+	ids, err := pgx.CollectRows(r, pgx.RowTo[int64])
+	if err != nil {
+		return nil, fmt.Errorf("error reading the rows of reprocess job %d: %w", jobID, err)
+	}
+	for _, id := range ids {
+		live[id] = true
+	}
+	return live, nil
+}
+
+// SupersedeReprocessTx closes, in the reprocess job's own transaction tx,
+// the rows of the job (failed_pois ids of repository) still in
+// reprocessing for it: status superseded with reason, when the job must not
+// write its POIs (their file is gone, or at another version than the
+// job's). One audit event (action reprocess_outcome) records the count and
+// the reason. It returns how many rows it closed.
+func SupersedeReprocessTx(ctx context.Context, tx pgx.Tx, jobID int64, repository, fileID string, rows []int64, reason string) (int, error) {
+	if len(rows) == 0 {
+		return 0, nil
+	}
+	tag, err := tx.Exec(ctx, `
+		UPDATE failed_pois
+		SET status = 'superseded', superseded_at = now(), superseded_reason = $4, updated_at = now()
+		WHERE repository = $1 AND id = ANY($2) AND status = 'reprocessing' AND reprocess_job_id = $3`,
+		repository, rows, jobID, deadletter.Text(reason))
+	if err != nil {
+		return 0, fmt.Errorf("error superseding the rows of reprocess job %d: %w", jobID, err)
+	}
+	n := int(tag.RowsAffected())
+	_, err = InsertEventTx(ctx, tx, deadletter.WorkerActor, ActionReprocessOutcome, int64(n), map[string]any{
+		"job_id": jobID, "file_id": fileID, "reprocessed": 0, "failed_again": 0, "manual_review": 0,
+		"superseded": n, "skipped": len(rows) - n, "reason": deadletter.Text(reason),
+	})
+	return n, err
 }

@@ -326,7 +326,10 @@ func TestReprocess_JobsCarryTheRowsAsTheyAreNow(t *testing.T) {
 		poi("b1", "function_definition", "b", "src/b.js", "two", "function b() {}"),
 		poi("b2", "function_definition", "c", "src/b.js", 2, "function c() {}"))
 	b.work(t)
-	b.publish(t, "src/b.js", poi("b2", "function_definition", "c", "src/b.js", 2, "function c() {}")) // version 2
+	b.publish(t, "src/b.js", // version 2, b1 still broken: its row of version 1 is superseded by one of version 2
+		poi("b1", "function_definition", "b", "src/b.js", "two", "function b() {}"),
+		poi("b2", "function_definition", "c", "src/b.js", 2, "function c() {}"))
+	b.work(t)
 	b.exec(t, `UPDATE failed_pois SET original_poi_data = jsonb_set(original_poi_data, '{rawCode}', '"function b() { c(); }"')`)
 	b.run(t, failed.Selection{Filter: failed.Filter{Status: failed.StatusNew}})
 

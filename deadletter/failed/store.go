@@ -38,33 +38,40 @@ type HistoryEntry struct {
 // Record is one failed_pois row. List leaves ErrorContext, POIData and
 // History empty; Get fills everything.
 type Record struct {
-	ID                   int64           `json:"id"`
-	OriginalJobID        int64           `json:"original_job_id"`
-	Repository           string          `json:"repository"`
-	FileID               string          `json:"file_id"`
-	POIID                string          `json:"poi_id"` // "" when NULL
-	POIIndex             int             `json:"poi_index"`
-	FailedAt             time.Time       `json:"failed_at"`
-	Status               Status          `json:"status"`
-	Attempts             int             `json:"attempts"`
-	ErrorClass           ErrorClass      `json:"error_class"`
-	ErrorSignature       string          `json:"error_signature"`
-	ErrorMessage         string          `json:"error_message"`
-	ErrorContext         string          `json:"error_context,omitempty"`
-	ManualReviewRequired bool            `json:"manual_review_required"`
-	ReprocessJobID       int64           `json:"reprocess_job_id,omitempty"`
-	ReprocessRequestedAt time.Time       `json:"reprocess_requested_at,omitzero"`
-	ReprocessedAt        time.Time       `json:"reprocessed_at,omitzero"`
-	IgnoredReason        string          `json:"ignored_reason,omitempty"`
-	UpdatedAt            time.Time       `json:"updated_at"`
-	POIData              json.RawMessage `json:"original_poi_data,omitempty"`
-	History              []HistoryEntry  `json:"error_history,omitempty"`
+	ID                   int64      `json:"id"`
+	OriginalJobID        int64      `json:"original_job_id"`
+	Repository           string     `json:"repository"`
+	FileID               string     `json:"file_id"`
+	POIID                string     `json:"poi_id"` // "" when NULL
+	POIIndex             int        `json:"poi_index"`
+	FailedAt             time.Time  `json:"failed_at"`
+	Status               Status     `json:"status"`
+	Attempts             int        `json:"attempts"`
+	ErrorClass           ErrorClass `json:"error_class"`
+	ErrorSignature       string     `json:"error_signature"`
+	ErrorMessage         string     `json:"error_message"`
+	ErrorContext         string     `json:"error_context,omitempty"`
+	ManualReviewRequired bool       `json:"manual_review_required"`
+	ReprocessJobID       int64      `json:"reprocess_job_id,omitempty"`
+	ReprocessRequestedAt time.Time  `json:"reprocess_requested_at,omitzero"`
+	ReprocessedAt        time.Time  `json:"reprocessed_at,omitzero"`
+	IgnoredReason        string     `json:"ignored_reason,omitempty"`
+	UpdatedAt            time.Time  `json:"updated_at"`
+	// FileVersion is the version of the file whose batch recorded the
+	// failure; 0 when unknown (rows recorded before migration 29).
+	FileVersion int64 `json:"file_version,omitempty"`
+	// SupersededAt and SupersededReason say when and why the row was closed
+	// (status superseded).
+	SupersededAt     time.Time       `json:"superseded_at,omitzero"`
+	SupersededReason string          `json:"superseded_reason,omitempty"`
+	POIData          json.RawMessage `json:"original_poi_data,omitempty"`
+	History          []HistoryEntry  `json:"error_history,omitempty"`
 }
 
 const (
 	summaryColumns = `id, original_job_id, file_id, poi_id, poi_index, failed_at, status, attempts, error_class,
 		error_signature, error_message, manual_review_required, reprocess_job_id, reprocess_requested_at,
-		reprocessed_at, ignored_reason, updated_at, repository`
+		reprocessed_at, ignored_reason, updated_at, repository, file_version, superseded_at, superseded_reason`
 	fullColumns = summaryColumns + `, error_context, original_poi_data, error_history`
 )
 
@@ -83,9 +90,13 @@ func scanRecord(row pgx.Row, full bool) (*Record, error) {
 		requestedAt, reprocAt *time.Time
 		errContext            string
 		data, history         []byte
+		fileVersion           *int64
+		supersededAt          *time.Time
+		supersededReason      *string
 	)
 	dest := []any{&id, &originalJob, &fileID, &poiID, &poiIndex, &failedAt, &status, &attempts, &class,
-		&sig, &message, &manual, &reprocessJob, &requestedAt, &reprocAt, &reason, &updatedAt, &repository}
+		&sig, &message, &manual, &reprocessJob, &requestedAt, &reprocAt, &reason, &updatedAt, &repository,
+		&fileVersion, &supersededAt, &supersededReason}
 	if full {
 		dest = append(dest, &errContext, &data, &history)
 	}
@@ -109,6 +120,15 @@ func scanRecord(row pgx.Row, full bool) (*Record, error) {
 	}
 	if reprocAt != nil {
 		r.ReprocessedAt = reprocAt.UTC()
+	}
+	if fileVersion != nil {
+		r.FileVersion = *fileVersion
+	}
+	if supersededAt != nil {
+		r.SupersededAt = supersededAt.UTC()
+	}
+	if supersededReason != nil {
+		r.SupersededReason = *supersededReason
 	}
 	if full {
 		r.ErrorContext = errContext
@@ -732,8 +752,8 @@ type IgnoreResult struct {
 	Ignored  []int64 `json:"ignored"`
 	NotFound []int64 `json:"not_found"`
 	// Refused maps ids whose status cannot be ignored (reprocessing: its job
-	// owns the row until it reports back; reprocessed: already resolved) to
-	// that status.
+	// owns the row until it reports back; reprocessed: already resolved;
+	// superseded: closed) to that status.
 	Refused map[int64]Status `json:"refused"`
 }
 

@@ -72,6 +72,13 @@ func (b *bench) deadLetter(ctx context.Context, res *Result) error {
 	if err != nil {
 		return fmt.Errorf("error filling failed_pois: %w", err)
 	}
+	// The rows' files exist, as a worker's rows' files do: a reprocess
+	// closes the rows of a file that does not, instead of enqueuing them.
+	if _, err := b.pool.Exec(ctx, `
+		INSERT INTO files (repository, file_id) SELECT DISTINCT repository, file_id FROM failed_pois
+		ON CONFLICT DO NOTHING`); err != nil {
+		return fmt.Errorf("error filling files: %w", err)
+	}
 	if _, err := b.pool.Exec(ctx, `VACUUM ANALYZE failed_pois`); err != nil {
 		return fmt.Errorf("error analysing failed_pois: %w", err)
 	}

@@ -135,11 +135,18 @@ func TestDemo_RunsEndToEndAndSummarises(t *testing.T) {
 	require.Contains(t, r.stdout, "demo-math-bad-line")
 	require.Contains(t, r.stdout, "EXTENDS       demo-shapes-square     demo-shapes-shape")
 
-	// A second run works the same way and adds its own failures only.
+	// A second run works the same way: its publishes supersede the first
+	// run's failures (issue 37, defect 4), so each failed POI has one row a
+	// reprocess takes.
 	r = run(t, db, "", nil, "demo")
 	require.Equal(t, cli.ExitOK, r.code, r.stderr)
 	require.Contains(t, r.stdout, "3 failed POIs")
 	require.Equal(t, 6, testdb.Count(t, db.Pool, `SELECT count(*) FROM failed_pois`))
+	require.Equal(t, 3, testdb.Count(t, db.Pool, `SELECT count(*) FROM failed_pois WHERE status = 'new'`))
+	require.Equal(t, 3, testdb.Count(t, db.Pool, `SELECT count(*) FROM failed_pois WHERE status = 'superseded'`))
+	r = run(t, db, "", nil, "reprocess", "--status", "new", "--dry-run")
+	require.Equal(t, cli.ExitOK, r.code, r.stderr)
+	require.Contains(t, r.stdout, "would reprocess 3 rows of 3 files")
 }
 
 func TestMigrate_StatusListsEveryMigrationAsJSON(t *testing.T) {

@@ -74,7 +74,7 @@ func newFailedListCmd(a *app) *cobra.Command {
 			})
 		},
 	}
-	ff.register(cmd, "only rows in this status: new, reprocessing, reprocessed or ignored")
+	ff.register(cmd, "only rows in this status: new, reprocessing, reprocessed, ignored or superseded")
 	cmd.Flags().IntVar(&limit, "limit", 50, "rows to show")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
 	return cmd
@@ -150,11 +150,18 @@ func printInspection(w io.Writer, in *failed.Inspection) {
 	if in.IgnoredReason != "" {
 		line("ignored reason", termout.String(in.IgnoredReason))
 	}
+	if in.Status == failed.StatusSuperseded {
+		line("superseded reason", termout.String(cmp.Or(in.SupersededReason, "-")))
+		line("superseded at", timeOrDash(in.SupersededAt))
+	}
 	if in.Repository != "" {
 		line("repository", termout.String(in.Repository))
 	}
 	line("file", termout.String(in.FileID))
 	line("poi", orDash(termout.String(in.POIID))+fmt.Sprintf(" (#%d in its original job)", in.POIIndex))
+	if in.FileVersion > 0 {
+		line("file version", strconv.FormatInt(in.FileVersion, 10))
+	}
 	line("attempts", strconv.Itoa(in.Attempts))
 	line("failed at", in.FailedAt.Format(time.RFC3339Nano))
 	line("error class", string(in.ErrorClass))
@@ -257,6 +264,10 @@ func printStats(w io.Writer, st *failed.Stats) {
 	fmt.Fprintf(w, "\n  stuck reprocessing: %d", st.Stuck)
 	if st.Stuck > 0 {
 		fmt.Fprintf(w, " (their jobs are gone: relay reprocess --status reprocessing%s)", scope)
+	}
+	fmt.Fprintf(w, "\n  superseded:         %d", st.Status[failed.StatusSuperseded])
+	if st.Status[failed.StatusSuperseded] > 0 {
+		fmt.Fprintf(w, " (closed: their file was published again or is gone; relay failed list --status superseded%s)", scope)
 	}
 	fmt.Fprintln(w)
 }
@@ -420,8 +431,8 @@ func newFailedIgnoreCmd(a *app) *cobra.Command {
 		Long: `Ignore sets rows aside: status ignored, with --reason, so relay reprocess
 --status new no longer takes them (relay reprocess --status ignored brings them
 back). Rows in new or already ignored are ignored; rows in reprocessing (their
-job owns them) or reprocessed are refused. The exit code is 1 when any id was
-not found or refused.`,
+job owns them), reprocessed or superseded (closed) are refused. The exit code is
+1 when any id was not found or refused.`,
 		Args: func(cmd *cobra.Command, args []string) error {
 			if len(args) == 0 {
 				return usageError{errors.New("ignore needs at least one failed_pois id")}
@@ -532,7 +543,7 @@ It deletes in batches; one audit event records the run and --actor.`,
 		},
 	}
 	pf.register(cmd, "purge rows not updated")
-	cmd.Flags().StringVar(&status, "status", "", "only rows in this status: new, reprocessed or ignored (default: all but reprocessing)")
+	cmd.Flags().StringVar(&status, "status", "", "only rows in this status: new, reprocessed, ignored or superseded (default: all but reprocessing)")
 	repo.register(cmd)
 	return cmd
 }

@@ -68,6 +68,10 @@ recorded in dead_letter_events (action reprocess).
 			if err != nil {
 				return err
 			}
+			if f.Status == failed.StatusSuperseded {
+				return usageError{errors.New("--status superseded: superseded rows cannot be reprocessed " +
+					"(each is of a version of its file that was replaced, or of a file that is gone)")}
+			}
 			if limit < 0 {
 				return usageError{fmt.Errorf("--limit %d must not be negative", limit)}
 			}
@@ -143,6 +147,10 @@ recorded in dead_letter_events (action reprocess).
 func reportReprocess(a *app, asJSON bool, res *failed.ReprocessResult) error {
 	if asJSON {
 		return a.printJSON(res)
+	}
+	if res.Superseded > 0 {
+		fmt.Fprintf(a.out(), "reprocess superseded %d rows instead: their file was published again since their version, "+
+			"or is gone (relay failed list --status superseded)\n", res.Superseded)
 	}
 	if res.Rows == 0 {
 		fmt.Fprintln(a.out(), "nothing to reprocess")

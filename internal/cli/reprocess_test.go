@@ -2,6 +2,7 @@ package cli_test
 
 import (
 	"encoding/json"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -85,4 +86,49 @@ func TestReprocess_CommandEndToEnd(t *testing.T) {
 	require.Equal(t, cli.ExitOK, r.code, r.stderr)
 	require.Regexp(t, `(?m)^1 +\S+ +reprocessed +1 +validation +src/b\.js +b1 `, r.stdout)
 	require.Equal(t, 1, testdb.Count(t, db.Pool, `SELECT count(*) FROM relationships WHERE source_poi_id = 'b1' AND target_poi_id = 'a1'`))
+}
+
+// Issue 37, defect 5: a reprocess never recreates a deleted repository.
+// `relay repository delete` keeps the repository's failed_pois rows; a
+// corrected row reprocessed afterwards brings back neither its file nor its
+// POI: the row is closed as superseded, and inspect and stats say so.
+func TestReprocess_DoesNotRecreateADeletedRepository(t *testing.T) {
+	t.Parallel()
+	db := testdb.New(t)
+	r := run(t, db, repositoryAnalyses, nil, "publish")
+	require.Equal(t, cli.ExitOK, r.code, r.stderr)
+	r = run(t, db, "", nil, "worker", "--until-idle")
+	require.Equal(t, cli.ExitOK, r.code, r.stderr)
+	r = run(t, db, "", nil, "repository", "delete", "acme/c", "--yes")
+	require.Equal(t, cli.ExitOK, r.code, r.stderr)
+	require.Equal(t, 1, testdb.Count(t, db.Pool, `SELECT count(*) FROM failed_pois WHERE repository = 'acme/c' AND status = 'new'`),
+		"the delete keeps the failed POIs")
+
+	// The operator corrects the row, then reprocesses every new row.
+	_, err := db.Pool.Exec(t.Context(), `UPDATE failed_pois SET original_poi_data = jsonb_set(original_poi_data, '{references}', '[]')
+		WHERE repository = 'acme/c'`)
+	require.NoError(t, err)
+	r = run(t, db, "", nil, "reprocess", "--status", "new", "--yes")
+	require.Equal(t, cli.ExitOK, r.code, r.stderr)
+	r = run(t, db, "", nil, "worker", "--until-idle")
+	require.Equal(t, cli.ExitOK, r.code, r.stderr)
+
+	for _, table := range []string{"files", "pois"} {
+		require.Zero(t, testdb.Count(t, db.Pool, `SELECT count(*) FROM `+table+` WHERE repository = 'acme/c'`),
+			"the reprocess brought back the deleted repository's %s", table)
+	}
+	var id int64
+	require.NoError(t, db.Pool.QueryRow(t.Context(), `SELECT id FROM failed_pois WHERE repository = 'acme/c'`).Scan(&id))
+	r = run(t, db, "", nil, "failed", "inspect", strconv.FormatInt(id, 10))
+	require.Equal(t, cli.ExitOK, r.code, r.stderr)
+	require.Regexp(t, `(?m)^status +superseded$`, r.stdout)
+	require.Regexp(t, `(?m)^superseded reason +repository "acme/c" was deleted: reprocessing would recreate it$`, r.stdout)
+	r = run(t, db, "", nil, "failed", "stats")
+	require.Equal(t, cli.ExitOK, r.code, r.stderr)
+	require.Contains(t, r.stdout, "superseded:         1")
+	r = run(t, db, "", nil, "failed", "stats", "--json")
+	require.Equal(t, cli.ExitOK, r.code, r.stderr)
+	require.Contains(t, r.stdout, `"superseded": 1`)
+	r = run(t, db, "", nil, "reprocess", "--status", "superseded", "--yes")
+	require.Equal(t, cli.ExitUsage, r.code, r.stderr)
 }

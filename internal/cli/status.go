@@ -123,8 +123,9 @@ func printStatus(w io.Writer, st *ops.State, act *ops.Activity) {
 	}
 
 	fmt.Fprintln(w, "\nDEAD LETTERS"+of)
-	fmt.Fprintf(w, "  failed_pois:          new %d, reprocessing %d, reprocessed %d, ignored %d\n",
-		st.FailedPOIs["new"], st.FailedPOIs["reprocessing"], st.FailedPOIs["reprocessed"], st.FailedPOIs["ignored"])
+	fmt.Fprintf(w, "  failed_pois:          new %d, reprocessing %d, reprocessed %d, ignored %d, superseded %d\n",
+		st.FailedPOIs["new"], st.FailedPOIs["reprocessing"], st.FailedPOIs["reprocessed"], st.FailedPOIs["ignored"],
+		st.FailedPOIs["superseded"])
 	if st.OldestNewFailedPOI != nil {
 		fmt.Fprintf(w, "  oldest new failed POI: %s ago\n", st.At.Sub(*st.OldestNewFailedPOI).Round(time.Second))
 	}

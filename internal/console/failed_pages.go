@@ -291,7 +291,7 @@ func (c *Console) failedIgnore(w http.ResponseWriter, r *http.Request) error {
 		d := confirmData{Heading: "Ignore failed POIs?", Action: c.cfg.Prefix + "/failed/ignore", Button: "Ignore",
 			Hidden: hiddenFields(r.PostForm), Reason: true, ReasonVal: reason, Back: c.cfg.Prefix + "/failed",
 			Lines: []string{fmt.Sprintf("%d rows (ids %s) would be set aside: status ignored, with the reason below. "+
-				"Rows in new or ignored are ignored; rows in reprocessing or reprocessed are refused.", len(ids), joinIDs(ids))}}
+				"Rows in new or ignored are ignored; rows in reprocessing, reprocessed or superseded are refused.", len(ids), joinIDs(ids))}}
 		status := http.StatusOK
 		if confirmed(r) {
 			d.Lines = append(d.Lines, "A reason is required.")

@@ -78,10 +78,12 @@ func (f *fixture) exec(t *testing.T, sql string, args ...any) {
 }
 
 // seedFailed inserts n failed_pois rows straight into the table: file
-// f<i%3>, signature "failure cause <a..d>", class validation, row i failed
+// f<i%3> (the files exist: a reprocess closes the rows of a file that does
+// not), signature "failure cause <a..d>", class validation, row i failed
 // i minutes ago.
 func (f *fixture) seedFailed(t *testing.T, n int) {
 	t.Helper()
+	f.exec(t, `INSERT INTO files (file_id) VALUES ('f0'), ('f1'), ('f2') ON CONFLICT DO NOTHING`)
 	f.exec(t, `
 		INSERT INTO failed_pois (original_job_id, file_id, poi_id, poi_index, failed_at, error_message, error_class,
 		                         error_signature, error_history, original_poi_data)

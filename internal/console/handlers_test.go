@@ -1,6 +1,7 @@
 package console_test
 
 import (
+	"context"
 	"fmt"
 	"net/http"
 	"net/url"
@@ -241,6 +242,7 @@ func TestConsole_FailedListFiltersByRepositoryAndCarriesItOn(t *testing.T) {
 	// Rows 3, 6, 9 and 12 are repository alpha's; the rest the default
 	// repository's. Row i failed i minutes ago.
 	f.exec(t, `UPDATE failed_pois SET repository = 'alpha' WHERE id % 3 = 0`)
+	f.exec(t, `INSERT INTO files (repository, file_id) VALUES ('alpha', 'f0'), ('alpha', 'f1'), ('alpha', 'f2')`)
 	rows := func(body string) []string {
 		var ids []string
 		for _, m := range rowRE.FindAllStringSubmatch(body, -1) {
@@ -325,4 +327,32 @@ func TestConsole_FailedListFiltersByRepositoryAndCarriesItOn(t *testing.T) {
 	require.Equal(t, http.StatusOK, code, body)
 	require.Contains(t, body, `repository=&#34;&#34; (the default repository)`)
 	require.Contains(t, body, "Dry run: 2 rows")
+}
+
+// A row superseded by a publish of its file shows why and when, and
+// offers no action: it can be neither reprocessed nor ignored. The list
+// filters by the status.
+func TestConsole_SupersededRowShowsWhyAndOffersNoAction(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, nil)
+	for range 2 {
+		f.publish(t, "src/a.py", poi("a1", "a", "src/a.py", "one"))
+		f.work(t)
+	}
+	var id int64
+	require.NoError(t, f.db.Pool.QueryRow(context.Background(), `SELECT id FROM failed_pois WHERE status = 'superseded'`).Scan(&id))
+	code, body, _ := f.get(t, fmt.Sprintf("/failed/%d", id))
+	require.Equal(t, http.StatusOK, code, body)
+	require.Contains(t, body, `<span class="status status-superseded" id="status">superseded</span>`)
+	require.Contains(t, body, `<dd id="superseded-reason">version 2 of the file was published</dd>`)
+	require.Contains(t, body, `<dd id="file-version">1</dd>`)
+	require.NotContains(t, body, `id="reprocess"`)
+	require.NotContains(t, body, `id="ignore"`)
+
+	code, body, _ = f.get(t, "/failed?status=superseded")
+	require.Equal(t, http.StatusOK, code, body)
+	require.Len(t, rowRE.FindAllStringSubmatch(body, -1), 1)
+	code, body, _ = f.get(t, "/")
+	require.Equal(t, http.StatusOK, code, body)
+	require.Contains(t, body, "superseded")
 }

@@ -3,6 +3,7 @@ package ops_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -77,7 +78,7 @@ func addFailedPOIs(t *testing.T, db *testdb.DB, n int) {
 	require.NoError(t, err)
 	rows := make([]failed.POI, n)
 	for i := range rows {
-		rows[i] = failed.POI{JobID: 1, FileID: "src/a.js", POIID: "p", POIIndex: i, Class: failed.ClassValidation,
+		rows[i] = failed.POI{JobID: 1, FileID: "src/a.js", POIID: fmt.Sprintf("p%d", i), POIIndex: i, Class: failed.ClassValidation,
 			Message: "name is required", Data: json.RawMessage(`{"id":"p"}`), FailedAt: time.Now().Add(-time.Hour)}
 	}
 	_, err = failed.InsertTx(ctx, tx, rows)

@@ -72,7 +72,7 @@ func (s *State) QueueDepth(queue string) int64 {
 // statuses lists the values each status CHECK allows, so absent ones show
 // as zero rather than disappearing.
 var (
-	failedPOIStatuses    = []string{"new", "reprocessing", "reprocessed", "ignored"}
+	failedPOIStatuses    = []string{"new", "reprocessing", "reprocessed", "ignored", "superseded"}
 	deadLetteredStatuses = []string{"dead_lettered", "reprocessing", "reprocessed", "ignored"}
 )
 

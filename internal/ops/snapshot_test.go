@@ -46,7 +46,7 @@ func TestRepositorySnapshotAndActivity_CountOneRepositorysDeadLetters(t *testing
 	alpha, err := ops.RepositorySnapshot(ctx, db.Pool, "alpha")
 	require.NoError(t, err)
 	require.Equal(t, "alpha", *alpha.Repository)
-	require.Equal(t, map[string]int64{"new": 3, "reprocessing": 0, "reprocessed": 0, "ignored": 1}, alpha.FailedPOIs)
+	require.Equal(t, map[string]int64{"new": 3, "reprocessing": 0, "reprocessed": 0, "ignored": 1, "superseded": 0}, alpha.FailedPOIs)
 	require.Equal(t, int64(1), alpha.PublishQueue.Rejected)
 	require.Equal(t, all.Jobs, alpha.Jobs, "River's jobs are every repository's")
 	require.Equal(t, int64(1), alpha.QueueDepth("resolve"))

@@ -32,6 +32,16 @@ func (s store) fileVersion(ctx context.Context, repository, fileID string) (int6
 
 const fileVersionSQL = `SELECT version FROM files WHERE repository = $1 AND file_id = $2 FOR SHARE`
 
+// repositoryGone reports whether repository has no file left (relay
+// repository delete deleted them all).
+func (s store) repositoryGone(ctx context.Context, repository string) (bool, error) {
+	var gone bool
+	if err := s.tx.QueryRow(ctx, `SELECT NOT EXISTS (SELECT 1 FROM files WHERE repository = $1)`, repository).Scan(&gone); err != nil {
+		return false, fmt.Errorf("error looking up repository %q: %w", repository, err)
+	}
+	return gone, nil
+}
+
 // upsertSymbols puts resolved POIs into the symbol table (for reprocessed
 // POIs that were invalid when first published).
 func (s store) upsertSymbols(ctx context.Context, repository, fileID string, ok []poiResult) error {

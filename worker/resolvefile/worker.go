@@ -242,7 +242,7 @@ func (w *Worker) commit(ctx context.Context, job *river.Job[outbox.ResolveFileAr
 	for _, r := range results {
 		if r.fail != nil {
 			f := *r.fail
-			f.Repository = args.Repository
+			f.Repository, f.FileVersion = args.Repository, args.FileVersion
 			failures = append(failures, f)
 			sum.FailedByClass[r.fail.Class]++
 			continue
@@ -259,10 +259,52 @@ func (w *Worker) commit(ctx context.Context, job *river.Job[outbox.ResolveFileAr
 	entry := link.Entry{JobID: job.ID, Repository: args.Repository, FileID: args.FileID, Replace: !reprocess, PublishedAt: job.CreatedAt,
 		PublishXID: args.PublishXID, Changed: args.ChangedNames}
 	switch {
+	case reprocess && (!exists || version != args.FileVersion):
+		// The job's rows are of a version its file no longer has, or of a
+		// file that is gone: writing their POIs would put an older version
+		// over the file's current one, or recreate the file. They are
+		// closed (superseded, with the reason) and nothing is written
+		// (TestReprocess_JobOfAnOlderVersionWritesNothingWhenThePublishMissedItsRows,
+		// TestDelete_ReprocessQueuedBeforeTheDeleteDoesNotRecreateTheRepository).
+		reason := failed.OtherVersionReason(args.FileVersion, version)
+		if !exists {
+			repoGone, err := st.repositoryGone(ctx, args.Repository)
+			if err != nil {
+				return nil, err
+			}
+			reason = failed.FileGoneReason(args.Repository, args.FileID, repoGone)
+		}
+		n, err := failed.SupersedeReprocessTx(ctx, tx, job.ID, args.Repository, args.FileID, args.FailedPOIIDs, reason)
+		if err != nil {
+			return nil, err
+		}
+		w.logger.WarnContext(ctx, "reprocess job's rows superseded: their file was published again or is gone; nothing written",
+			slog.Int64("job_id", job.ID), slog.String("file_id", args.FileID), slog.Int("superseded", n), slog.String("reason", reason))
+		sum.Superseded = true
+		sum.Resolved, sum.Failed = 0, 0
+		clear(sum.FailedByClass)
+		failures, ok = nil, nil
+		entry.Changed = nil
 	case reprocess:
-		// A reprocess batch is never superseded: a reprocessed POI may never
+		// A reprocess batch of the file's current version. Only the POIs
+		// whose rows are still reprocessing for this job are written: a
+		// publish of the file supersedes them, and may leave the version
+		// equal to the job's (the repository was deleted and published
+		// again: TestDelete_ReprocessQueuedBeforeADeleteAndARepublishWritesNothing).
+		// The file's row, held FOR SHARE since fileVersion, keeps a publish
+		// from changing the version or the rows until this commits
+		// (TestReprocess_JobQueuedBeforeAHeldPublishOfItsFileWritesNothing).
+		// It is never superseded otherwise: a reprocessed POI may never
 		// have entered the symbol table, and references to its id or symbol
 		// resolve again as references to its name do.
+		live, err := failed.LiveReprocessRowsTx(ctx, tx, job.ID, args.Repository, args.FailedPOIIDs)
+		if err != nil {
+			return nil, err
+		}
+		ok = slices.DeleteFunc(ok, func(r poiResult) bool {
+			return r.index < len(args.FailedPOIIDs) && !live[args.FailedPOIIDs[r.index]]
+		})
+		sum.Resolved = len(ok)
 		entry.Changed = withSuppliedNames(args.ChangedNames, ok)
 		if err := st.upsertSymbols(ctx, args.Repository, args.FileID, ok); err != nil {
 			return nil, err
@@ -331,7 +373,7 @@ func (w *Worker) recordReprocess(ctx context.Context, tx pgx.Tx, job *river.Job[
 		if r.index >= len(args.FailedPOIIDs) {
 			if r.fail != nil {
 				f := *r.fail
-				f.Repository = args.Repository
+				f.Repository, f.FileVersion = args.Repository, args.FileVersion
 				rowless = append(rowless, f)
 			}
 			continue
