@@ -146,17 +146,23 @@ starts, but fails every MapReduce item it takes without running the agent
 			}
 			start := time.Now()
 			if untilIdle {
-				err := a.announced(ctx, pool, client, func(ctx context.Context) error {
+				since, err := worker.DatabaseNow(ctx, pool)
+				if err != nil {
+					return err
+				}
+				err = a.announced(ctx, pool, client, func(ctx context.Context) error {
 					return worker.RunUntilIdle(ctx, client, drain, &state, pool, a.logger, nil)
 				})
 				if errors.Is(err, liveness.ErrLeaseLost) || (err != nil && ctx.Err() == nil) {
 					return err
 				}
-				p, perr := worker.QueueProgress(context.WithoutCancel(ctx), pool)
-				if perr == nil {
-					fmt.Fprintf(a.out(), "relay worker: idle after %s (%d batches completed, %d discarded in River's table)\n",
-						time.Since(start).Round(time.Millisecond), p.Completed, p.Discarded)
+				s, serr := worker.SummarizeRun(context.WithoutCancel(ctx), pool, client.ID(), since)
+				if serr != nil {
+					a.logger.WarnContext(ctx, "no summary", slog.String("error", serr.Error()))
+					return nil
 				}
+				fmt.Fprintf(a.out(), "relay worker: idle after %s (this run: %d batches completed, %d discarded)\n",
+					time.Since(start).Round(time.Millisecond), s.Completed, s.Discarded)
 				return nil
 			}
 			a.logger.InfoContext(ctx, "worker started", slog.Int("concurrency", a.cfg.WorkerConcurrency),
