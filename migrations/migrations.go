@@ -65,6 +65,9 @@ type Result struct {
 
 // New builds a Migrator. schema is the River schema ("" for search_path).
 func New(pool *pgxpool.Pool, schema string, logger *slog.Logger) (*Migrator, error) {
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
 	db := stdlib.OpenDBFromPool(pool)
 	// Migrations of one schema exclude each other; different schemas (one
 	// per test, or per tenant) migrate in parallel.
@@ -279,7 +282,9 @@ func (m *Migrator) results(res []*goose.MigrationResult, direction string, err e
 			continue
 		}
 		out = append(out, Result{Version: r.Source.Version, Source: r.Source.Path, Duration: r.Duration})
-		m.logger.Info("migration applied", slog.String("direction", direction), slog.Int64("version", r.Source.Version),
+		// At debug: every caller reports what it applied (Result) in its
+		// own words, once, and a first migrate applies dozens.
+		m.logger.Debug("migration applied", slog.String("direction", direction), slog.Int64("version", r.Source.Version),
 			slog.String("source", r.Source.Path), slog.Duration("duration", r.Duration))
 	}
 	if err != nil {
@@ -294,7 +299,8 @@ func (m *Migrator) results(res []*goose.MigrationResult, direction string, err e
 // 55P04); rivermigrate runs each River version in its own transaction.
 func riverMigration(pool *pgxpool.Pool, schema string, logger *slog.Logger) *goose.Migration {
 	migrate := func(ctx context.Context, direction rivermigrate.Direction, target int) error {
-		migrator, err := rivermigrate.New(riverpgxv5.New(pool), &rivermigrate.Config{Schema: schema, Logger: logger})
+		migrator, err := rivermigrate.New(riverpgxv5.New(pool), &rivermigrate.Config{Schema: schema,
+			Logger: slog.New(infoAsDebug{logger.Handler()})})
 		if err != nil {
 			return fmt.Errorf("error creating River migrator: %w", err)
 		}
@@ -327,3 +333,29 @@ func Fingerprint() string {
 	fmt.Fprintf(h, "river %d\n", RiverVersion)
 	return hex.EncodeToString(h.Sum(nil))[:16]
 }
+
+// infoAsDebug passes River's migrator's records on at debug level instead of
+// info: "Applied migration" per River version is the detail behind goose
+// migration 1, which callers report.
+type infoAsDebug struct{ h slog.Handler }
+
+func demote(l slog.Level) slog.Level {
+	if l == slog.LevelInfo {
+		return slog.LevelDebug
+	}
+	return l
+}
+
+func (d infoAsDebug) Enabled(ctx context.Context, l slog.Level) bool {
+	return d.h.Enabled(ctx, demote(l))
+}
+
+func (d infoAsDebug) Handle(ctx context.Context, r slog.Record) error {
+	r.Level = demote(r.Level)
+	return d.h.Handle(ctx, r)
+}
+
+func (d infoAsDebug) WithAttrs(attrs []slog.Attr) slog.Handler {
+	return infoAsDebug{d.h.WithAttrs(attrs)}
+}
+func (d infoAsDebug) WithGroup(name string) slog.Handler { return infoAsDebug{d.h.WithGroup(name)} }

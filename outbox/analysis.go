@@ -115,6 +115,10 @@ func decodeAnalysisSteps(data []byte) (Analysis, error) {
 	data = bytes.TrimSpace(data)
 	if len(data) == 0 || data[0] != '{' {
 		if !json.Valid(data) {
+			if notJSON(data) {
+				return Analysis{}, reject("", "not JSON (the text begins %q): an analysis is one JSON object, "+
+					`{"fileId": "...", "pois": [...]}`, truncate(data, 24))
+			}
 			return Analysis{}, reject("", "invalid JSON: %v", jsonSyntaxError(data))
 		}
 		return Analysis{}, reject("", "an analysis must be a JSON object with fileId and pois")
@@ -152,6 +156,21 @@ func decodeAnalysisSteps(data []byte) (Analysis, error) {
 		return Analysis{}, reject(a.FileID, "pois: %v", err)
 	}
 	return a, nil
+}
+
+// notJSON reports whether invalid JSON text is not JSON at all rather than
+// broken JSON: empty, or its first character starts no JSON value (a
+// letter starts only true, false and null, which are valid).
+func notJSON(data []byte) bool {
+	if len(data) == 0 {
+		return true
+	}
+	switch c := data[0]; {
+	case c == '{' || c == '[' || c == '"' || c == '-' || c >= '0' && c <= '9':
+		return false
+	default:
+		return true
+	}
 }
 
 func jsonSyntaxError(data []byte) error {

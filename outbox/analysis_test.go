@@ -22,6 +22,8 @@ func TestDecodeAnalysis(t *testing.T) {
 		{"null POI kept for the worker", `{"fileId":"a.js","pois":[null]}`, "", 1},
 		{"invalid JSON", `{"fileId":`, "invalid JSON", 0},
 		{"not an object", `[1,2]`, "must be a JSON object", 0},
+		{"text that is not JSON", `not json`, `not JSON (the text begins "not json"): an analysis is one JSON object`, 0},
+		{"broken JSON array", `[1,`, "invalid JSON", 0},
 		{"missing fileId", `{"pois":[]}`, "fileId is required", 0},
 		{"null fileId", `{"fileId":null,"pois":[]}`, "fileId is required", 0},
 		{"numeric fileId", `{"fileId":12,"pois":[]}`, "fileId must be a string, got 12", 0},

@@ -20,8 +20,8 @@ type AnalyzeSummary struct {
 	// default one): --repository, else DIR's module path or name.
 	Repository string `json:"repository"`
 	// References is the reference mode asked for with --references:
-	// "typed" or "lexical" (Warnings lists the packages typed mode fell
-	// back to lexical for).
+	// "typed" or "lexical"; ReferencesUsed is what the POIs got (Warnings
+	// lists the packages typed mode fell back to lexical for).
 	References string `json:"references"`
 	// Worked is set with --work: the batches were resolved in-process.
 	Worked        bool    `json:"worked"`
@@ -162,8 +162,9 @@ then resolves every batch, as 'relay worker --until-idle' would.`,
 			if asJSON {
 				return a.printJSON(out)
 			}
-			fmt.Fprintf(a.out(), "relay analyze: published %d files, %d POIs in %d jobs to %s in %.1fs; %d files skipped (parse errors), %d rejected; %s references, %d warnings\n",
-				out.Files, out.POIs, out.Jobs, repositoryName(out.Repository), out.Seconds, len(out.Skipped), len(out.Rejected), out.References, len(out.Warnings))
+			fmt.Fprintf(a.out(), "relay analyze: published %s, %s in %s to %s in %.1fs; %s skipped (parse errors), %d rejected; %s, %s\n",
+				pluralize(out.Files, "file"), pluralize(out.POIs, "POI"), pluralize(out.Jobs, "job"), repositoryName(out.Repository),
+				out.Seconds, pluralize(len(out.Skipped), "file"), len(out.Rejected), referencesUsed(out), pluralize(len(out.Warnings), "warning"))
 			if work {
 				fmt.Fprintf(a.out(), "relay analyze: resolved in %.1fs: %d relationships, %d failed POIs in %s\n",
 					out.WorkSeconds, out.Relationships, out.FailedPOIs, repositoryName(out.Repository))
@@ -179,6 +180,19 @@ then resolves every batch, as 'relay worker --until-idle' would.`,
 	cmd.Flags().Var(&repo, "repository",
 		`the repository to publish to (default: the module path of DIR's go.mod, else DIR's base name; "" is the default repository)`)
 	return cmd
+}
+
+// referencesUsed says which references the POIs carry, and when that is
+// not what --references asked for.
+func referencesUsed(s AnalyzeSummary) string {
+	switch {
+	case s.References == goanalyze.ReferencesTyped && s.ReferencesUsed == goanalyze.ReferencesLexical:
+		return "lexical references (fell back from typed: see the warning)"
+	case s.LexicalPackages > 0:
+		return fmt.Sprintf("typed references (%s fell back to lexical)", pluralize(s.LexicalPackages, "package"))
+	default:
+		return s.References + " references"
+	}
 }
 
 // repositoryName names repository in a sentence: repository "NAME", or the

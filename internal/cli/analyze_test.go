@@ -162,7 +162,7 @@ func TestAnalyze_ReferencesTypedSuppliesSymbolsAndReferencesLexicalNone(t *testi
 
 	r = run(t, lexicalDB, "", nil, "analyze", root, "--references", "lexical")
 	require.Equal(t, cli.ExitOK, r.code, r.stderr)
-	require.Contains(t, r.stdout, "published 1 files, 5 POIs in 1 jobs")
+	require.Contains(t, r.stdout, "published 1 file, 5 POIs in 1 job")
 	require.Contains(t, r.stdout, "; lexical references, 0 warnings")
 	require.NotContains(t, r.stderr, "warning")
 }
@@ -197,11 +197,12 @@ func TestAnalyze_HelpDescribesBothReferenceModesAndTheFallback(t *testing.T) {
 	require.Contains(t, r.stdout, "with typed (go/types) or lexical references, and publish one analysis per file")
 }
 
-func TestAnalyze_PrintsEveryWarningOutsideAGoModule(t *testing.T) {
+func TestAnalyze_OutsideAGoModuleSaysItFellBackToLexical(t *testing.T) {
 	t.Parallel()
 	db := testdb.New(t)
 	// A copied tree without go.mod: typed references fall back to lexical
-	// for every package, with a warning.
+	// for every package, and relay says so in a sentence naming the
+	// directory and what to do, not in the go command's words.
 	files := map[string]string{}
 	for name, src := range moduleTree {
 		if name != "go.mod" {
@@ -209,14 +210,16 @@ func TestAnalyze_PrintsEveryWarningOutsideAGoModule(t *testing.T) {
 		}
 	}
 	root := writeTree(t, files)
-	const fallback = "package ./...: lexical references (does not type-check: "
-	const warning = "relay analyze: warning: " + fallback
+	warning := "relay analyze: warning: " + root + " is not in a Go module (no go.mod in it or in a directory above it), " +
+		"so every package fell back to lexical references. For typed references, run 'go mod init MODULE_PATH' in " + root
 
 	r := run(t, db, "", nil, "analyze", root)
 	require.Equal(t, cli.ExitOK, r.code, r.stderr)
+	require.Contains(t, r.stdout, "; lexical references (fell back from typed: see the warning), 1 warning\n")
 	require.Contains(t, r.stderr, warning)
+	require.Contains(t, r.stderr, "pass --references lexical to choose lexical references")
+	require.NotContains(t, r.stderr, "directory prefix", "the go command's text is translated")
 	require.Equal(t, 1, strings.Count(r.stderr, "warning:"), r.stderr)
-	require.Contains(t, r.stdout, "; typed references, 1 warnings")
 
 	// --json lists it too (and stderr still carries it); the exit code is
 	// the same.
@@ -225,12 +228,24 @@ func TestAnalyze_PrintsEveryWarningOutsideAGoModule(t *testing.T) {
 	require.Contains(t, r.stderr, warning)
 	var sum cli.AnalyzeSummary
 	require.NoError(t, json.Unmarshal([]byte(r.stdout), &sum))
+	require.Equal(t, "typed", sum.References, "what was asked for")
+	require.Equal(t, "lexical", sum.ReferencesUsed, "what the POIs got")
 	require.Len(t, sum.Warnings, 1)
-	require.True(t, strings.HasPrefix(sum.Warnings[0], fallback), sum.Warnings[0])
 	require.Contains(t, r.stderr, "relay analyze: warning: "+sum.Warnings[0]+"\n", "the whole warning")
 	for id, p := range publishedPOIs(t, db) {
 		require.NotContains(t, p, "references", "fell back to lexical: %s", id)
 	}
+
+	// In a module, one package that does not type-check: typed references
+	// for the others, and the summary says how many fell back.
+	files = map[string]string{"q/q.go": "package q\n\nfunc Q() int { return undefined }\n"}
+	for name, src := range moduleTree {
+		files[name] = src
+	}
+	r = run(t, db, "", nil, "analyze", writeTree(t, files))
+	require.Equal(t, cli.ExitOK, r.code, r.stderr)
+	require.Contains(t, r.stdout, "; typed references (1 package fell back to lexical), 1 warning\n")
+	require.Contains(t, r.stderr, "relay analyze: warning: package example.com/m/q: lexical references (does not type-check: ")
 }
 
 // writeTree writes files (slash-separated paths relative to the root) into a
@@ -283,11 +298,11 @@ func TestAnalyze_PublishesToTheRepositoryOfTheFlagElseTheModuleElseTheDirectory(
 	// repository. The text output says which.
 	r = run(t, db, "", nil, "analyze", root, "--references", "lexical", "--repository", "other", "--work")
 	require.Equal(t, cli.ExitOK, r.code, r.stderr)
-	require.Contains(t, r.stdout, `published 1 files, 5 POIs in 1 jobs to repository "other" in `)
+	require.Contains(t, r.stdout, `published 1 file, 5 POIs in 1 job to repository "other" in `)
 	require.Contains(t, r.stdout, `: 2 relationships, 0 failed POIs in repository "other"`, "the repository's, not the database's 4")
 	r = run(t, db, "", nil, "analyze", root, "--references", "lexical", "--repository", "")
 	require.Equal(t, cli.ExitOK, r.code, r.stderr)
-	require.Contains(t, r.stdout, "published 1 files, 5 POIs in 1 jobs to the default repository in ")
+	require.Contains(t, r.stdout, "published 1 file, 5 POIs in 1 job to the default repository in ")
 	require.Equal(t, 1, testdb.Count(t, db.Pool, `SELECT count(*) FROM files WHERE repository = 'other' AND file_id = 'p/p.go'`))
 	require.Equal(t, 1, testdb.Count(t, db.Pool, `SELECT count(*) FROM files WHERE repository = '' AND file_id = 'p/p.go'`))
 	require.Equal(t, map[string]int{"example.com/m": 1, "other": 1, "": 1}, jobRepos())

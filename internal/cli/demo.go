@@ -149,7 +149,8 @@ func runDemo(ctx context.Context, a *app, throwaway bool) error {
 	if err := database.EnsureExists(ctx, a.cfg.SessionURL()); err != nil {
 		return err
 	}
-	if err := demoMigrate(ctx, a); err != nil {
+	applied, err := demoMigrate(ctx, a)
+	if err != nil {
 		return err
 	}
 	worker.SetGCPercent(workerconfig.From(a.cfg), a.logger)
@@ -159,7 +160,16 @@ func runDemo(ctx context.Context, a *app, throwaway bool) error {
 	}
 	defer pool.Close()
 	out := a.out()
-	fmt.Fprintln(out, "relay demo: database migrated; publishing the sample")
+	if len(applied) == 0 {
+		fmt.Fprintln(out, "relay demo: database schema up to date; publishing the sample")
+	} else {
+		var took time.Duration
+		for _, r := range applied {
+			took += r.Duration
+		}
+		fmt.Fprintf(out, "relay demo: database migrated (%s applied in %s; relay migrate status lists them); publishing the sample\n",
+			pluralize(len(applied), "migration"), took.Round(time.Millisecond))
+	}
 	sum, err := publishStream(ctx, a, pool, bytes.NewReader(demoSample))
 	if err != nil {
 		return err
@@ -179,30 +189,31 @@ func runDemo(ctx context.Context, a *app, throwaway bool) error {
 }
 
 // demoMigrate creates the schema and applies the migrations on a session
-// of its own (openSession).
-func demoMigrate(ctx context.Context, a *app) error {
+// of its own (openSession), returning those it applied.
+func demoMigrate(ctx context.Context, a *app) ([]migrations.Result, error) {
 	pool, err := a.openSession(ctx, "demo")
 	if err != nil {
-		return err
+		return nil, err
 	}
 	defer pool.Close()
 	if a.cfg.DatabaseSchema != "" {
 		if _, err := pool.Exec(ctx, "CREATE SCHEMA IF NOT EXISTS "+pgx.Identifier{a.cfg.DatabaseSchema}.Sanitize()); err != nil {
-			return fmt.Errorf("error creating schema: %w", err)
+			return nil, fmt.Errorf("error creating schema: %w", err)
 		}
 	}
 	m, err := migrations.New(pool, a.cfg.DatabaseSchema, a.logger)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	defer m.Close()
-	if _, err := m.Up(ctx); err != nil {
-		return err
+	applied, err := m.Up(ctx)
+	if err != nil {
+		return nil, err
 	}
 	if a.cfg.TransactionPooler() {
-		return database.SetSessionDefaults(ctx, a.cfg.SessionURL(), database.OptionsFromConfig(a.cfg, "demo"))
+		return applied, database.SetSessionDefaults(ctx, a.cfg.SessionURL(), database.OptionsFromConfig(a.cfg, "demo"))
 	}
-	return nil
+	return applied, nil
 }
 
 func printDemoSummary(ctx context.Context, a *app, pool *pgxpool.Pool, sum *PublishSummary, throwaway bool) error {

@@ -62,6 +62,9 @@ func newFailedListCmd(a *app) *cobra.Command {
 				return err
 			}
 			return a.withDeadLetters(cmd, "failed", func(ctx context.Context, dl *deadLetters) error {
+				if err := a.requireRepository(ctx, dl.pool, f.Repository); err != nil {
+					return err
+				}
 				rows, err := dl.failed.List(ctx, f, limit)
 				if err != nil {
 					return err

@@ -43,9 +43,10 @@ func newPublishCmd(a *app) *cobra.Command {
 from FILE or standard input ("-" or no argument). Each line's POIs enter the
 symbol table and one resolve_file job is enqueued for its file. Consecutive
 lines are published together, up to 50 files or 8 MiB of input per
-transaction. A bad line is reported with its line number and fileId and the
-good lines are still published; the exit code is 1 when any line was
-rejected.
+transaction. A bad line is reported on stderr with its line number and
+fileId, in line order (with --json, in the summary's "rejected" instead),
+and the good lines are still published; the exit code is 1 when any line
+was rejected.
 
 A line's "repository" names the repository its file belongs to; a line
 without one (absent or null) goes to --repository, by default the default
@@ -75,7 +76,8 @@ takes a few times its size in memory.`,
 				return err
 			}
 			defer pool.Close()
-			sum, err := publishStreamLimited(cmd.Context(), a, pool, in, maxLineBytes, repo.name)
+			// With --json the rejections are in the summary only.
+			sum, err := publishStreamLimited(cmd.Context(), a, pool, in, maxLineBytes, repo.name, !asJSON)
 			if err != nil {
 				return err
 			}
@@ -84,8 +86,8 @@ takes a few times its size in memory.`,
 					return err
 				}
 			} else {
-				fmt.Fprintf(a.out(), "published %d files, %d POIs, %d jobs; %d lines rejected\n",
-					sum.Files, sum.POIs, sum.Jobs, len(sum.Rejected))
+				fmt.Fprintf(a.out(), "published %s, %s, %s; %s rejected\n", pluralize(sum.Files, "file"),
+					pluralize(sum.POIs, "POI"), pluralize(sum.Jobs, "job"), pluralize(len(sum.Rejected), "line"))
 			}
 			if len(sum.Rejected) > 0 {
 				return exitError{code: ExitRuntime, msg: fmt.Sprintf("%d of %d lines rejected", len(sum.Rejected), sum.Lines)}
@@ -111,7 +113,8 @@ type PublishSummary struct {
 	Rejected []RejectedLine `json:"rejected"`
 }
 
-// RejectedLine is one input line that was not published.
+// RejectedLine is one input line that was not published. A summary's
+// Rejected lists them in input order.
 type RejectedLine struct {
 	Line int `json:"line"`
 	// Repository is the line's repository, its own or --repository's,
@@ -124,7 +127,7 @@ type RejectedLine struct {
 // publishStream publishes every line of r, reporting rejected lines on
 // stderr as it goes.
 func publishStream(ctx context.Context, a *app, pool *pgxpool.Pool, r io.Reader) (*PublishSummary, error) {
-	return publishStreamLimited(ctx, a, pool, r, maxLineBytesDefault, "")
+	return publishStreamLimited(ctx, a, pool, r, maxLineBytesDefault, "", true)
 }
 
 // Publish batches: consecutive lines go in one transaction (one
@@ -143,21 +146,36 @@ type pendingLine struct {
 }
 
 // publishStreamLimited is publishStream rejecting lines longer than
-// maxLineBytes, and publishing lines that name no repository to
-// defaultRepo.
+// maxLineBytes, publishing lines that name no repository to defaultRepo,
+// and printing rejected lines on stderr only when printRejected.
+//
+// Rejections are reported in line order: a line that does not decode is
+// rejected at once, one the publisher rejects when its batch is published,
+// so both wait in pending until every line before the next batch is
+// settled (after each batch, and at the end).
 func publishStreamLimited(ctx context.Context, a *app, pool *pgxpool.Pool, r io.Reader, maxLineBytes int64,
-	defaultRepo string) (*PublishSummary, error) {
+	defaultRepo string, printRejected bool) (*PublishSummary, error) {
 	pub, err := a.publisher(pool)
 	if err != nil {
 		return nil, err
 	}
 
 	sum := &PublishSummary{Rejected: []RejectedLine{}}
+	var pending []RejectedLine
 	reject := func(line int, repo, fileID string, err error) {
-		msg := rejectionMessage(err, repo)
-		sum.Rejected = append(sum.Rejected, RejectedLine{Line: line, Repository: repo, FileID: fileID, Error: msg})
-		fmt.Fprintf(a.env.Stderr, "line %d: rejected: %s\n", line, msg)
+		pending = append(pending, RejectedLine{Line: line, Repository: repo, FileID: fileID, Error: rejectionMessage(err, repo)})
 	}
+	settle := func() {
+		slices.SortStableFunc(pending, func(x, y RejectedLine) int { return x.Line - y.Line })
+		for _, l := range pending {
+			if printRejected {
+				fmt.Fprintf(a.env.Stderr, "line %d: rejected: %s\n", l.Line, l.Error)
+			}
+		}
+		sum.Rejected = append(sum.Rejected, pending...)
+		pending = pending[:0]
+	}
+	defer settle()
 	var (
 		batch      []pendingLine
 		batchBytes int
@@ -176,6 +194,7 @@ func publishStreamLimited(ctx context.Context, a *app, pool *pgxpool.Pool, r io.
 			}
 			reject(l.no, l.a.Repository, fileID, err)
 		})
+		settle()
 		for _, res := range published {
 			sum.Files++
 			sum.POIs += res.POIs

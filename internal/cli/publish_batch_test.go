@@ -36,7 +36,7 @@ func TestPublish_BatchesKeepEachLineOnItsOwn(t *testing.T) {
 	lines[publishBatchFiles+2] = line("src/f001.js", "p001", "x") // in the next batch: a re-publish
 	code, stdout, stderr := runPublish(t, db, strings.NewReader(strings.Join(lines, "\n")+"\n"))
 	require.Equal(t, ExitRuntime, code, stderr)
-	require.Contains(t, stdout, "1 lines rejected")
+	require.Contains(t, stdout, "1 line rejected")
 	require.Contains(t, stderr, "line 4: rejected:")
 	require.Contains(t, stderr, `"src/thief.js"`)
 	require.Equal(t, 1, strings.Count(stderr, "rejected:"), stderr)

@@ -65,7 +65,7 @@ func TestPublish_RejectsALineOverMaxLineBytesAndPublishesTheRest(t *testing.T) {
 	require.Equal(t, []int{3, 5}, []int{sum.Rejected[0].Line, sum.Rejected[1].Line})
 	code, stdout, stderr = runPublish(t, db, strings.NewReader(huge))
 	require.Equal(t, ExitOK, code, stderr)
-	require.Contains(t, stdout, "published 1 files, 1 POIs")
+	require.Contains(t, stdout, "published 1 file, 1 POI")
 
 	code, _, stderr = runPublish(t, db, strings.NewReader(""), "--max-line-bytes", "0")
 	require.Equal(t, ExitUsage, code)

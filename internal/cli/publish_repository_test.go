@@ -60,8 +60,11 @@ func TestPublish_RepositoryIsTheDefaultOfLinesThatNameNone(t *testing.T) {
 	require.Empty(t, rejected[9].Repository)
 	require.Contains(t, r.stdout, `"repository": "flagged"`)
 
-	// The rejections on standard error name the repository when it is not
-	// the default one, and only once.
+	// The rejections on standard error (without --json, whose summary has
+	// them) name the repository when it is not the default one, and only
+	// once.
+	r = run(t, db, input, nil, "publish", "--repository", "flagged")
+	require.Equal(t, cli.ExitRuntime, r.code, r.stderr)
 	for _, want := range []string{
 		`line 5: rejected: poi "src/e.js#1" (file "src/e.js", repository "flagged"): filePath "src/other.js" does not match`,
 		`line 6: rejected: file "src/f.js" (repository "own"): pois is required`,

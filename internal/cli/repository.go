@@ -132,8 +132,9 @@ It shows what it would delete and asks for confirmation on a terminal; when
 standard input is not a terminal it refuses (exit 1) unless --yes (-y). One
 audit event in dead_letter_events (action repository_delete, target
 failed_pois, item_count the failed_pois rows deleted) records every count and
---actor. A repository with nothing to delete prints so, records nothing and
-exits 0. Each table is deleted from in one statement: a large repository may
+--actor. A repository with nothing to delete (its failed_pois rows kept)
+prints so, records nothing and exits 0; a NAME relay holds no data of at all
+is an error (exit 1) that names the repositories there are. Each table is deleted from in one statement: a large repository may
 need a longer --statement-timeout.`,
 		Args: maxArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -143,6 +144,9 @@ need a longer --statement-timeout.`,
 			}
 			opts := repositories.Options{PurgeFailed: purge, Actor: actorOr(actor)}
 			return a.withRepositories(cmd, true, func(ctx context.Context, st *repositories.Store) error {
+				if err := requireRepositoryIn(ctx, st, name); err != nil {
+					return err
+				}
 				preview, err := st.Preview(ctx, name, opts)
 				if err != nil {
 					return err

@@ -132,9 +132,11 @@ func TestRepository_DeleteConfirmsDeletesOneRepositoryAndResolvesTheOthersAgain(
 	require.Equal(t, `deleted repository "acme/c": 0 files, 0 POIs, 0 references, 1 failed_pois row`+"\n", r.stdout)
 	require.Equal(t, 1, testdb.Count(t, db.Pool, `SELECT count(*) FROM dead_letter_events
 		WHERE action = 'repository_delete' AND item_count = 1 AND details->>'purge_failed' = 'true'`))
+	// Now relay holds nothing of acme/c: deleting it again is an error that
+	// names the repositories there are (TestRepositoryFlags_UnknownRepositoryIsAnErrorNamingTheKnownOnes).
 	r = run(t, db, "", nil, "repository", "delete", "acme/c", "--purge-failed", "--yes")
-	require.Equal(t, cli.ExitOK, r.code, r.stderr)
-	require.Equal(t, `nothing to delete: repository "acme/c" has no rows to delete`+"\n", r.stdout)
+	require.Equal(t, cli.ExitRuntime, r.code, r.stderr)
+	require.Contains(t, r.stderr, `no repository "acme/c"`)
 
 	// The default repository is named with --default.
 	r = run(t, db, "", nil, "repository", "delete", "--default", "--yes")

@@ -89,6 +89,9 @@ recorded in dead_letter_events (action reprocess).
 				return err
 			}
 			defer pool.Close()
+			if err := a.requireRepository(ctx, pool, f.Repository); err != nil {
+				return err
+			}
 			client, err := worker.NewInsertClient(pool, workerconfig.From(a.cfg), a.logger)
 			if err != nil {
 				return err

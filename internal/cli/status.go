@@ -47,6 +47,9 @@ repository: River's tables are shared by all repositories.`,
 				return err
 			}
 			defer pool.Close()
+			if err := a.requireRepository(ctx, pool, repo.value()); err != nil {
+				return err
+			}
 			var (
 				st  *ops.State
 				act *ops.Activity

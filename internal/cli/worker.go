@@ -16,6 +16,7 @@ import (
 	"github.com/relay-dev/relay/internal/console"
 	"github.com/relay-dev/relay/internal/database"
 	"github.com/relay-dev/relay/internal/liveness"
+	"github.com/relay-dev/relay/internal/mapreduce"
 	"github.com/relay-dev/relay/internal/ops"
 	"github.com/relay-dev/relay/internal/workerconfig"
 	"github.com/relay-dev/relay/migrations"
@@ -49,7 +50,8 @@ It also runs MapReduce agents, giving them the variables of its agent_env
 (a NAME missing from its environment is a usage error at start) and, when
 it runs as root, running them as agent_user. As root without agent_user it
 starts, but fails every MapReduce item it takes without running the agent
-(see 'relay mapreduce run --help').`,
+(see 'relay mapreduce run --help'); it warns about this at start when
+MapReduce items are queued or agent_env or mapreduce_workdir is set.`,
 		Args: exactArgs(0),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if a.cfg.WorkerConsole {
@@ -62,12 +64,9 @@ starts, but fails every MapReduce item it takes without running the agent
 			if err != nil {
 				return err
 			}
-			if err := agent.CheckRunAs(agents.user); errors.Is(err, agent.ErrRunsAsRoot) {
-				// The worker resolves files too: it starts, and the
-				// MapReduce items it takes fail saying why.
-				a.logger.WarnContext(ctx, "MapReduce items this worker takes fail without running their agent: "+err.Error())
-			} else if err != nil {
-				return usageError{err}
+			runAsErr := agent.CheckRunAs(agents.user)
+			if runAsErr != nil && !errors.Is(runAsErr, agent.ErrRunsAsRoot) {
+				return usageError{runAsErr}
 			}
 			worker.SetGCPercent(workerconfig.From(a.cfg), a.logger)
 			pool, err := a.open(ctx, "worker")
@@ -75,6 +74,15 @@ starts, but fails every MapReduce item it takes without running the agent
 				return err
 			}
 			defer pool.Close()
+			if runAsErr != nil {
+				// The worker resolves files too: it starts, and the
+				// MapReduce items it takes fail saying why. It says so
+				// now only when MapReduce is configured or queued.
+				queued, qerr := mapreduce.HasQueuedItems(ctx, pool)
+				if len(a.cfg.AgentEnv) > 0 || a.cfg.MapReduceWorkdir != "" || queued || qerr != nil {
+					a.logger.WarnContext(ctx, "MapReduce items this worker takes fail without running their agent: "+runAsErr.Error())
+				}
+			}
 			riverPool, err := database.Open(ctx, a.cfg.DatabaseURL, database.RiverOptionsFromConfig(a.cfg, "worker"))
 			if err != nil {
 				return err
@@ -146,17 +154,23 @@ starts, but fails every MapReduce item it takes without running the agent
 			}
 			start := time.Now()
 			if untilIdle {
-				err := a.announced(ctx, pool, client, func(ctx context.Context) error {
+				since, err := worker.DatabaseNow(ctx, pool)
+				if err != nil {
+					return err
+				}
+				err = a.announced(ctx, pool, client, func(ctx context.Context) error {
 					return worker.RunUntilIdle(ctx, client, drain, &state, pool, a.logger, nil)
 				})
 				if errors.Is(err, liveness.ErrLeaseLost) || (err != nil && ctx.Err() == nil) {
 					return err
 				}
-				p, perr := worker.QueueProgress(context.WithoutCancel(ctx), pool)
-				if perr == nil {
-					fmt.Fprintf(a.out(), "relay worker: idle after %s (%d batches completed, %d discarded in River's table)\n",
-						time.Since(start).Round(time.Millisecond), p.Completed, p.Discarded)
+				s, serr := worker.SummarizeRun(context.WithoutCancel(ctx), pool, client.ID(), since)
+				if serr != nil {
+					a.logger.WarnContext(ctx, "no summary", slog.String("error", serr.Error()))
+					return nil
 				}
+				fmt.Fprintf(a.out(), "relay worker: idle after %s (this run: %d batches completed, %d discarded)\n",
+					time.Since(start).Round(time.Millisecond), s.Completed, s.Discarded)
 				return nil
 			}
 			a.logger.InfoContext(ctx, "worker started", slog.Int("concurrency", a.cfg.WorkerConcurrency),

@@ -143,7 +143,8 @@ func Open(ctx context.Context, url string, opts Options) (*pgxpool.Pool, error) 
 	}
 	if err := pool.Ping(ctx); err != nil {
 		pool.Close()
-		return nil, unreachable(fmt.Errorf("error connecting to database %s: %w", config.RedactURL(url), redactErr(red, err)))
+		return nil, missingOrUnreachable(&poolCfg.ConnConfig.Config,
+			fmt.Errorf("error connecting to database %s: %w", config.RedactURL(url), redactErr(red, err)))
 	}
 	if opts.TransactionPooler {
 		if err := CheckSessionSettings(ctx, pool, opts); err != nil {
@@ -166,8 +167,35 @@ func parseError(connString string, red *config.Redactor, err error) error {
 			reason = reason[i+len("`: "):]
 		}
 	}
+	msg := red.Redact(reason)
+	if scheme, ok := foreignScheme(connString); ok {
+		// The example URL is not the user's: it is added after redaction.
+		msg = fmt.Sprintf("%q is not a PostgreSQL URL scheme: relay needs a PostgreSQL database, "+
+			"as postgres://USER@HOST:5432/DATABASE (postgresql:// too) or host=HOST dbname=DATABASE; "+
+			"pgx read it as key=value and said: %s", red.Redact(scheme), msg)
+	}
 	return fmt.Errorf("error parsing database URL %s: %w", config.RedactURL(connString),
-		&redactedError{msg: red.Redact(reason), err: err})
+		&redactedError{msg: msg, err: err})
+}
+
+// foreignScheme returns the scheme of a URL-shaped connString whose scheme
+// is not PostgreSQL's (mysql://, sqlite://, http://): pgx then reads it as
+// key=value, and says only that this failed.
+func foreignScheme(connString string) (string, bool) {
+	scheme, _, found := strings.Cut(connString, "://")
+	if !found || scheme == "" {
+		return "", false
+	}
+	for _, r := range scheme {
+		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '+' || r == '-' || r == '.') {
+			return "", false
+		}
+	}
+	switch strings.ToLower(scheme) {
+	case "postgres", "postgresql":
+		return "", false
+	}
+	return scheme, true
 }
 
 // redactErr keeps the error chain (so errors.As still finds *pgconn.PgError)

@@ -2,11 +2,13 @@ package database
 
 import (
 	"errors"
+	"fmt"
 	"net"
 	"slices"
 	"strings"
 	"syscall"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 )
 
@@ -88,4 +90,46 @@ func nothingListening(err error) ([]string, bool) {
 	}
 	walk(err)
 	return addrs, ok && len(addrs) > 0
+}
+
+// MissingDatabaseError is a failure to connect because the server answered
+// that the database does not exist (SQLSTATE 3D000). Its message says how
+// to create it on that server.
+type MissingDatabaseError struct {
+	// Name is the database the URL names; Host, Port and User are the
+	// server and role the URL names.
+	Name, Host, User string
+	Port             uint16
+	// Err is the connection error.
+	Err error
+}
+
+func (e *MissingDatabaseError) Error() string {
+	return fmt.Sprintf("%s\n(the server answered, but has no database %q: create it with "+
+		"createdb -h %s -p %d -U %s %s (or CREATE DATABASE %s; in psql), then run relay migrate up; "+
+		"or point relay at an existing database. `relay demo` creates the database it is given.)",
+		e.Err.Error(), e.Name, shellQuote(e.Host), e.Port, shellQuote(e.User), shellQuote(e.Name), pgx.Identifier{e.Name}.Sanitize())
+}
+
+func (e *MissingDatabaseError) Unwrap() error { return e.Err }
+
+// missingOrUnreachable returns err as a *MissingDatabaseError when the
+// server cfg names says its database does not exist, as an
+// *UnreachableError when nothing listens, and err otherwise.
+func missingOrUnreachable(cfg *pgconn.Config, err error) error {
+	var pgErr *pgconn.PgError
+	if errors.As(err, &pgErr) && pgErr.Code == "3D000" {
+		return &MissingDatabaseError{Name: cfg.Database, Host: cfg.Host, Port: cfg.Port, User: cfg.User, Err: err}
+	}
+	return unreachable(err)
+}
+
+// shellQuote quotes s for a POSIX shell when it needs it.
+func shellQuote(s string) string {
+	if s != "" && strings.IndexFunc(s, func(r rune) bool {
+		return !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '_' || r == '-' || r == '.')
+	}) < 0 {
+		return s
+	}
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }

@@ -42,6 +42,12 @@ type Summary struct {
 	// Warnings are the packages typed references fell back to lexical
 	// for, each with the reason.
 	Warnings []string `json:"warnings"`
+	// ReferencesUsed is the references the POIs carry: "typed" (every
+	// package type-checked), "lexical" (asked for, or typed was asked for
+	// and every package fell back, e.g. outside a Go module), or "typed
+	// and lexical" (LexicalPackages packages fell back).
+	ReferencesUsed  string `json:"references_used"`
+	LexicalPackages int    `json:"lexical_packages"`
 	// Seconds is the wall time of the walk and publish.
 	Seconds float64 `json:"seconds"`
 }
@@ -111,7 +117,20 @@ func Publish(ctx context.Context, db Beginner, pub *outbox.Publisher, root strin
 		}
 		return nil
 	}
-	opts := Options{References: cfg.References, Warn: func(w string) { sum.Warnings = append(sum.Warnings, w) }}
+	sum.ReferencesUsed = ReferencesTyped
+	if cfg.References == ReferencesLexical {
+		sum.ReferencesUsed = ReferencesLexical
+	}
+	opts := Options{References: cfg.References, Warn: func(w string) { sum.Warnings = append(sum.Warnings, w) },
+		Lexical: func(pkg string) {
+			switch {
+			case pkg == "":
+				sum.ReferencesUsed = ReferencesLexical
+			case sum.ReferencesUsed != ReferencesLexical:
+				sum.LexicalPackages++
+				sum.ReferencesUsed = ReferencesTyped + " and " + ReferencesLexical
+			}
+		}}
 	err := WalkWith(ctx, root, opts, func(f File) error {
 		if f.Err != nil {
 			sum.Skipped = append(sum.Skipped, *f.Err)

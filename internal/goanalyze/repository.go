@@ -38,3 +38,17 @@ func DefaultRepository(dir string) (string, error) {
 		}
 	}
 }
+
+// moduleRoot returns the nearest directory, abs or above it, that holds a
+// go.mod file, and whether there is one: the module the go command loads
+// abs's packages in.
+func moduleRoot(abs string) (string, bool) {
+	for d := abs; ; d = filepath.Dir(d) {
+		if st, err := os.Stat(filepath.Join(d, "go.mod")); err == nil && !st.IsDir() {
+			return d, true
+		}
+		if parent := filepath.Dir(d); parent == d {
+			return "", false
+		}
+	}
+}

@@ -106,7 +106,8 @@ func TestWalkWith_TypedFallsBackToLexicalWithAWarning(t *testing.T) {
 		require.Nil(t, p.References, "lexical: %s", p.ID)
 	}
 	require.Len(t, warnings, 1)
-	require.Contains(t, warnings[0], "package ./...: lexical references (does not type-check: ")
+	require.Contains(t, warnings[0], dir+" is not in a Go module (no go.mod in it or in a directory above it), "+
+		"so every package fell back to lexical references. For typed references, run 'go mod init MODULE_PATH' in "+dir)
 }
 
 func TestWalkWith_OnlyTypedPOIsCarrySymbolAndReferencesFields(t *testing.T) {

@@ -2,8 +2,9 @@
 // deletes one of them: the store behind `relay repository list` and
 // `relay repository delete` (README.md, "Repositories").
 //
-// A repository exists while it has files or failed_pois rows; "" is the
-// default repository. Every table of a repository's data has a repository
+// A repository is listed while it has files or failed_pois rows, and
+// exists (Exists) while it has those or analyses queued, rejected or waiting
+// for the linker; "" is the default repository, which always exists. Every table of a repository's data has a repository
 // column that begins its key (migration 00024), so each query here reads
 // one repository's range of an index, or groups by the leading column.
 package repositories

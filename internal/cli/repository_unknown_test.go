@@ -1,0 +1,57 @@
+package cli_test
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/relay-dev/relay/internal/cli"
+	"github.com/relay-dev/relay/internal/testdb"
+)
+
+// A repository name relay holds no data of is most likely mistyped: the
+// commands that take one say so (exit 1), suggest the closest known name
+// and list the known ones, instead of reporting that nothing matched.
+func TestRepositoryFlags_UnknownRepositoryIsAnErrorNamingTheKnownOnes(t *testing.T) {
+	t.Parallel()
+	db := testdb.New(t)
+	for _, repo := range []string{"acme/app", "acme/lib"} {
+		r := run(t, db, `{"fileId":"src/a.js","pois":[{"id":"a1","type":"function_definition","name":"a","filePath":"src/a.js","lineNumber":1}]}`,
+			nil, "publish", "--repository", repo)
+		require.Equal(t, cli.ExitOK, r.code, r.stderr)
+	}
+	files := testdb.Count(t, db.Pool, `SELECT count(*) FROM files`)
+
+	for _, args := range [][]string{
+		{"failed", "list", "--repository", "acme/ap"},
+		{"status", "--repository", "acme/ap"},
+		{"reprocess", "--status", "new", "--dry-run", "--repository", "acme/ap"},
+		{"repository", "delete", "acme/ap", "--yes"},
+	} {
+		r := run(t, db, "", nil, args...)
+		require.Equal(t, cli.ExitRuntime, r.code, "%q: %s", args, r.stdout)
+		require.Contains(t, r.stderr, `relay: no repository "acme/ap": relay holds no files or failed POIs of it; did you mean acme/app?`, args)
+		require.Contains(t, r.stderr, "(repositories: acme/app, acme/lib; relay repository list shows them)", args)
+		require.Empty(t, r.stdout, args)
+	}
+	require.Equal(t, files, testdb.Count(t, db.Pool, `SELECT count(*) FROM files`), "nothing deleted")
+
+	// Far from every known name: no suggestion.
+	r := run(t, db, "", nil, "failed", "list", "--repository", "zzz")
+	require.Equal(t, cli.ExitRuntime, r.code)
+	require.NotContains(t, r.stderr, "did you mean")
+
+	// A known repository, and the default one, with no failed POIs: nothing
+	// matches, which is no error.
+	for _, repo := range []string{"acme/app", ""} {
+		r = run(t, db, "", nil, "failed", "list", "--repository", repo)
+		require.Equal(t, cli.ExitOK, r.code, r.stderr)
+		require.Equal(t, "no failed POIs match\n", r.stdout)
+		r = run(t, db, "", nil, "status", "--repository", repo)
+		require.Equal(t, cli.ExitOK, r.code, r.stderr)
+	}
+	r = run(t, db, "", nil, "reprocess", "--status", "new", "--dry-run", "--repository", "acme/lib")
+	require.Equal(t, cli.ExitOK, r.code, r.stderr)
+	require.True(t, strings.HasSuffix(r.stdout, "dry run: nothing changed\n"), r.stdout)
+}
