@@ -144,6 +144,7 @@ func (e *executor) recordCommit(seq int64, vs []*Version) {
 // run executes every step, then works the queues until idle.
 func (e *executor) run() error {
 	e.versions, e.ignored = map[int]*Version{}, map[int]bool{}
+	e.counts.Histories, e.counts.Ops = 1, e.h.Ops()
 	for i, s := range e.h.Steps {
 		for _, v := range s.Versions {
 			e.versions[v.ID] = v
@@ -153,16 +154,10 @@ func (e *executor) run() error {
 				e.versions[v.ID] = v
 			}
 		}
-		t0 := time.Now()
-		err := e.step(s)
-		if stepTimes != nil {
-			stepTimes(s.Kind, time.Since(t0))
-		}
-		if err != nil {
+		if err := e.step(s); err != nil {
 			return fmt.Errorf("step %d (%s): %w", i+1, strings.TrimSpace(s.Describe("")[0]), err)
 		}
 	}
-	e.counts.Histories, e.counts.Ops = 1, e.h.Ops()
 	return e.work(2, false)
 }
 
@@ -471,6 +466,3 @@ func (e *executor) keptOpen() map[failedKey]bool {
 // deadline bounds every wait of a history: a history that runs this long
 // is stuck (a lock never released, a worker that never goes idle).
 const deadline = 2 * time.Minute
-
-// stepTimes, when set (TORTURE_TRACE), receives each step's duration.
-var stepTimes func(kind Kind, d time.Duration)

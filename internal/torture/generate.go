@@ -234,8 +234,14 @@ func (g *generator) publish() {
 		n = 1 + g.rng.IntN(3)
 	}
 	s := &Step{Kind: KindPublish, Path: path}
+	taken := map[string]bool{}
 	for _, k := range g.files(n) {
-		s.Versions = append(s.Versions, g.version(k, g.freeIDs(k)))
+		ids := slices.DeleteFunc(g.freeIDs(k), func(id string) bool { return taken[k.repo+"\x00"+id] })
+		v := g.version(k, ids)
+		for _, id := range v.validIDs() {
+			taken[k.repo+"\x00"+id] = true
+		}
+		s.Versions = append(s.Versions, v)
 	}
 	g.emit(s)
 }

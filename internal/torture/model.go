@@ -111,6 +111,15 @@ func (m *model) checkPublish(s *Step) (reject bool, err error) {
 	for k := range inStep {
 		except[k] = true
 	}
+	byID := map[string]key{}
+	for _, v := range s.Versions {
+		for _, id := range v.validIDs() {
+			if o, dup := byID[v.Repo+"\x00"+id]; dup {
+				return false, invalid("%s and %s both take id %s in one publish", o, v.key(), id)
+			}
+			byID[v.Repo+"\x00"+id] = v.key()
+		}
+	}
 	for i, v := range s.Versions {
 		for _, id := range v.validIDs() {
 			for _, o := range m.owners(v.Repo, id, except) {

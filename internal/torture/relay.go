@@ -52,6 +52,8 @@ const (
 	heartbeatInterval = 250 * time.Millisecond
 	heartbeatTimeout  = 2 * time.Second
 	drainInterval     = 10 * time.Millisecond
+	fetchPollInterval = 10 * time.Millisecond
+	fetchCooldown     = time.Millisecond
 )
 
 var relaySettings = map[string]string{
@@ -59,7 +61,8 @@ var relaySettings = map[string]string{
 	"RELAY_WORKER_CONCURRENCY":        "2",
 	"RELAY_LINK_DELAY":                "0s",
 	"RELAY_PUBLISH_QUEUE_INTERVAL":    drainInterval.String(),
-	"RELAY_FETCH_POLL_INTERVAL":       "50ms",
+	"RELAY_FETCH_POLL_INTERVAL":       fetchPollInterval.String(),
+	"RELAY_FETCH_COOLDOWN":            fetchCooldown.String(),
 	"RELAY_WORKER_HEARTBEAT_INTERVAL": heartbeatInterval.String(),
 	"RELAY_WORKER_HEARTBEAT_TIMEOUT":  heartbeatTimeout.String(),
 }
@@ -70,7 +73,7 @@ func relayConfig(url, schema string) *config.Config {
 	cfg := config.Default()
 	cfg.DatabaseURL, cfg.DatabaseSchema = url, schema
 	cfg.LogLevel, cfg.WorkerConcurrency, cfg.LinkDelay = "error", 2, 0
-	cfg.PublishQueueInterval, cfg.FetchPollInterval = drainInterval, 50*time.Millisecond
+	cfg.PublishQueueInterval, cfg.FetchPollInterval, cfg.FetchCooldown = drainInterval, fetchPollInterval, fetchCooldown
 	cfg.WorkerHeartbeatInterval, cfg.WorkerHeartbeatTimeout = heartbeatInterval, heartbeatTimeout
 	return cfg
 }
