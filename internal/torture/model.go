@@ -222,7 +222,9 @@ func (m *model) apply(s *Step) error {
 			if c.version < 0 || f.cur == nil || f.cur.ID != c.version || !f.definite || f.pendingSQL {
 				continue
 			}
-			if len(m.owners(c.key.repo, c.fixed.ID, map[key]bool{c.key: true})) > 0 {
+			if owned, err := m.ownedElsewhere(c.key, c.fixed.ID); err != nil {
+				return err
+			} else if owned {
 				continue
 			}
 			p := Patch{Version: c.version, Index: c.index, Fixed: c.fixed}
@@ -250,6 +252,11 @@ func (m *model) apply(s *Step) error {
 				}
 			}
 		}
+		if c.version >= 0 {
+			if _, err := m.ownedElsewhere(k, s.POIID); err != nil {
+				return err
+			}
+		}
 		if c.version < 0 && f.definite && f.worked && f.cur == nil {
 			// A deleted file's kept rows: a reprocess must not recreate it.
 			c.version = -1
@@ -259,6 +266,20 @@ func (m *model) apply(s *Step) error {
 		m.corrections = append(m.corrections, c)
 	}
 	return nil
+}
+
+// ownedElsewhere reports whether a file other than k owns id for certain;
+// an id another file may or may not own (after a window) makes the step
+// unpredictable: a reprocess writes the corrected POI only if no other
+// file holds its id.
+func (m *model) ownedElsewhere(k key, id string) (bool, error) {
+	for _, o := range m.owners(k.repo, id, map[key]bool{k: true}) {
+		if !m.settledOwner(o, id) {
+			return false, invalid("%s's corrected id %s may or may not belong to %s", k, id, o)
+		}
+		return true, nil
+	}
+	return false, nil
 }
 
 func (m *model) patched(version, index int) bool {
