@@ -8,6 +8,8 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/relay-dev/relay/config"
@@ -28,6 +30,7 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		histories int
 		asJSON    bool
 		quiet     bool
+		paths     string
 	)
 	fs.Uint64Var(&seed, "seed", 0, "the first history's seed; the others are seed+1, seed+2, ... (0: from the clock; printed)")
 	fs.IntVar(&histories, "histories", 100, "histories to run")
@@ -40,6 +43,7 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs.StringVar(&cfg.ServerURL, "database-url", DatabaseURLDefault, "PostgreSQL server to create the databases on (TEST_DATABASE_URL's form)")
 	fs.BoolVar(&asJSON, "json", false, "print the summary and the divergences as JSON")
 	fs.BoolVar(&quiet, "quiet", false, "no progress lines")
+	fs.StringVar(&paths, "paths", "", "comma-separated publish paths to use (default all: "+strings.Join(pathNames[:], ",")+")")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return 0
@@ -49,6 +53,16 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if histories < 1 || cfg.Gen.Ops < 1 || cfg.Parallel < 1 {
 		fmt.Fprintln(stderr, "relay-torture: --histories, --ops and --parallel must be at least 1")
 		return 2
+	}
+	if paths != "" {
+		for _, name := range strings.Split(paths, ",") {
+			i := slices.Index(pathNames[:], strings.TrimSpace(name))
+			if i < 0 {
+				fmt.Fprintf(stderr, "relay-torture: unknown path %q in --paths (one of %s)\n", name, strings.Join(pathNames[:], ","))
+				return 2
+			}
+			cfg.Gen.Paths = append(cfg.Gen.Paths, Path(i))
+		}
 	}
 	if seed == 0 {
 		seed = uint64(time.Now().UnixNano() % 1_000_000_000)

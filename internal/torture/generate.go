@@ -13,6 +13,9 @@ type GenConfig struct {
 	// Kills lets windows run a `relay worker` process that is killed
 	// (SIGKILL) while it waits for a held transaction.
 	Kills bool
+	// Paths are the publish paths histories use; empty means all. Leaving
+	// some out isolates a divergence of the others.
+	Paths []Path
 }
 
 // The universe of a history: a few files in two repositories, a few POI
@@ -53,6 +56,20 @@ func (g *generator) emit(s *Step) bool {
 }
 
 func (g *generator) pick(xs []string) string { return xs[g.rng.IntN(len(xs))] }
+
+// path picks one of from that the configuration allows.
+func (g *generator) path(from ...Path) (Path, bool) {
+	var ok []Path
+	for _, p := range from {
+		if len(g.cfg.Paths) == 0 || slices.Contains(g.cfg.Paths, p) {
+			ok = append(ok, p)
+		}
+	}
+	if len(ok) == 0 {
+		return 0, false
+	}
+	return ok[g.rng.IntN(len(ok))], true
+}
 
 func (g *generator) allFiles() []key {
 	var ks []key
@@ -222,7 +239,10 @@ func (g *generator) validIndex(v *Version) int {
 var allPaths = []Path{PathGoTx, PathGoMany, PathCLI, PathSQL, PathSQLMany}
 
 func (g *generator) publish() {
-	path := allPaths[g.rng.IntN(len(allPaths))]
+	path, ok := g.path(allPaths...)
+	if !ok {
+		return
+	}
 	switch r := g.rng.IntN(100); {
 	case r < 12 && g.move():
 		return
@@ -298,8 +318,8 @@ func (g *generator) move() bool {
 		p = POI{ID: c.id, Type: typeFunc, Name: g.pick(funcNames), Line: 2}
 	}
 	tv.POIs = append(tv.POIs, p)
-	paths := []Path{PathCLI, PathSQL, PathSQLMany}
-	return g.emit(&Step{Kind: KindPublish, Path: paths[g.rng.IntN(len(paths))], Versions: []*Version{from, tv}})
+	path, ok := g.path(PathCLI, PathSQL, PathSQLMany)
+	return ok && g.emit(&Step{Kind: KindPublish, Path: path, Versions: []*Version{from, tv}})
 }
 
 // conflict publishes a file with a POI id another file holds: the model
@@ -316,8 +336,8 @@ func (g *generator) conflict() bool {
 	}
 	v := g.version(to, g.freeIDs(to))
 	v.POIs = append(v.POIs, POI{ID: c.id, Type: typeFunc, Name: g.pick(funcNames), Line: 3})
-	paths := []Path{PathGoTx, PathCLI}
-	return g.emit(&Step{Kind: KindPublish, Path: paths[g.rng.IntN(len(paths))], Versions: []*Version{v}})
+	path, ok := g.path(PathGoTx, PathCLI)
+	return ok && g.emit(&Step{Kind: KindPublish, Path: path, Versions: []*Version{v}})
 }
 
 // window opens one or two holds, runs one to three operations while they
@@ -370,7 +390,10 @@ func (g *generator) window() {
 	picked := g.files(len(g.allFiles()))
 	var held []key
 	for i := range nh {
-		path := holdPaths[g.rng.IntN(len(holdPaths))]
+		path, ok := g.path(holdPaths...)
+		if !ok {
+			return
+		}
 		n := 1
 		if path != PathGoTx {
 			n = 1 + g.rng.IntN(2)
@@ -398,7 +421,10 @@ func (g *generator) window() {
 				Subprocess: g.cfg.Kills && g.rng.IntN(6) == 0})
 			continue
 		}
-		path := allPaths[g.rng.IntN(len(allPaths))]
+		path, ok := g.path(allPaths...)
+		if !ok {
+			continue
+		}
 		n := 1
 		if path != PathGoTx {
 			n = 1 + g.rng.IntN(2)
