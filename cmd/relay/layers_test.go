@@ -23,7 +23,7 @@ var layers = map[string]int{
 	"internal/workerconfig": 5, "internal/console": 6, "internal/testdb/cmd/createdb": 6,
 	"internal/cli": 7, "internal/bench": 7,
 	"internal/torture": 8,
-	"cmd/relay": 9, "cmd/relay-bench": 9, "cmd/relay-chaos": 9, "cmd/relay-eval": 9, "cmd/relay-torture": 9,
+	"cmd/relay":        9, "cmd/relay-bench": 9, "cmd/relay-chaos": 9, "cmd/relay-eval": 9, "cmd/relay-torture": 9,
 }
 
 func TestLayers(t *testing.T) {
