@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -12,13 +13,21 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 )
 
-// hold is a publish whose transaction stays open.
+// hold is a publish whose transaction stays open. Its publish runs on a
+// goroutine (open): a hold can wait for another, through the rows their
+// files' references share, and then stays open only once that one closes.
 type hold struct {
 	step *Step
 	conn *pgxpool.Conn
 	tx   pgx.Tx
 	pid  uint32
+	// open finishes (open.done) when the hold's publish has run.
+	open     *background
+	openErr  error
+	rejected []string
 }
+
+func (h *hold) opened() bool { return h != nil && h.open.finished() }
 
 // background is an operation of a window running on its own goroutine.
 type background struct {
@@ -60,8 +69,10 @@ func (e *executor) window(s *Step) error {
 	defer cancel()
 	holds := make([]*hold, len(s.Holds))
 	defer func() {
+		cancel()
 		for _, h := range holds {
 			if h != nil {
+				<-h.open.done
 				_ = h.tx.Rollback(context.WithoutCancel(ctx))
 				h.conn.Release()
 			}
@@ -77,13 +88,15 @@ func (e *executor) window(s *Step) error {
 			conn.Release()
 			return fmt.Errorf("error beginning a hold: %w", err)
 		}
-		holds[i] = &hold{step: hs, conn: conn, tx: tx, pid: conn.Conn().PgConn().PID()}
-		rejected, err := e.publishIn(ctx, tx, hs)
-		if err != nil {
-			return fmt.Errorf("error opening hold #%d: %w", i, err)
-		}
-		if len(rejected) > 0 {
-			e.outcome("%s (held) was rejected: %s", strings.TrimSpace(hs.Describe("")[0]), strings.Join(rejected, "; "))
+		h := &hold{step: hs, conn: conn, tx: tx, pid: conn.Conn().PgConn().PID()}
+		h.open = &background{step: hs, pid: h.pid, done: make(chan struct{})}
+		holds[i] = h
+		go func() {
+			defer close(h.open.done)
+			h.rejected, h.openErr = e.publishIn(ctx, tx, hs)
+		}()
+		if err := e.settle(ctx, opening(holds), holds); err != nil {
+			return err
 		}
 	}
 	e.counts.Holds += len(holds)
@@ -92,7 +105,7 @@ func (e *executor) window(s *Step) error {
 	for _, c := range s.Concurrent {
 		b := e.start(ctx, c)
 		bgs = append(bgs, b)
-		if err := e.settle(ctx, bgs, holds); err != nil {
+		if err := e.settle(ctx, append(bgs, opening(holds)...), holds); err != nil {
 			return err
 		}
 	}
@@ -103,11 +116,33 @@ func (e *executor) window(s *Step) error {
 			e.counts.Kills++
 		}
 	}
-	for n, i := range s.CloseOrder {
+	// Close the holds in the history's order, but a hold still waiting
+	// (for another hold) only once it is open: the order recorded is the
+	// order they closed in.
+	pending := slices.Clone(s.CloseOrder)
+	for len(pending) > 0 {
+		n := slices.IndexFunc(pending, func(i int) bool { return holds[i].opened() })
+		if n < 0 {
+			return fmt.Errorf("holds %v wait for each other", pending)
+		}
+		i := pending[n]
+		pending = slices.Delete(pending, n, n+1)
 		h := holds[i]
+		commit := h.step.Commit && h.openErr == nil && len(h.rejected) == 0
+		if len(h.rejected) > 0 {
+			e.outcome("%s (held) was rejected: %s", strings.TrimSpace(h.step.Describe("")[0]), strings.Join(h.rejected, "; "))
+		}
+		if h.openErr != nil && !isDeadlock(h.openErr) {
+			return fmt.Errorf("error opening hold #%d: %w", i, h.openErr)
+		}
+		if isDeadlock(h.openErr) {
+			e.mu.Lock()
+			e.counts.Deadlocks++
+			e.mu.Unlock()
+		}
 		seq := e.seq.Add(1)
 		var err error
-		if h.step.Commit {
+		if commit {
 			err = h.tx.Commit(ctx)
 		} else {
 			err = h.tx.Rollback(ctx)
@@ -117,11 +152,11 @@ func (e *executor) window(s *Step) error {
 		if err != nil {
 			return fmt.Errorf("error closing hold #%d: %w", i, err)
 		}
-		if h.step.Commit {
+		if commit {
 			e.recordCommit(seq, h.step.Versions)
 		}
-		if n < len(s.CloseOrder)-1 {
-			if err := e.settle(ctx, bgs, holds); err != nil {
+		if len(pending) > 0 {
+			if err := e.settle(ctx, append(slices.Clone(bgs), opening(holds)...), holds); err != nil {
 				return err
 			}
 		}
@@ -206,6 +241,17 @@ func (b *background) finish(committed bool, rejected []string, err error, seq in
 	b.committed, b.rejected, b.err, b.seq = committed, rejected, err, seq
 }
 
+// opening are the holds whose publish is still running.
+func opening(holds []*hold) []*background {
+	var out []*background
+	for _, h := range holds {
+		if h != nil && !h.open.finished() {
+			out = append(out, h.open)
+		}
+	}
+	return out
+}
+
 // session is one backend of the history's database.
 type session struct {
 	pid      uint32
@@ -248,7 +294,7 @@ func (e *executor) sessions(ctx context.Context) (map[uint32]*session, error) {
 func (e *executor) settle(ctx context.Context, bgs []*background, holds []*hold) error {
 	held := map[uint32]bool{}
 	for _, h := range holds {
-		if h != nil {
+		if h.opened() {
 			held[h.pid] = true
 		}
 	}
