@@ -5,7 +5,7 @@ TEST_DATABASE_URL ?= postgres://root@127.0.0.1:5432/relay_test?sslmode=disable
 export TEST_DATABASE_URL
 GO ?= go
 
-.PHONY: all build test test-race test-short lint vet fmt bench bench-relay chaos chaos-short chaos-short-pooler chaos-pg fuzz migrate demo testdb pgbouncer chromium clients
+.PHONY: all build test test-race test-short lint vet fmt bench bench-relay chaos chaos-short chaos-short-pooler chaos-pg torture fuzz migrate demo testdb pgbouncer chromium clients
 
 all: lint test
 
@@ -84,6 +84,17 @@ chaos-short-pooler: pgbouncer
 
 chaos-pg:
 	$(GO) run ./cmd/relay-chaos --allow-pg-restart --scenarios postgres-restart
+
+# The differential torture test (RELIABILITY.md): HISTORIES random
+# histories from SEED (default: from the clock), PARALLEL at a time, each
+# compared with a fresh database given each file's last committed version.
+# make torture HISTORIES=5000 ; a divergence prints its seed, which replays:
+# make torture SEED=1234 HISTORIES=1
+HISTORIES ?= 200
+PARALLEL ?= 2
+SEED ?= 0
+torture: testdb
+	$(GO) run ./cmd/relay-torture --database-url '$(TEST_DATABASE_URL)' --histories $(HISTORIES) --parallel $(PARALLEL) --seed $(SEED)
 
 # Each fuzz target for FUZZTIME (15s by default; a count such as 100000x
 # avoids Go 1.26's spurious "context deadline exceeded" at the deadline,

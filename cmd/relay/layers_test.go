@@ -21,8 +21,8 @@ var layers = map[string]int{
 	"worker": 4, "internal/database": 4,
 	"internal/ops": 5, "internal/chaos": 5, "internal/accuracy": 6, "internal/testdb": 5, "internal/pgbouncer": 4,
 	"internal/workerconfig": 5, "internal/console": 6, "internal/testdb/cmd/createdb": 6,
-	"internal/cli": 7, "internal/bench": 7,
-	"cmd/relay": 8, "cmd/relay-bench": 8, "cmd/relay-chaos": 8, "cmd/relay-eval": 8,
+	"internal/cli": 7, "internal/bench": 7, "internal/torture": 8,
+	"cmd/relay": 9, "cmd/relay-bench": 9, "cmd/relay-chaos": 9, "cmd/relay-eval": 9, "cmd/relay-torture": 9,
 }
 
 func TestLayers(t *testing.T) {

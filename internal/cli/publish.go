@@ -18,6 +18,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/spf13/cobra"
 
+	"github.com/relay-dev/relay/config"
 	"github.com/relay-dev/relay/internal/workerconfig"
 	"github.com/relay-dev/relay/outbox"
 	"github.com/relay-dev/relay/worker"
@@ -446,4 +447,14 @@ func (a *app) publisher(pool *pgxpool.Pool) (*outbox.Publisher, error) {
 		return nil, err
 	}
 	return outbox.New(client, &wcfg.Publish, a.logger), nil
+}
+
+// PublishNDJSON is `relay publish` without its flags: it publishes every
+// line of r on pool as the command does (batches of consecutive lines, a
+// rejected line reported on stderr and the others still published), with
+// cfg's publish limits. The torture test (internal/torture) runs the
+// command's path through it without opening a pool per publish.
+func PublishNDJSON(ctx context.Context, cfg *config.Config, pool *pgxpool.Pool, r io.Reader, stderr io.Writer, logger *slog.Logger) (*PublishSummary, error) {
+	a := &app{env: &Env{Stderr: stderr}, cfg: cfg, logger: logger, redactor: config.NewRedactor()}
+	return publishStreamLimited(ctx, a, pool, r, maxLineBytesDefault, "", true)
 }

@@ -120,6 +120,13 @@ func ForExample() (*DB, func()) {
 	}
 }
 
+// Create is New for a program that is not a test (relay-torture): a
+// database of its own on the server at url, a copy of the migrated
+// template, and the function that closes its pool and drops it.
+func Create(ctx context.Context, url string) (*DB, func() error, error) {
+	return create(ctx, url)
+}
+
 // Schema is the schema relay's migrations create in the template database,
 // and so in every test's database.
 const Schema = "relay"
