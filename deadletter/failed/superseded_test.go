@@ -164,3 +164,24 @@ func TestReprocess_JobOfAnOlderVersionWritesNothingWhenThePublishMissedItsRows(t
 		AND superseded_reason = 'the row is of version 1 of the file; version 2 was published since'`))
 	require.Equal(t, 1, b.count(t, `SELECT count(*) FROM dead_letter_events WHERE action = 'reprocess_outcome' AND (details->>'superseded')::int = 1`))
 }
+
+// A corrected row whose POI id another file of the repository holds fails
+// again, as a publish would reject it, instead of being reported
+// reprocessed without its POI ever being written.
+func TestReprocess_APOIWhoseIDAnotherFileHoldsFailsAgain(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	ctx := context.Background()
+	b.publish(t, "a.py", poi("p3", "function_definition", "a", "a.py", "one", "def a(): pass")) // p3 fails in a.py
+	b.publish(t, "b.py", poi("p3", "function_definition", "b", "b.py", 1, "def b(): pass"))     // b.py holds p3
+	b.work(t)
+	b.exec(t, `UPDATE failed_pois SET original_poi_data = jsonb_set(original_poi_data, '{lineNumber}', '9') WHERE file_id = 'a.py'`)
+	res, err := b.reproc.Run(ctx, failed.Selection{Filter: failed.Filter{Status: failed.StatusNew}}, "tester", nil)
+	require.NoError(t, err)
+	require.EqualValues(t, 1, res.Jobs)
+	b.work(t)
+
+	require.Equal(t, 1, b.count(t, `SELECT count(*) FROM pois WHERE poi_id = 'p3' AND file_id = 'b.py'`))
+	require.Equal(t, 1, b.count(t, `SELECT count(*) FROM failed_pois WHERE file_id = 'a.py' AND status = 'new' AND attempts = 2
+		AND error_message LIKE '%id already belongs to a POI of file "b.py"%'`), "the row failed again, naming the file that holds the id")
+}

@@ -18,6 +18,11 @@ type State struct {
 	POIs []string
 	// Relationships are "repository|source_poi_id|target_repository|target_poi_id|type".
 	Relationships []string
+	// References are every stored reference, resolved or not:
+	// "repository|source_poi_id|type|name|target_repository|target_poi_id"
+	// ("-" for no target). A reference kept from a replaced version shows
+	// here even while nothing it names exists.
+	References []string
 	// Failed are the actionable failed_pois rows (status new).
 	Failed []failedKey
 }
@@ -31,6 +36,11 @@ func readState(ctx context.Context, pool *pgxpool.Pool) (*State, error) {
 	}
 	if st.Relationships, err = strings1(ctx, pool, `SELECT concat_ws('|', repository, source_poi_id, target_repository, target_poi_id, type)
 		FROM relationships ORDER BY 1`); err != nil {
+		return nil, err
+	}
+	if st.References, err = strings1(ctx, pool, `SELECT concat_ws('|', repository, source_poi_id, type, name,
+			CASE WHEN target_poi_id IS NULL THEN '-' ELSE target_repository END, coalesce(target_poi_id, '-'))
+		FROM poi_references ORDER BY 1`); err != nil {
 		return nil, err
 	}
 	rows, err := pool.Query(ctx, `SELECT repository, file_id, coalesce(poi_id, ''), coalesce(poi_index, -1)
@@ -90,7 +100,7 @@ func oracle(ctx context.Context, db *database, versions []*Version, patches []Pa
 
 // Diff is how a history's database differs from its oracle's.
 type Diff struct {
-	POIs, Relationships, Failed []string
+	POIs, Relationships, References, Failed []string
 	// Outcomes are operations that did not do what the model expected
 	// (a rejection, an analysis left in rejected_analyses).
 	Outcomes []string
@@ -98,7 +108,7 @@ type Diff struct {
 
 // Empty reports whether the databases agree.
 func (d *Diff) Empty() bool {
-	return len(d.POIs)+len(d.Relationships)+len(d.Failed)+len(d.Outcomes) == 0
+	return len(d.POIs)+len(d.Relationships)+len(d.References)+len(d.Failed)+len(d.Outcomes) == 0
 }
 
 func (d *Diff) String() string {
@@ -115,6 +125,7 @@ func (d *Diff) String() string {
 	section("outcomes", d.Outcomes)
 	section("pois (- oracle only, + history only; repository|poi_id|file_id|name|type|line|symbol)", d.POIs)
 	section("relationships (- oracle only, + history only; repository|source|target_repository|target|type)", d.Relationships)
+	section("references (- oracle only, + history only; repository|source|type|name|target_repository|target)", d.References)
 	section("actionable failed_pois (- oracle only, + history only; repository|file_id|poi_id|poi_index)", d.Failed)
 	return b.String()
 }
@@ -148,7 +159,8 @@ func (k failedKey) String() string {
 // set aside; history rows a repository delete kept and nothing has closed
 // yet are neither expected nor unexpected.
 func compare(hist, orc *State, e *executor, checkFailed bool) *Diff {
-	d := &Diff{POIs: diffLines(orc.POIs, hist.POIs), Relationships: diffLines(orc.Relationships, hist.Relationships)}
+	d := &Diff{POIs: diffLines(orc.POIs, hist.POIs), Relationships: diffLines(orc.Relationships, hist.Relationships),
+		References: diffLines(orc.References, hist.References)}
 	if !checkFailed {
 		return d
 	}

@@ -51,3 +51,27 @@ func (s store) upsertSymbols(ctx context.Context, repository, fileID string, ok 
 	}
 	return outbox.UpsertSymbolsTx(ctx, s.tx, repository, fileID, syms)
 }
+
+// idsOfOtherFiles returns, of ok's POI ids, those that another file of
+// repository holds, with that file: read after the upsert, so an id taken
+// by a publish that committed meanwhile is found.
+func (s store) idsOfOtherFiles(ctx context.Context, repository, fileID string, ok []poiResult) (map[string]string, error) {
+	if len(ok) == 0 {
+		return nil, nil
+	}
+	ids := make([]string, len(ok))
+	for i, r := range ok {
+		ids[i] = r.poi.ID
+	}
+	rows, err := s.tx.Query(ctx, `SELECT poi_id, file_id FROM pois WHERE repository = $1 AND poi_id = ANY($2) AND file_id <> $3`,
+		repository, ids, fileID)
+	if err != nil {
+		return nil, fmt.Errorf("error looking up the files of %d reprocessed POIs: %w", len(ids), err)
+	}
+	out := map[string]string{}
+	var id, file string
+	if _, err := pgx.ForEachRow(rows, []any{&id, &file}, func() error { out[id] = file; return nil }); err != nil {
+		return nil, fmt.Errorf("error looking up the files of %d reprocessed POIs: %w", len(ids), err)
+	}
+	return out, nil
+}

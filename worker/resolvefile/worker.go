@@ -304,11 +304,36 @@ func (w *Worker) commit(ctx context.Context, job *river.Job[outbox.ResolveFileAr
 		ok = slices.DeleteFunc(ok, func(r poiResult) bool {
 			return r.index < len(args.FailedPOIIDs) && !live[args.FailedPOIIDs[r.index]]
 		})
-		sum.Resolved = len(ok)
-		entry.Changed = withSuppliedNames(args.ChangedNames, ok)
 		if err := st.upsertSymbols(ctx, args.Repository, args.FileID, ok); err != nil {
 			return nil, err
 		}
+		// A POI whose id another file of the repository holds was not
+		// written (the upsert leaves another file's POI alone): it fails
+		// again, as the publish would reject it, rather than being
+		// reported reprocessed.
+		taken, err := st.idsOfOtherFiles(ctx, args.Repository, args.FileID, ok)
+		if err != nil {
+			return nil, err
+		}
+		if len(taken) > 0 {
+			ok = slices.DeleteFunc(ok, func(r poiResult) bool { return taken[r.poi.ID] != "" })
+			for i, r := range results {
+				if owner := taken[r.poi.ID]; owner != "" && r.fail == nil {
+					var raw json.RawMessage
+					if r.index < len(args.POIs) {
+						raw = args.POIs[r.index]
+					}
+					results[i].fail = &failed.POI{JobID: job.ID, FileID: args.FileID, POIID: r.poi.ID, POIIndex: r.index,
+						Class: failed.ClassValidation, Data: raw, FailedAt: time.Now(),
+						Message: fmt.Sprintf("poi %q (file %q): id already belongs to a POI of file %q; POI ids must be unique within a repository",
+							r.poi.ID, args.FileID, owner)}
+					sum.FailedByClass[failed.ClassValidation]++
+					sum.Failed++
+				}
+			}
+		}
+		sum.Resolved = len(ok)
+		entry.Changed = withSuppliedNames(args.ChangedNames, ok)
 		if failures, err = w.recordReprocess(ctx, tx, job, results); err != nil {
 			return nil, err
 		}
