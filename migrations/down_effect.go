@@ -200,6 +200,10 @@ var DownEffects = map[int64]DownEffect{
 		Note: "forgets which file version each failed_pois row is of: superseded rows become ignored rows " +
 			"(ignored_reason says why they were superseded), and a reprocess may again apply a row of an older version",
 	},
+	30: {
+		DropsColumns: []string{"files.publish_xid"},
+		Note:         "forgets which transaction published each file's version: a job of a deleted file may again be applied to a file created again with its version",
+	},
 }
 
 // DownEffectOf returns what rolling back version destroys. A version

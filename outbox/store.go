@@ -95,11 +95,12 @@ func (s store) write(ctx context.Context, files []fileBatch) (xid int64, rej *Re
 		return err
 	})
 	b.Queue(`
-		INSERT INTO files AS f (repository, file_id, version, poi_count, published_at)
-		SELECT repository, file_id, 1, poi_count, now()
+		INSERT INTO files AS f (repository, file_id, version, poi_count, published_at, publish_xid)
+		SELECT repository, file_id, 1, poi_count, now(), pg_current_xact_id()::text::bigint
 		FROM unnest($1::text[], $2::text[], $3::int[]) WITH ORDINALITY AS u(repository, file_id, poi_count, ord) ORDER BY ord
 		ON CONFLICT (repository, file_id) DO UPDATE
-			SET version = f.version + 1, poi_count = excluded.poi_count, published_at = excluded.published_at
+			SET version = f.version + 1, poi_count = excluded.poi_count, published_at = excluded.published_at,
+			    publish_xid = excluded.publish_xid
 		RETURNING repository, file_id, version, pg_current_xact_id()::text::bigint`, fileRepos, fileIDs, counts).
 		Rows(func(v [][]byte) error {
 			version, err := indexplans.Int(v[2])

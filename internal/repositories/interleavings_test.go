@@ -88,3 +88,24 @@ func TestDelete_APublishCommitsBeforeTheDeleteOrAfterIt(t *testing.T) {
 	require.Zero(t, b.count(t, `SELECT count(*) FROM files WHERE repository = 'gone' AND file_id = 'old.go'`))
 	require.False(t, publishFirst, "a publish of the repository committed while its delete was under way")
 }
+
+// A file created again after its repository was deleted starts again at
+// version 1; a job of the deleted file, still queued, must not be applied
+// to the new one as if it were its publish (found by relay-torture, seed
+// 85).
+func TestDelete_AJobOfADeletedFileIsNotAppliedToItsSuccessor(t *testing.T) {
+	t.Parallel()
+	b := setup(t) // not started: the first job stays queued through the delete
+	ctx := context.Background()
+	b.publish(t, "", "s.go", fn("s1", "s.go", "m/S"))
+	b.publish(t, "gone", "c.go", fn("p2", "c.go", "", "m/S"))
+	_, err := b.store.Delete(ctx, "gone", repositories.Options{Actor: "test"})
+	require.NoError(t, err)
+	b.publish(t, "gone", "c.go", fn("p2", "c.go", ""))
+	require.Equal(t, 1, b.count(t, `SELECT version FROM files WHERE repository = 'gone' AND file_id = 'c.go'`))
+
+	b.start(t)
+	b.drain(t)
+	require.Zero(t, b.count(t, `SELECT count(*) FROM poi_references WHERE repository = 'gone'`),
+		"the deleted file's job wrote its references to the new file")
+}

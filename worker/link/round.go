@@ -217,20 +217,23 @@ func lockFiles(ctx context.Context, tx pgx.Tx, rows []row, sum *Summary) (apply,
 	}
 	slices.SortFunc(files, fileKey.compare)
 	files = slices.Compact(files)
-	version := make(map[fileKey]int64, len(files))
+	// A file's version and the transaction that published it (0: unknown):
+	// a version starts again at 1 when a deleted file is created again.
+	type published struct{ version, xid int64 }
+	version := make(map[fileKey]published, len(files))
 	if len(files) > 0 {
 		repos, ids := splitKeys(files)
 		rs, err := tx.Query(ctx, `
-			SELECT f.repository, f.file_id, f.version FROM unnest($1::text[], $2::text[]) WITH ORDINALITY AS u(repo, file, ord)
-			CROSS JOIN LATERAL (SELECT repository, file_id, version FROM files
+			SELECT f.repository, f.file_id, f.version, coalesce(f.publish_xid, 0) FROM unnest($1::text[], $2::text[]) WITH ORDINALITY AS u(repo, file, ord)
+			CROSS JOIN LATERAL (SELECT repository, file_id, version, publish_xid FROM files
 			                    WHERE repository = u.repo AND file_id = u.file FOR SHARE SKIP LOCKED) f
 			ORDER BY u.ord`, repos, ids)
 		if err != nil {
 			return nil, nil, fmt.Errorf("error locking %d files to link: %w", len(files), err)
 		}
 		var k fileKey
-		var v int64
-		if _, err := pgx.ForEachRow(rs, []any{&k.repo, &k.id, &v}, func() error { version[k] = v; return nil }); err != nil {
+		var v published
+		if _, err := pgx.ForEachRow(rs, []any{&k.repo, &k.id, &v.version, &v.xid}, func() error { version[k] = v; return nil }); err != nil {
 			return nil, nil, fmt.Errorf("error locking %d files to link: %w", len(files), err)
 		}
 	}
@@ -263,7 +266,7 @@ func lockFiles(ctx context.Context, tx pgx.Tx, rows []row, sum *Summary) (apply,
 				sum.Postponed++
 				continue
 			}
-			if v, locked := version[k]; locked && v == *r.fileVersion {
+			if v, locked := version[k]; locked && v.version == *r.fileVersion && (v.xid == 0 || r.publishXID <= 0 || v.xid == r.publishXID) {
 				apply = append(apply, r)
 			}
 		}

@@ -14,23 +14,35 @@ import (
 // store is the resolve worker's SQL, run inside the batch transaction.
 type store struct{ tx pgx.Tx }
 
-// fileVersion returns the file's current version and takes a share lock on
-// its row, so a re-publish of the file waits for this batch to commit: a
-// batch whose publish was replaced writes neither failed POIs nor
-// references.
-func (s store) fileVersion(ctx context.Context, repository, fileID string) (int64, bool, error) {
-	var v int64
-	err := s.tx.QueryRow(ctx, fileVersionSQL, repository, fileID).Scan(&v)
+// fileVersion returns the file's current version and the transaction that
+// published it (0 when unknown), and takes a share lock on its row, so a
+// re-publish of the file waits for this batch to commit: a batch whose
+// publish was replaced writes neither failed POIs nor references.
+func (s store) fileVersion(ctx context.Context, repository, fileID string) (version, xid int64, exists bool, err error) {
+	var x *int64
+	err = s.tx.QueryRow(ctx, fileVersionSQL, repository, fileID).Scan(&version, &x)
 	if errors.Is(err, pgx.ErrNoRows) {
-		return 0, false, nil
+		return 0, 0, false, nil
 	}
 	if err != nil {
-		return 0, false, fmt.Errorf("error reading version of file %q: %w", fileID, err)
+		return 0, 0, false, fmt.Errorf("error reading version of file %q: %w", fileID, err)
 	}
-	return v, true, nil
+	if x != nil {
+		xid = *x
+	}
+	return version, xid, true, nil
 }
 
-const fileVersionSQL = `SELECT version FROM files WHERE repository = $1 AND file_id = $2 FOR SHARE`
+// samePublish reports whether a file at version and published by
+// transaction xid is the publish a job of (jobVersion, jobXID) belongs to.
+// A version alone is not enough: it starts again at 1 when a deleted file
+// is created again. An unknown transaction id (0) on either side compares
+// by version alone.
+func samePublish(version, xid, jobVersion, jobXID int64) bool {
+	return version == jobVersion && (xid == 0 || jobXID <= 0 || xid == jobXID)
+}
+
+const fileVersionSQL = `SELECT version, publish_xid FROM files WHERE repository = $1 AND file_id = $2 FOR SHARE`
 
 // repositoryGone reports whether repository has no file left (relay
 // repository delete deleted them all).
