@@ -235,13 +235,21 @@ func startDrain(ctx context.Context, drain *outbox.Drainer) (stop func()) {
 // nearlyIdle jobs are pending, so that it returns within milliseconds of
 // the last job finishing (relay-bench times runs with it; River's
 // completion events come in batches, up to a few hundred milliseconds
-// late).
+// late). It reads them over one connection of pool that it holds until it
+// returns, so that a pool with no connection to give (every one busy with
+// a batch, and the server refusing new ones) neither ends the wait with an
+// error nor stalls it (TestWaitIdle_ReadsTheQueuesWhileThePoolCannotConnect).
 func WaitIdle(ctx context.Context, pool *pgxpool.Pool, progress func(Progress)) error {
 	return waitIdle(ctx, pool, progress, true)
 }
 
 // waitIdle is WaitIdle, counting queued analyses as work only if queued.
 func waitIdle(ctx context.Context, pool *pgxpool.Pool, progress func(Progress), queued bool) error {
+	conn, err := pool.Acquire(ctx)
+	if err != nil {
+		return fmt.Errorf("error taking a connection to read the queues: %w", err)
+	}
+	defer conn.Release()
 	wait := time.NewTimer(0)
 	defer wait.Stop()
 	for {
@@ -250,7 +258,7 @@ func waitIdle(ctx context.Context, pool *pgxpool.Pool, progress func(Progress), 
 			return ctx.Err()
 		case <-wait.C:
 		}
-		p, err := QueueProgress(ctx, pool)
+		p, err := QueueProgress(ctx, conn)
 		if err != nil {
 			return err
 		}
@@ -301,10 +309,13 @@ type MapReduceQueueProgress struct {
 	Discarded int64
 }
 
-// QueueProgress reads the resolve and MapReduce queues' state.
-func QueueProgress(ctx context.Context, pool *pgxpool.Pool) (Progress, error) {
+// QueueProgress reads the resolve and MapReduce queues' state through q (a
+// pool or a connection).
+func QueueProgress(ctx context.Context, q interface {
+	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
+}) (Progress, error) {
 	var p Progress
-	err := pool.QueryRow(ctx, `
+	err := q.QueryRow(ctx, `
 		SELECT count(*) FILTER (WHERE queue IN ($1, $4) AND (state IN ('available', 'running')
 		                          OR (state IN ('retryable', 'scheduled') AND scheduled_at < now() + make_interval(secs => $2)))),
 		       count(*) FILTER (WHERE queue = $1 AND state = 'completed'),
