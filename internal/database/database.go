@@ -51,8 +51,10 @@ type Options struct {
 const riverConns = 4
 
 // workerExtraConns is what a worker process runs beside its batches on the
-// pool: the SQL publish queue's drain loops and the link job.
-const workerExtraConns = outbox.DrainLoopsDefault + 1
+// pool: the SQL publish queue's drain loops, the link job, the connection
+// its heartbeat holds (liveness.Liveness.Run) and the one --until-idle's
+// queue reads hold (worker.WaitIdle).
+const workerExtraConns = outbox.DrainLoopsDefault + 3
 
 // OptionsFromConfig picks the pool settings out of relay's configuration.
 // The pool holds a connection for every batch a worker runs at once, for
