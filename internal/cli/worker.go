@@ -75,7 +75,9 @@ starts, but fails every MapReduce item it takes without running the agent
 				return err
 			}
 			defer pool.Close()
-			riverPool, err := database.Open(ctx, a.cfg.DatabaseURL, database.RiverOptionsFromConfig(a.cfg, "worker"))
+			riverOpts := database.RiverOptionsFromConfig(a.cfg, "worker")
+			riverOpts.Logger = a.logger
+			riverPool, err := database.Open(ctx, a.cfg.DatabaseURL, riverOpts)
 			if err != nil {
 				return err
 			}
