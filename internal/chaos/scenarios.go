@@ -91,8 +91,13 @@ func (h *harness) startWorker(db *scenarioDB, res *Result, extra map[string]stri
 // finish runs `relay worker --until-idle` until every batch is completed.
 // A batch whose retry River scheduled beyond the worker's idle horizon
 // (backoff grows with each attempt) is made due now with River's JobRetry
-// and counted in res.Expedited.
+// and counted in res.Expedited. It goes on as long as the runs complete
+// something, however many runs that takes (batches may fail more than
+// once when the machine is busy: a connection the server refuses, for
+// instance), and gives up once they have completed nothing for
+// stallTimeout.
 func (h *harness) finish(ctx context.Context, db *scenarioDB, res *Result) error {
+	var st stall
 	for round := 1; ; round++ {
 		res.Processes++
 		p, err := start(h.workDir, fmt.Sprintf("%s-until-idle-%02d", res.Scenario, round), h.binary, h.env(db, nil), nil,
@@ -110,8 +115,9 @@ func (h *harness) finish(ctx context.Context, db *scenarioDB, res *Result) error
 		if left == 0 {
 			return nil
 		}
-		if round == 5 {
-			return fmt.Errorf("%d batches still not completed after %d runs of relay worker --until-idle", left, round)
+		if st.stalled(left) {
+			return fmt.Errorf("%d batches still not completed after %d runs of relay worker --until-idle, none completed in the last %s (%d runs)",
+				left, round, stallTimeout, st.runs)
 		}
 		n, err := expedite(ctx, db)
 		if err != nil {
@@ -120,6 +126,29 @@ func (h *harness) finish(ctx context.Context, db *scenarioDB, res *Result) error
 		res.Expedited += n
 		h.progress("  until-idle run %d left %d batches waiting for a backed-off retry; made %d due now (JobRetry)", round, left, n)
 	}
+}
+
+// stallTimeout is how long finish and the MapReduce scenario go on
+// running `relay worker --until-idle` while the runs settle nothing: every
+// retry is made due before each run, so runs that complete nothing for
+// this long mean a batch fails every time, not a busy machine.
+const stallTimeout = 2 * time.Minute
+
+// stall tells, from the work left after each run, whether the runs have
+// settled nothing for stallTimeout (and at least two runs).
+type stall struct {
+	best  int       // least work left after a run so far
+	since time.Time // when a run last settled something; zero before the first run
+	runs  int       // runs since then
+}
+
+func (s *stall) stalled(left int) bool {
+	if s.since.IsZero() || left < s.best {
+		s.best, s.since, s.runs = left, time.Now(), 0
+		return false
+	}
+	s.runs++
+	return s.runs >= 2 && time.Since(s.since) >= stallTimeout
 }
 
 // expedite makes every retryable or scheduled resolve_file or link job due
@@ -741,6 +770,7 @@ func (h *harness) scenarioMapReduceKill(ctx context.Context, db *scenarioDB, res
 			break
 		}
 	}
+	var st stall
 	for round := 1; ; round++ {
 		res.Processes++
 		if err := h.runRelay(ctx, fmt.Sprintf("%s-until-idle-%d", res.Scenario, round), env, nil, "worker", "--until-idle"); err != nil {
@@ -753,8 +783,9 @@ func (h *harness) scenarioMapReduceKill(ctx context.Context, db *scenarioDB, res
 		if left == 0 {
 			break
 		}
-		if round == 5 {
-			return fmt.Errorf("%d MapReduce items still pending after %d runs of relay worker --until-idle", left, round)
+		if st.stalled(left) {
+			return fmt.Errorf("%d MapReduce items still pending after %d runs of relay worker --until-idle, none settled in the last %s (%d runs)",
+				left, round, stallTimeout, st.runs)
 		}
 		n, err := expedite(ctx, db)
 		if err != nil {
