@@ -198,7 +198,7 @@ func (h *harness) scenarioKill(ctx context.Context, db *scenarioDB, res *Result)
 		delay := h.cfg.KillDelayMin + time.Duration(h.rng.Int64N(int64(span)+1))
 		select {
 		case <-p.done:
-			return fmt.Errorf("worker exited %d on its own before kill %d (log %s)", p.exitCode(), len(kills)+1, p.logPath)
+			return fmt.Errorf("worker exited %d on its own before kill %d (log %s): %s", p.exitCode(), len(kills)+1, p.logPath, tail(p.logPath, 300))
 		case <-ctx.Done():
 			p.kill()
 			return ctx.Err()
@@ -315,7 +315,7 @@ func (h *harness) waitDrained(ctx context.Context, db *scenarioDB, procs []*proc
 	return waitFor(ctx, pollInterval, h.cfg.ScenarioTimeout, "every batch to complete", func(ctx context.Context) (bool, error) {
 		for _, p := range procs {
 			if !p.running() {
-				return false, fmt.Errorf("%s exited %d while work remained (log %s)", p.name, p.exitCode(), p.logPath)
+				return false, hopeless(fmt.Errorf("%s exited %d while work remained (log %s): %s", p.name, p.exitCode(), p.logPath, tail(p.logPath, 300)))
 			}
 		}
 		left, _, err := pending(ctx, db.pool)
@@ -469,7 +469,7 @@ func (h *harness) scenarioSIGTERM(ctx context.Context, db *scenarioDB, res *Resu
 		}
 		err = waitFor(ctx, inFlightPoll, time.Minute, "a batch in flight", func(ctx context.Context) (bool, error) {
 			if !p.running() {
-				return false, fmt.Errorf("%s exited %d", p.name, p.exitCode())
+				return false, hopeless(fmt.Errorf("%s exited %d (log %s): %s", p.name, p.exitCode(), p.logPath, tail(p.logPath, 300)))
 			}
 			left, running, err := pending(ctx, db.pool)
 			if err == nil && left == 0 {
@@ -530,7 +530,7 @@ func (h *harness) scenarioSafetyNet(ctx context.Context, db *scenarioDB, res *Re
 	var failing int
 	err = waitFor(ctx, pollInterval, 5*time.Minute, "every batch to complete or to have failed twice", func(ctx context.Context) (bool, error) {
 		if !p.running() {
-			return false, fmt.Errorf("%s exited %d", p.name, p.exitCode())
+			return false, hopeless(fmt.Errorf("%s exited %d (log %s): %s", p.name, p.exitCode(), p.logPath, tail(p.logPath, 300)))
 		}
 		var notSettled int
 		err := db.pool.QueryRow(ctx, `
@@ -752,7 +752,7 @@ func (h *harness) scenarioMapReduceKill(ctx context.Context, db *scenarioDB, res
 		delay := h.cfg.KillDelayMin + time.Duration(h.rng.Int64N(int64(span)+1))
 		select {
 		case <-p.done:
-			return fmt.Errorf("worker exited %d on its own (log %s)", p.exitCode(), p.logPath)
+			return fmt.Errorf("worker exited %d on its own (log %s): %s", p.exitCode(), p.logPath, tail(p.logPath, 300))
 		case <-ctx.Done():
 			p.kill()
 			return ctx.Err()
