@@ -20,6 +20,7 @@ import (
 	"github.com/riverqueue/river/riverdriver/riverpgxv5"
 
 	"github.com/relay-dev/relay/internal/agent"
+	"github.com/relay-dev/relay/internal/database"
 	"github.com/relay-dev/relay/internal/liveness"
 	"github.com/relay-dev/relay/internal/mapreduce"
 	"github.com/relay-dev/relay/outbox"
@@ -192,7 +193,7 @@ func NewDrainer(pool *pgxpool.Pool, client *river.Client[pgx.Tx], cfg *Config, l
 func RunUntilIdle(ctx context.Context, client *river.Client[pgx.Tx], drain *outbox.Drainer, state *ClientState, pool *pgxpool.Pool, logger *slog.Logger, progress func(Progress)) error {
 	// Jobs must not inherit ctx: cancelling it (SIGTERM) starts a graceful
 	// stop below instead of cancelling in-flight batches at once.
-	if err := client.Start(context.WithoutCancel(ctx)); err != nil {
+	if err := startClient(ctx, client, logger); err != nil {
 		return fmt.Errorf("error starting River client: %w", err)
 	}
 	state.started(client.Stopped())
@@ -207,6 +208,16 @@ func RunUntilIdle(ctx context.Context, client *river.Client[pgx.Tx], drain *outb
 		return fmt.Errorf("error stopping River client: %w", err)
 	}
 	return sweepDiscarded(ctx, pool, logger)
+}
+
+// startClient starts client, waiting while the server refuses its first
+// connection for want of a free slot (database.WaitForSlot). Jobs must not
+// inherit ctx: cancelling it (SIGTERM) starts a graceful stop instead of
+// cancelling in-flight batches at once.
+func startClient(ctx context.Context, client *river.Client[pgx.Tx], logger *slog.Logger) error {
+	return database.WaitForSlot(ctx, 0, logger, "River's client", func() error {
+		return client.Start(context.WithoutCancel(ctx))
+	})
 }
 
 // startDrain runs drain (none when nil) until the returned function is
@@ -345,7 +356,7 @@ func QueueProgress(ctx context.Context, q interface {
 // Run records its client's state in state (none when nil) for readers on
 // other goroutines, such as a health check.
 func Run(ctx context.Context, client *river.Client[pgx.Tx], drain *outbox.Drainer, state *ClientState, logger *slog.Logger) error {
-	if err := client.Start(context.WithoutCancel(ctx)); err != nil {
+	if err := startClient(ctx, client, logger); err != nil {
 		return fmt.Errorf("error starting River client: %w", err)
 	}
 	state.started(client.Stopped())

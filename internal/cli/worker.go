@@ -181,7 +181,7 @@ starts, but fails every MapReduce item it takes without running the agent
 func (a *app) announced(ctx context.Context, pool *pgxpool.Pool, client *river.Client[pgx.Tx], run func(context.Context) error) error {
 	live := &liveness.Liveness{Pool: pool, ClientID: client.ID(), Interval: a.cfg.WorkerHeartbeatInterval,
 		Timeout: a.cfg.WorkerHeartbeatTimeout, Logger: a.logger}
-	if err := live.Announce(ctx); err != nil {
+	if err := database.WaitForSlot(ctx, 0, a.logger, "relay_workers", func() error { return live.Announce(ctx) }); err != nil {
 		return err
 	}
 	workCtx, stopWork := context.WithCancelCause(ctx)

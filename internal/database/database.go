@@ -151,7 +151,7 @@ func Open(ctx context.Context, url string, opts Options) (*pgxpool.Pool, error) 
 	if err != nil {
 		return nil, fmt.Errorf("error opening database pool for %s: %w", config.RedactURL(url), redactErr(red, err))
 	}
-	if err := waitForSlot(ctx, opts.SlotWait, opts.Logger, config.RedactURL(url), func() error { return pool.Ping(ctx) }); err != nil {
+	if err := WaitForSlot(ctx, opts.SlotWait, opts.Logger, config.RedactURL(url), func() error { return pool.Ping(ctx) }); err != nil {
 		pool.Close()
 		return nil, unreachable(fmt.Errorf("error connecting to database %s: %w", config.RedactURL(url), redactErr(red, err)))
 	}

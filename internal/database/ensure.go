@@ -22,7 +22,7 @@ func EnsureExists(ctx context.Context, dbURL string) error {
 		return parseError(dbURL, red, err)
 	}
 	var conn *pgx.Conn
-	err = waitForSlot(ctx, 0, nil, config.RedactURL(dbURL), func() (err error) {
+	err = WaitForSlot(ctx, 0, nil, config.RedactURL(dbURL), func() (err error) {
 		conn, err = pgx.ConnectConfig(ctx, cfg.Copy())
 		return err
 	})

@@ -39,11 +39,14 @@ func serverMessage(err error) string {
 	return ""
 }
 
-// waitForSlot runs connect until it succeeds, fails for another reason
-// than a full server (tooManyConnections), ctx ends, or wait has passed
-// since the first refusal (none when wait is negative). It logs the first
-// refusal to logger (may be nil), saying what it waits for.
-func waitForSlot(ctx context.Context, wait time.Duration, logger *slog.Logger, what string, connect func() error) error {
+// WaitForSlot runs connect until it succeeds, fails for another reason
+// than a server with no free connection slot (SQLSTATE 53300), ctx ends,
+// or wait (SlotWaitDefault when zero) has passed since the first refusal
+// (none when wait is negative). It logs the first refusal to logger (may
+// be nil), saying what it waits for. A relay process uses it for what it
+// must connect for as it starts (its pools, River's client, its
+// announcement), so that a full server delays it instead of stopping it.
+func WaitForSlot(ctx context.Context, wait time.Duration, logger *slog.Logger, what string, connect func() error) error {
 	if wait == 0 {
 		wait = SlotWaitDefault
 	}
