@@ -33,8 +33,9 @@ const ReturnedMessage = "returned to the queue: its worker stopped renewing its 
 //     (or discards those out of attempts), each with an error entry naming
 //     the worker: exactly once, however many workers look.
 //   - The heartbeat does not depend on the pool having a connection to
-//     give: Run renews it, and looks for gone workers, over a connection it
-//     holds for as long as it runs (taken again when it breaks). A live
+//     give: Run renews it, and looks for gone workers, over the connection
+//     Announce took, held for as long as Run runs (another is taken when
+//     it breaks). A live
 //     worker whose pooled connections are all busy, or whose pool cannot
 //     open a new one because the server refuses it (max_connections
 //     reached by other clients), keeps its lease
@@ -53,31 +54,45 @@ type Liveness struct {
 	Interval time.Duration
 	Timeout  time.Duration
 	Logger   *slog.Logger
+
+	conn *pgxpool.Conn // Announce's, which Run holds on to
 }
 
 // ErrLeaseLost is returned by Liveness.Run when the worker could not renew
 // its heartbeat in time: other workers may have returned its jobs.
 var ErrLeaseLost = errors.New("worker heartbeat not renewed in time: other workers may have returned its running jobs to the queue")
 
-// Announce inserts the worker's row. Call it before the River client
-// starts, so that no job of the client runs unannounced.
+// Announce inserts the worker's row, over a connection of the pool that
+// it keeps for Run's heartbeat. Call it before the River client starts, so
+// that no job of the client runs unannounced, and call Run after it.
 func (l *Liveness) Announce(ctx context.Context) error {
 	host, _ := os.Hostname()
-	if _, err := l.Pool.Exec(ctx, `
-		INSERT INTO relay_workers (client_id, host, pid) VALUES ($1, $2, $3)
-		ON CONFLICT (client_id) DO UPDATE SET heartbeat_at = now()`, l.ClientID, host, os.Getpid()); err != nil {
+	conn, err := l.Pool.Acquire(ctx)
+	if err != nil {
 		return fmt.Errorf("error announcing worker %s: %w", l.ClientID, err)
 	}
+	if _, err := conn.Exec(ctx, `
+		INSERT INTO relay_workers (client_id, host, pid) VALUES ($1, $2, $3)
+		ON CONFLICT (client_id) DO UPDATE SET heartbeat_at = now()`, l.ClientID, host, os.Getpid()); err != nil {
+		conn.Release()
+		return fmt.Errorf("error announcing worker %s: %w", l.ClientID, err)
+	}
+	if l.conn != nil {
+		l.conn.Release()
+	}
+	l.conn = conn
 	return nil
 }
 
 // Run renews the announced worker's heartbeat and returns gone workers'
 // jobs every Interval until ctx ends (it then removes the worker's row and
 // returns nil) or the lease is lost (ErrLeaseLost). It does both over one
-// connection of the pool that it holds until it returns, so that a pool
-// with no connection to give cannot stop the heartbeat.
+// connection of the pool that it holds until it returns (Announce's, or
+// another taken when that one breaks), so that a pool with no connection
+// to give cannot stop the heartbeat.
 func (l *Liveness) Run(ctx context.Context) error {
-	var conn *pgxpool.Conn // held between beats; nil until taken, or after it failed
+	conn := l.conn // held between beats; nil after it failed, until another is taken
+	l.conn = nil
 	defer func() {
 		ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 		defer cancel()
