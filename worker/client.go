@@ -20,6 +20,7 @@ import (
 	"github.com/riverqueue/river/riverdriver/riverpgxv5"
 
 	"github.com/relay-dev/relay/internal/agent"
+	"github.com/relay-dev/relay/internal/database"
 	"github.com/relay-dev/relay/internal/liveness"
 	"github.com/relay-dev/relay/internal/mapreduce"
 	"github.com/relay-dev/relay/outbox"
@@ -192,7 +193,7 @@ func NewDrainer(pool *pgxpool.Pool, client *river.Client[pgx.Tx], cfg *Config, l
 func RunUntilIdle(ctx context.Context, client *river.Client[pgx.Tx], drain *outbox.Drainer, state *ClientState, pool *pgxpool.Pool, logger *slog.Logger, progress func(Progress)) error {
 	// Jobs must not inherit ctx: cancelling it (SIGTERM) starts a graceful
 	// stop below instead of cancelling in-flight batches at once.
-	if err := client.Start(context.WithoutCancel(ctx)); err != nil {
+	if err := startClient(ctx, client, logger); err != nil {
 		return fmt.Errorf("error starting River client: %w", err)
 	}
 	state.started(client.Stopped())
@@ -207,6 +208,16 @@ func RunUntilIdle(ctx context.Context, client *river.Client[pgx.Tx], drain *outb
 		return fmt.Errorf("error stopping River client: %w", err)
 	}
 	return sweepDiscarded(ctx, pool, logger)
+}
+
+// startClient starts client, waiting while the server refuses its first
+// connection for want of a free slot (database.WaitForSlot). Jobs must not
+// inherit ctx: cancelling it (SIGTERM) starts a graceful stop instead of
+// cancelling in-flight batches at once.
+func startClient(ctx context.Context, client *river.Client[pgx.Tx], logger *slog.Logger) error {
+	return database.WaitForSlot(ctx, 0, logger, "River's client", func() error {
+		return client.Start(context.WithoutCancel(ctx))
+	})
 }
 
 // startDrain runs drain (none when nil) until the returned function is
@@ -235,13 +246,21 @@ func startDrain(ctx context.Context, drain *outbox.Drainer) (stop func()) {
 // nearlyIdle jobs are pending, so that it returns within milliseconds of
 // the last job finishing (relay-bench times runs with it; River's
 // completion events come in batches, up to a few hundred milliseconds
-// late).
+// late). It reads them over one connection of pool that it holds until it
+// returns, so that a pool with no connection to give (every one busy with
+// a batch, and the server refusing new ones) neither ends the wait with an
+// error nor stalls it (TestWaitIdle_ReadsTheQueuesWhileThePoolCannotConnect).
 func WaitIdle(ctx context.Context, pool *pgxpool.Pool, progress func(Progress)) error {
 	return waitIdle(ctx, pool, progress, true)
 }
 
 // waitIdle is WaitIdle, counting queued analyses as work only if queued.
 func waitIdle(ctx context.Context, pool *pgxpool.Pool, progress func(Progress), queued bool) error {
+	conn, err := pool.Acquire(ctx)
+	if err != nil {
+		return fmt.Errorf("error taking a connection to read the queues: %w", err)
+	}
+	defer conn.Release()
 	wait := time.NewTimer(0)
 	defer wait.Stop()
 	for {
@@ -250,7 +269,7 @@ func waitIdle(ctx context.Context, pool *pgxpool.Pool, progress func(Progress), 
 			return ctx.Err()
 		case <-wait.C:
 		}
-		p, err := QueueProgress(ctx, pool)
+		p, err := QueueProgress(ctx, conn)
 		if err != nil {
 			return err
 		}
@@ -301,10 +320,13 @@ type MapReduceQueueProgress struct {
 	Discarded int64
 }
 
-// QueueProgress reads the resolve and MapReduce queues' state.
-func QueueProgress(ctx context.Context, pool *pgxpool.Pool) (Progress, error) {
+// QueueProgress reads the resolve and MapReduce queues' state through q (a
+// pool or a connection).
+func QueueProgress(ctx context.Context, q interface {
+	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
+}) (Progress, error) {
 	var p Progress
-	err := pool.QueryRow(ctx, `
+	err := q.QueryRow(ctx, `
 		SELECT count(*) FILTER (WHERE queue IN ($1, $4) AND (state IN ('available', 'running')
 		                          OR (state IN ('retryable', 'scheduled') AND scheduled_at < now() + make_interval(secs => $2)))),
 		       count(*) FILTER (WHERE queue = $1 AND state = 'completed'),
@@ -334,7 +356,7 @@ func QueueProgress(ctx context.Context, pool *pgxpool.Pool) (Progress, error) {
 // Run records its client's state in state (none when nil) for readers on
 // other goroutines, such as a health check.
 func Run(ctx context.Context, client *river.Client[pgx.Tx], drain *outbox.Drainer, state *ClientState, logger *slog.Logger) error {
-	if err := client.Start(context.WithoutCancel(ctx)); err != nil {
+	if err := startClient(ctx, client, logger); err != nil {
 		return fmt.Errorf("error starting River client: %w", err)
 	}
 	state.started(client.Stopped())

@@ -464,7 +464,8 @@ const inFlightPoll = 5 * time.Millisecond
 
 // waitFor polls cond every interval until it is true, ctx ends or timeout
 // passes. Query errors are tolerated until the deadline (the server may be
-// restarting).
+// restarting); an error cond wraps in hopeless (a worker that exited, say)
+// ends the wait at once.
 func waitFor(ctx context.Context, interval, timeout time.Duration, what string, cond func(context.Context) (bool, error)) error {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
@@ -475,6 +476,10 @@ func waitFor(ctx context.Context, interval, timeout time.Duration, what string, 
 		ok, err := cond(ctx)
 		if err == nil && ok {
 			return nil
+		}
+		var h hopelessError
+		if errors.As(err, &h) {
+			return fmt.Errorf("gave up waiting for %s: %w", what, h.error)
 		}
 		if err != nil {
 			lastErr = err
@@ -489,6 +494,12 @@ func waitFor(ctx context.Context, interval, timeout time.Duration, what string, 
 		}
 	}
 }
+
+// hopelessError is a condition's error that no wait can cure.
+type hopelessError struct{ error }
+
+// hopeless marks err as ending a waitFor at once.
+func hopeless(err error) error { return hopelessError{err} }
 
 func randomHex(n int) string {
 	b := make([]byte, n)

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"strings"
 	"testing"
 	"time"
@@ -132,4 +133,27 @@ func TestRun_ShortScenariosBehindPgBouncer(t *testing.T) {
 		require.Equal(t, rep.Edges, res.Check.Relationships, res.Scenario)
 		require.Equal(t, rep.Malformed, res.Check.FailedPOIRows, res.Scenario)
 	}
+}
+
+// A wait ends at once on a hopeless condition (a worker that exited while
+// work remained), saying what it waited for, instead of at the scenario's
+// deadline; other errors are tolerated until the deadline.
+func TestWaitFor_EndsAtOnceWhenHopeless(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	calls := 0
+	err := waitFor(ctx, time.Millisecond, time.Hour, "every batch to complete", func(context.Context) (bool, error) {
+		calls++
+		if calls < 3 {
+			return false, errors.New("connection refused")
+		}
+		return false, hopeless(errors.New("scale-out-worker-03 exited 1"))
+	})
+	require.EqualError(t, err, "gave up waiting for every batch to complete: scale-out-worker-03 exited 1")
+	require.Equal(t, 3, calls)
+
+	err = waitFor(ctx, time.Millisecond, 20*time.Millisecond, "a batch in flight", func(context.Context) (bool, error) {
+		return false, errors.New("connection refused")
+	})
+	require.ErrorContains(t, err, "timed out after 20ms waiting for a batch in flight (last error: connection refused)")
 }

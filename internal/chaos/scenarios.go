@@ -91,8 +91,13 @@ func (h *harness) startWorker(db *scenarioDB, res *Result, extra map[string]stri
 // finish runs `relay worker --until-idle` until every batch is completed.
 // A batch whose retry River scheduled beyond the worker's idle horizon
 // (backoff grows with each attempt) is made due now with River's JobRetry
-// and counted in res.Expedited.
+// and counted in res.Expedited. It goes on as long as the runs complete
+// something, however many runs that takes (batches may fail more than
+// once when the machine is busy: a connection the server refuses, for
+// instance), and gives up once they have completed nothing for
+// stallTimeout.
 func (h *harness) finish(ctx context.Context, db *scenarioDB, res *Result) error {
+	var st stall
 	for round := 1; ; round++ {
 		res.Processes++
 		p, err := start(h.workDir, fmt.Sprintf("%s-until-idle-%02d", res.Scenario, round), h.binary, h.env(db, nil), nil,
@@ -110,8 +115,9 @@ func (h *harness) finish(ctx context.Context, db *scenarioDB, res *Result) error
 		if left == 0 {
 			return nil
 		}
-		if round == 5 {
-			return fmt.Errorf("%d batches still not completed after %d runs of relay worker --until-idle", left, round)
+		if st.stalled(left) {
+			return fmt.Errorf("%d batches still not completed after %d runs of relay worker --until-idle, none completed in the last %s (%d runs)",
+				left, round, stallTimeout, st.runs)
 		}
 		n, err := expedite(ctx, db)
 		if err != nil {
@@ -120,6 +126,29 @@ func (h *harness) finish(ctx context.Context, db *scenarioDB, res *Result) error
 		res.Expedited += n
 		h.progress("  until-idle run %d left %d batches waiting for a backed-off retry; made %d due now (JobRetry)", round, left, n)
 	}
+}
+
+// stallTimeout is how long finish and the MapReduce scenario go on
+// running `relay worker --until-idle` while the runs settle nothing: every
+// retry is made due before each run, so runs that complete nothing for
+// this long mean a batch fails every time, not a busy machine.
+const stallTimeout = 2 * time.Minute
+
+// stall tells, from the work left after each run, whether the runs have
+// settled nothing for stallTimeout (and at least two runs).
+type stall struct {
+	best  int       // least work left after a run so far
+	since time.Time // when a run last settled something; zero before the first run
+	runs  int       // runs since then
+}
+
+func (s *stall) stalled(left int) bool {
+	if s.since.IsZero() || left < s.best {
+		s.best, s.since, s.runs = left, time.Now(), 0
+		return false
+	}
+	s.runs++
+	return s.runs >= 2 && time.Since(s.since) >= stallTimeout
 }
 
 // expedite makes every retryable or scheduled resolve_file or link job due
@@ -169,7 +198,7 @@ func (h *harness) scenarioKill(ctx context.Context, db *scenarioDB, res *Result)
 		delay := h.cfg.KillDelayMin + time.Duration(h.rng.Int64N(int64(span)+1))
 		select {
 		case <-p.done:
-			return fmt.Errorf("worker exited %d on its own before kill %d (log %s)", p.exitCode(), len(kills)+1, p.logPath)
+			return fmt.Errorf("worker exited %d on its own before kill %d (log %s): %s", p.exitCode(), len(kills)+1, p.logPath, tail(p.logPath, 300))
 		case <-ctx.Done():
 			p.kill()
 			return ctx.Err()
@@ -286,7 +315,7 @@ func (h *harness) waitDrained(ctx context.Context, db *scenarioDB, procs []*proc
 	return waitFor(ctx, pollInterval, h.cfg.ScenarioTimeout, "every batch to complete", func(ctx context.Context) (bool, error) {
 		for _, p := range procs {
 			if !p.running() {
-				return false, fmt.Errorf("%s exited %d while work remained (log %s)", p.name, p.exitCode(), p.logPath)
+				return false, hopeless(fmt.Errorf("%s exited %d while work remained (log %s): %s", p.name, p.exitCode(), p.logPath, tail(p.logPath, 300)))
 			}
 		}
 		left, _, err := pending(ctx, db.pool)
@@ -440,7 +469,7 @@ func (h *harness) scenarioSIGTERM(ctx context.Context, db *scenarioDB, res *Resu
 		}
 		err = waitFor(ctx, inFlightPoll, time.Minute, "a batch in flight", func(ctx context.Context) (bool, error) {
 			if !p.running() {
-				return false, fmt.Errorf("%s exited %d", p.name, p.exitCode())
+				return false, hopeless(fmt.Errorf("%s exited %d (log %s): %s", p.name, p.exitCode(), p.logPath, tail(p.logPath, 300)))
 			}
 			left, running, err := pending(ctx, db.pool)
 			if err == nil && left == 0 {
@@ -501,7 +530,7 @@ func (h *harness) scenarioSafetyNet(ctx context.Context, db *scenarioDB, res *Re
 	var failing int
 	err = waitFor(ctx, pollInterval, 5*time.Minute, "every batch to complete or to have failed twice", func(ctx context.Context) (bool, error) {
 		if !p.running() {
-			return false, fmt.Errorf("%s exited %d", p.name, p.exitCode())
+			return false, hopeless(fmt.Errorf("%s exited %d (log %s): %s", p.name, p.exitCode(), p.logPath, tail(p.logPath, 300)))
 		}
 		var notSettled int
 		err := db.pool.QueryRow(ctx, `
@@ -723,7 +752,7 @@ func (h *harness) scenarioMapReduceKill(ctx context.Context, db *scenarioDB, res
 		delay := h.cfg.KillDelayMin + time.Duration(h.rng.Int64N(int64(span)+1))
 		select {
 		case <-p.done:
-			return fmt.Errorf("worker exited %d on its own (log %s)", p.exitCode(), p.logPath)
+			return fmt.Errorf("worker exited %d on its own (log %s): %s", p.exitCode(), p.logPath, tail(p.logPath, 300))
 		case <-ctx.Done():
 			p.kill()
 			return ctx.Err()
@@ -741,6 +770,7 @@ func (h *harness) scenarioMapReduceKill(ctx context.Context, db *scenarioDB, res
 			break
 		}
 	}
+	var st stall
 	for round := 1; ; round++ {
 		res.Processes++
 		if err := h.runRelay(ctx, fmt.Sprintf("%s-until-idle-%d", res.Scenario, round), env, nil, "worker", "--until-idle"); err != nil {
@@ -753,8 +783,9 @@ func (h *harness) scenarioMapReduceKill(ctx context.Context, db *scenarioDB, res
 		if left == 0 {
 			break
 		}
-		if round == 5 {
-			return fmt.Errorf("%d MapReduce items still pending after %d runs of relay worker --until-idle", left, round)
+		if st.stalled(left) {
+			return fmt.Errorf("%d MapReduce items still pending after %d runs of relay worker --until-idle, none settled in the last %s (%d runs)",
+				left, round, stallTimeout, st.runs)
 		}
 		n, err := expedite(ctx, db)
 		if err != nil {
@@ -766,14 +797,16 @@ func (h *harness) scenarioMapReduceKill(ctx context.Context, db *scenarioDB, res
 	// lostOnly: items dead-lettered because every attempt they had was
 	// lost with a killed worker (the policy counts a lost attempt as a
 	// failure). Killed workers' items come back within seconds, while the
-	// kills go on, so a healthy item can lose all of its attempts.
+	// kills go on, so a healthy item can lose all of its attempts. A
+	// failing item (every tenth, id ending in 0) that lost all of its
+	// attempts is counted in failing, not here.
 	var succeeded, deadLettered, dlqRows, dlqDistinct, badHistory, lostOnly int
 	if err := db.pool.QueryRow(ctx, `
 		SELECT count(*) FILTER (WHERE status = 'succeeded'), count(*) FILTER (WHERE status = 'dead_lettered'),
 		       (SELECT count(*) FROM dead_lettered_items WHERE job_id = 'chaos'),
 		       (SELECT count(DISTINCT item_id) FROM dead_lettered_items WHERE job_id = 'chaos'),
 		       (SELECT count(*) FROM dead_lettered_items WHERE job_id = 'chaos' AND failure_count < 2),
-		       (SELECT count(*) FROM dead_lettered_items d WHERE job_id = 'chaos' AND NOT EXISTS (
+		       (SELECT count(*) FROM dead_lettered_items d WHERE job_id = 'chaos' AND right(d.item_id, 1) <> '0' AND NOT EXISTS (
 		            SELECT 1 FROM jsonb_array_elements(d.failure_history) e WHERE NOT e ? 'river_attempt'))
 		FROM mapreduce_items WHERE job_id = 'chaos'`).Scan(&succeeded, &deadLettered, &dlqRows, &dlqDistinct, &badHistory, &lostOnly); err != nil {
 		return fmt.Errorf("error checking MapReduce outcomes: %w", err)
@@ -783,7 +816,7 @@ func (h *harness) scenarioMapReduceKill(ctx context.Context, db *scenarioDB, res
 		return err
 	}
 	agentRuns := strings.Count(string(raw), "\n")
-	h.progress("  %d kills; %d items: %d succeeded, %d dead-lettered (%d DLQ rows, %d of them for attempts all lost with killed workers); %d agent runs",
+	h.progress("  %d kills; %d items: %d succeeded, %d dead-lettered (%d DLQ rows, %d of them healthy items whose attempts were all lost with killed workers); %d agent runs",
 		res.Kills, items, succeeded, deadLettered, dlqRows, lostOnly, agentRuns)
 	switch {
 	case succeeded != items-failing-lostOnly || deadLettered != failing+lostOnly:

@@ -197,7 +197,9 @@ func (a *app) load(cmd *cobra.Command) error {
 }
 
 func (a *app) open(ctx context.Context, role string) (*pgxpool.Pool, error) {
-	return database.Open(ctx, a.cfg.DatabaseURL, database.OptionsFromConfig(a.cfg, role))
+	opts := database.OptionsFromConfig(a.cfg, role)
+	opts.Logger = a.logger
+	return database.Open(ctx, a.cfg.DatabaseURL, opts)
 }
 
 // out is standard output for text a person reads: control characters from

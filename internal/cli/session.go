@@ -22,5 +22,6 @@ func (a *app) openSession(ctx context.Context, role string) (*pgxpool.Pool, erro
 	}
 	opts := database.OptionsFromConfig(a.cfg, role)
 	opts.TransactionPooler = false
+	opts.Logger = a.logger
 	return database.Open(ctx, a.cfg.SessionURL(), opts)
 }

@@ -83,7 +83,9 @@ MapReduce items are queued or agent_env or mapreduce_workdir is set.`,
 					a.logger.WarnContext(ctx, "MapReduce items this worker takes fail without running their agent: "+runAsErr.Error())
 				}
 			}
-			riverPool, err := database.Open(ctx, a.cfg.DatabaseURL, database.RiverOptionsFromConfig(a.cfg, "worker"))
+			riverOpts := database.RiverOptionsFromConfig(a.cfg, "worker")
+			riverOpts.Logger = a.logger
+			riverPool, err := database.Open(ctx, a.cfg.DatabaseURL, riverOpts)
 			if err != nil {
 				return err
 			}
@@ -193,7 +195,7 @@ MapReduce items are queued or agent_env or mapreduce_workdir is set.`,
 func (a *app) announced(ctx context.Context, pool *pgxpool.Pool, client *river.Client[pgx.Tx], run func(context.Context) error) error {
 	live := &liveness.Liveness{Pool: pool, ClientID: client.ID(), Interval: a.cfg.WorkerHeartbeatInterval,
 		Timeout: a.cfg.WorkerHeartbeatTimeout, Logger: a.logger}
-	if err := live.Announce(ctx); err != nil {
+	if err := database.WaitForSlot(ctx, 0, a.logger, "relay_workers", func() error { return live.Announce(ctx) }); err != nil {
 		return err
 	}
 	workCtx, stopWork := context.WithCancelCause(ctx)

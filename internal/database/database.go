@@ -5,6 +5,7 @@ package database
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"strconv"
 	"strings"
 	"time"
@@ -32,6 +33,12 @@ type Options struct {
 	IdleInTransactionTimeout time.Duration
 	// MaxConns caps the pool; zero keeps pgx's default (max(4, NumCPU)).
 	MaxConns int32
+	// SlotWait is how long Open waits for a free connection slot when the
+	// server refuses its first connection for want of one (SQLSTATE
+	// 53300): zero waits SlotWaitDefault, a negative value not at all.
+	SlotWait time.Duration
+	// Logger, when set, is told when Open starts waiting for a slot.
+	Logger *slog.Logger
 	// SynchronousCommit, when set, becomes the session's
 	// synchronous_commit. It cannot be combined with TransactionPooler.
 	SynchronousCommit string
@@ -51,8 +58,10 @@ type Options struct {
 const riverConns = 4
 
 // workerExtraConns is what a worker process runs beside its batches on the
-// pool: the SQL publish queue's drain loops and the link job.
-const workerExtraConns = outbox.DrainLoopsDefault + 1
+// pool: the SQL publish queue's drain loops, the link job, the connection
+// its heartbeat holds (liveness.Liveness.Run) and the one --until-idle's
+// queue reads hold (worker.WaitIdle).
+const workerExtraConns = outbox.DrainLoopsDefault + 3
 
 // OptionsFromConfig picks the pool settings out of relay's configuration.
 // The pool holds a connection for every batch a worker runs at once, for
@@ -93,7 +102,8 @@ func RiverOptionsFromConfig(cfg *config.Config, role string) Options {
 func RiverSynchronousCommitApplied(cfg *config.Config) bool { return !cfg.TransactionPooler() }
 
 // Open parses url, applies opts and opens a pool, checking that the server
-// answers. When nothing listens where url points, the error is an
+// answers; a server that refuses the connection for want of a free slot
+// (SQLSTATE 53300) is waited for, up to opts.SlotWait. When nothing listens where url points, the error is an
 // *UnreachableError, which says how to point relay at a database. Errors
 // never contain the password: the URL is shown through
 // config.RedactURL, and pgx's messages are scrubbed of every form of the
@@ -141,7 +151,7 @@ func Open(ctx context.Context, url string, opts Options) (*pgxpool.Pool, error) 
 	if err != nil {
 		return nil, fmt.Errorf("error opening database pool for %s: %w", config.RedactURL(url), redactErr(red, err))
 	}
-	if err := pool.Ping(ctx); err != nil {
+	if err := WaitForSlot(ctx, opts.SlotWait, opts.Logger, config.RedactURL(url), func() error { return pool.Ping(ctx) }); err != nil {
 		pool.Close()
 		return nil, missingOrUnreachable(&poolCfg.ConnConfig.Config,
 			fmt.Errorf("error connecting to database %s: %w", config.RedactURL(url), redactErr(red, err)))

@@ -18,8 +18,9 @@ func TestOptionsFromConfig_PoolFitsTheWorkersAndRiver(t *testing.T) {
 	for _, n := range []int{1, 8, 50} {
 		cfg.WorkerConcurrency = n
 		opts := database.OptionsFromConfig(cfg, "worker")
-		// River 4, the link job 1, the drain loops 4.
-		require.EqualValues(t, n+4+1+outbox.DrainLoopsDefault, opts.MaxConns, "worker_concurrency %d", n)
+		// River 4, the link job 1, the heartbeat 1, --until-idle's queue
+		// reads 1, the drain loops.
+		require.EqualValues(t, n+4+1+1+1+outbox.DrainLoopsDefault, opts.MaxConns, "worker_concurrency %d", n)
 		require.Equal(t, "worker", opts.Role)
 	}
 }

@@ -13,14 +13,19 @@ import (
 
 // EnsureExists creates the database named in dbURL when the server says it
 // does not exist, connecting to the server's postgres database to do so.
-// When nothing listens there, the error is an *UnreachableError.
+// When nothing listens there, the error is an *UnreachableError; a server
+// with no free connection slot is waited for up to SlotWaitDefault.
 func EnsureExists(ctx context.Context, dbURL string) error {
 	red := config.NewRedactor(dbURL)
 	cfg, err := pgx.ParseConfig(dbURL)
 	if err != nil {
 		return parseError(dbURL, red, err)
 	}
-	conn, err := pgx.ConnectConfig(ctx, cfg.Copy())
+	var conn *pgx.Conn
+	err = WaitForSlot(ctx, 0, nil, config.RedactURL(dbURL), func() (err error) {
+		conn, err = pgx.ConnectConfig(ctx, cfg.Copy())
+		return err
+	})
 	if err == nil {
 		return conn.Close(ctx)
 	}

@@ -11,6 +11,8 @@ import (
 	"os"
 	"time"
 
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 )
 
@@ -30,6 +32,14 @@ const ReturnedMessage = "returned to the queue: its worker stopped renewing its 
 //     and, in the same statement, makes its running jobs available again
 //     (or discards those out of attempts), each with an error entry naming
 //     the worker: exactly once, however many workers look.
+//   - The heartbeat does not depend on the pool having a connection to
+//     give: Run renews it, and looks for gone workers, over the connection
+//     Announce took, held for as long as Run runs (another is taken when
+//     it breaks). A live
+//     worker whose pooled connections are all busy, or whose pool cannot
+//     open a new one because the server refuses it (max_connections
+//     reached by other clients), keeps its lease
+//     (TestLiveness_RunRenewsItsHeartbeatWhileThePoolIsExhausted).
 //   - A worker that cannot renew its heartbeat for Timeout minus one
 //     Interval (by its own clock) may already be declared gone: Run
 //     returns ErrLeaseLost, and the caller stops working at once. A batch
@@ -44,32 +54,56 @@ type Liveness struct {
 	Interval time.Duration
 	Timeout  time.Duration
 	Logger   *slog.Logger
+
+	conn *pgxpool.Conn // Announce's, which Run holds on to
 }
 
 // ErrLeaseLost is returned by Liveness.Run when the worker could not renew
 // its heartbeat in time: other workers may have returned its jobs.
 var ErrLeaseLost = errors.New("worker heartbeat not renewed in time: other workers may have returned its running jobs to the queue")
 
-// Announce inserts the worker's row. Call it before the River client
-// starts, so that no job of the client runs unannounced.
+// Announce inserts the worker's row, over a connection of the pool that
+// it keeps for Run's heartbeat. Call it before the River client starts, so
+// that no job of the client runs unannounced, and call Run after it.
 func (l *Liveness) Announce(ctx context.Context) error {
 	host, _ := os.Hostname()
-	if _, err := l.Pool.Exec(ctx, `
-		INSERT INTO relay_workers (client_id, host, pid) VALUES ($1, $2, $3)
-		ON CONFLICT (client_id) DO UPDATE SET heartbeat_at = now()`, l.ClientID, host, os.Getpid()); err != nil {
+	conn, err := l.Pool.Acquire(ctx)
+	if err != nil {
 		return fmt.Errorf("error announcing worker %s: %w", l.ClientID, err)
 	}
+	if _, err := conn.Exec(ctx, `
+		INSERT INTO relay_workers (client_id, host, pid) VALUES ($1, $2, $3)
+		ON CONFLICT (client_id) DO UPDATE SET heartbeat_at = now()`, l.ClientID, host, os.Getpid()); err != nil {
+		conn.Release()
+		return fmt.Errorf("error announcing worker %s: %w", l.ClientID, err)
+	}
+	if l.conn != nil {
+		l.conn.Release()
+	}
+	l.conn = conn
 	return nil
 }
 
 // Run renews the announced worker's heartbeat and returns gone workers'
 // jobs every Interval until ctx ends (it then removes the worker's row and
-// returns nil) or the lease is lost (ErrLeaseLost).
+// returns nil) or the lease is lost (ErrLeaseLost). It does both over one
+// connection of the pool that it holds until it returns (Announce's, or
+// another taken when that one breaks), so that a pool with no connection
+// to give cannot stop the heartbeat.
 func (l *Liveness) Run(ctx context.Context) error {
+	conn := l.conn // held between beats; nil after it failed, until another is taken
+	l.conn = nil
 	defer func() {
 		ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 		defer cancel()
-		if _, err := l.Pool.Exec(ctx, `DELETE FROM relay_workers WHERE client_id = $1`, l.ClientID); err != nil {
+		var err error
+		if conn != nil {
+			_, err = conn.Exec(ctx, deleteWorker, l.ClientID)
+			conn.Release()
+		} else {
+			_, err = l.Pool.Exec(ctx, deleteWorker, l.ClientID)
+		}
+		if err != nil {
 			l.Logger.WarnContext(ctx, "error removing worker's heartbeat", slog.String("client_id", l.ClientID),
 				slog.String("error", err.Error()))
 		}
@@ -83,7 +117,14 @@ func (l *Liveness) Run(ctx context.Context) error {
 			return nil
 		case <-tick.C:
 		}
-		ok, err := l.beat(ctx)
+		var ok bool
+		var err error
+		if conn == nil {
+			conn, err = l.Pool.Acquire(ctx)
+		}
+		if err == nil {
+			ok, err = l.beat(ctx, conn)
+		}
 		switch {
 		case ctx.Err() != nil:
 			return nil
@@ -97,15 +138,33 @@ func (l *Liveness) Run(ctx context.Context) error {
 		if time.Since(renewed) > l.Timeout-l.Interval {
 			return fmt.Errorf("%w (last renewed %s ago)", ErrLeaseLost, time.Since(renewed).Round(time.Millisecond))
 		}
-		if _, err := l.RescueGone(ctx); err != nil && ctx.Err() == nil {
-			l.Logger.WarnContext(ctx, "error returning gone workers' jobs", slog.String("error", err.Error()))
+		if err == nil {
+			_, err = l.rescueGone(ctx, conn)
+			if err != nil && ctx.Err() == nil {
+				l.Logger.WarnContext(ctx, "error returning gone workers' jobs", slog.String("error", err.Error()))
+			}
+		}
+		if err != nil && conn != nil {
+			// A broken connection is closed on release; the next beat
+			// takes another.
+			conn.Release()
+			conn = nil
 		}
 	}
 }
 
+const deleteWorker = `DELETE FROM relay_workers WHERE client_id = $1`
+
+// querier is what the heartbeat's statements run on: the pool, or the
+// connection Run holds.
+type querier interface {
+	Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error)
+	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
+}
+
 // beat renews the heartbeat; false means the row is gone (declared dead).
-func (l *Liveness) beat(ctx context.Context) (bool, error) {
-	tag, err := l.Pool.Exec(ctx, `UPDATE relay_workers SET heartbeat_at = now() WHERE client_id = $1`, l.ClientID)
+func (l *Liveness) beat(ctx context.Context, q querier) (bool, error) {
+	tag, err := q.Exec(ctx, `UPDATE relay_workers SET heartbeat_at = now() WHERE client_id = $1`, l.ClientID)
 	if err != nil {
 		return false, err
 	}
@@ -121,8 +180,12 @@ type Rescued struct {
 // RescueGone deletes the workers whose heartbeat is older than Timeout and
 // returns their running jobs to the queue, in one statement.
 func (l *Liveness) RescueGone(ctx context.Context) (Rescued, error) {
+	return l.rescueGone(ctx, l.Pool)
+}
+
+func (l *Liveness) rescueGone(ctx context.Context, q querier) (Rescued, error) {
 	var r Rescued
-	err := l.Pool.QueryRow(ctx, `
+	err := q.QueryRow(ctx, `
 		WITH gone AS (
 			DELETE FROM relay_workers WHERE heartbeat_at < now() - make_interval(secs => $1)
 			RETURNING client_id, host, pid),

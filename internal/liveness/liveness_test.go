@@ -6,8 +6,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stretchr/testify/require"
 
+	"github.com/relay-dev/relay/internal/database"
 	"github.com/relay-dev/relay/internal/liveness"
 	"github.com/relay-dev/relay/internal/testdb"
 )
@@ -95,4 +97,63 @@ func TestLiveness_RunRenewsAndLosesItsLease(t *testing.T) {
 	case <-time.After(10 * time.Second):
 		t.Fatal("Run did not notice its row was gone")
 	}
+}
+
+// A worker keeps its lease while its pool cannot give the heartbeat a
+// connection: every pooled connection busy, or none to be had because the
+// server refuses new ones (max_connections reached by other clients).
+// Run renews the heartbeat over a connection of its own, so that other
+// workers do not declare a live worker gone and return its jobs.
+func TestLiveness_RunRenewsItsHeartbeatWhileThePoolIsExhausted(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	db := testdb.New(t)
+	pool, err := database.Open(ctx, db.URL, database.Options{Role: "test", Schema: db.Schema, MaxConns: 2})
+	require.NoError(t, err)
+	l := &liveness.Liveness{Pool: pool, ClientID: "me", Interval: 50 * time.Millisecond, Timeout: 2 * time.Second, Logger: testdb.Logger(t)}
+	require.NoError(t, l.Announce(ctx))
+	runCtx, stop := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() { done <- l.Run(runCtx) }()
+	var held []*pgxpool.Conn
+	t.Cleanup(func() { // also when the test fails: Run and pool.Close wait for the connections
+		for _, c := range held {
+			c.Release()
+		}
+		stop()
+		<-done
+		pool.Close()
+	})
+	require.Eventually(t, func() bool {
+		return testdb.Count(t, db.Pool, `SELECT count(*) FROM relay_workers WHERE client_id = 'me' AND heartbeat_at > started_at`) == 1
+	}, 10*time.Second, 10*time.Millisecond, "the heartbeat is renewed")
+
+	// Take every connection the pool can give (the batches, in a worker):
+	// until an Acquire waits a second in vain, with none left to open.
+	for {
+		actx, cancel := context.WithTimeout(ctx, time.Second)
+		c, err := pool.Acquire(actx)
+		cancel()
+		if err != nil {
+			require.ErrorIs(t, err, context.DeadlineExceeded)
+			break
+		}
+		held = append(held, c)
+	}
+	require.Equal(t, pool.Stat().MaxConns(), pool.Stat().TotalConns(), "the pool is exhausted")
+	var exhausted time.Time
+	require.NoError(t, db.Pool.QueryRow(ctx, `SELECT clock_timestamp()`).Scan(&exhausted))
+	require.Eventually(t, func() bool {
+		return testdb.Count(t, db.Pool, `SELECT count(*) FROM relay_workers WHERE client_id = 'me' AND heartbeat_at > $1`, exhausted) == 1
+	}, 10*time.Second, 10*time.Millisecond, "the heartbeat is renewed while the pool has no connection to give")
+	select {
+	case err := <-done:
+		t.Fatalf("Run returned while the pool was exhausted: %v", err)
+	default:
+	}
+
+	stop()
+	require.NoError(t, <-done)
+	done <- nil // for the cleanup
+	require.Equal(t, 0, testdb.Count(t, db.Pool, `SELECT count(*) FROM relay_workers WHERE client_id = 'me'`), "Run removes its row when it stops")
 }
