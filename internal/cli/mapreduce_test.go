@@ -80,7 +80,7 @@ func TestMapReduce_DeadLettersFailuresAndFilteredRetryEmptiesThem(t *testing.T) 
 		`{"id":"inv","kind":"invalid"}`, `{"id":"slow","kind":"slow"}`, `{"kind":"good"}`)
 
 	r := run(t, db, "", env, "mapreduce", "run", "--input", input, "--agent", agentPath, "--job-id", "job1",
-		"--max-retries", "2", "--timeout", "400ms", "--retry-backoff", "10ms", "--parallel", "6", "--wait")
+		"--max-retries", "2", "--timeout", "5s", "--retry-backoff", "10ms", "--parallel", "6", "--wait")
 	require.Equal(t, cli.ExitRuntime, r.code, r.stderr)
 	require.Contains(t, r.stderr, "4 of 6 items did not succeed (4 dead-lettered)")
 	require.Contains(t, r.stdout, "succeeded             2")
@@ -160,7 +160,7 @@ func TestMapReduce_DeadLettersFailuresAndFilteredRetryEmptiesThem(t *testing.T) 
 	export := filepath.Join(t.TempDir(), "analysis.json")
 	r = run(t, db, "", nil, "dlq", "analyze", "--job-id", "job1", "--export", export)
 	require.Equal(t, cli.ExitOK, r.code, r.stderr)
-	require.Contains(t, r.stdout, `"agent timed out after <n>ms and was killed" (1 item, 50%)`)
+	require.Contains(t, r.stdout, `"agent timed out after <n>s and was killed" (1 item, 50%)`)
 	require.FileExists(t, export)
 	require.Zero(t, testdb.Count(t, db.Pool, `SELECT count(*) FROM dead_letter_events WHERE action = 'analysis_generated'`), "a read records no event")
 
