@@ -20,9 +20,9 @@ import (
 	"github.com/riverqueue/river/riverdriver/riverpgxv5"
 
 	"github.com/relay-dev/relay/internal/agent"
-	"github.com/relay-dev/relay/internal/database"
 	"github.com/relay-dev/relay/internal/liveness"
 	"github.com/relay-dev/relay/internal/mapreduce"
+	"github.com/relay-dev/relay/internal/slotwait"
 	"github.com/relay-dev/relay/outbox"
 	"github.com/relay-dev/relay/worker/link"
 	"github.com/relay-dev/relay/worker/resolvefile"
@@ -211,11 +211,11 @@ func RunUntilIdle(ctx context.Context, client *river.Client[pgx.Tx], drain *outb
 }
 
 // startClient starts client, waiting while the server refuses its first
-// connection for want of a free slot (database.WaitForSlot). Jobs must not
+// connection for want of a free slot (slotwait.Wait). Jobs must not
 // inherit ctx: cancelling it (SIGTERM) starts a graceful stop instead of
 // cancelling in-flight batches at once.
 func startClient(ctx context.Context, client *river.Client[pgx.Tx], logger *slog.Logger) error {
-	return database.WaitForSlot(ctx, 0, logger, "River's client", func() error {
+	return slotwait.Wait(ctx, 0, logger, "River's client", func() error {
 		return client.Start(context.WithoutCancel(ctx))
 	})
 }
