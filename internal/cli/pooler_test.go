@@ -194,6 +194,7 @@ func TestPooler_EveryCommandBehindPgBouncerMatchesADirectConnection(t *testing.T
 		require.Equal(t, cli.ExitOK, r.code, r.stderr)
 		// Failed POIs' ids follow the order batches ran in, in both.
 		out := regexp.MustCompile(`(?m)^  psql .*$`).ReplaceAllString(r.stdout, "  psql URL")
+		out = regexp.MustCompile(`applied in [0-9.]+[µm]?s`).ReplaceAllString(out, "applied in DURATION")
 		lines := strings.Split(regexp.MustCompile(`(?m)^#\d+ `).ReplaceAllString(out, "#N "), "\n")
 		slices.Sort(lines)
 		return strings.Join(lines, "\n")
