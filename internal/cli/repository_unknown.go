@@ -7,6 +7,7 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/relay-dev/relay/internal/nearname"
 	"github.com/relay-dev/relay/internal/repositories"
 	"github.com/relay-dev/relay/internal/termout"
 )
@@ -78,32 +79,10 @@ func closest(name string, known []string) (string, bool) {
 		if k == "" {
 			continue
 		}
-		d := editDistance(strings.ToLower(name), strings.ToLower(k))
+		d := nearname.Distance(strings.ToLower(name), strings.ToLower(k))
 		if bestD < 0 || d < bestD {
 			best, bestD = k, d
 		}
 	}
 	return best, bestD >= 0 && bestD <= max(2, len([]rune(name))/3)
-}
-
-// editDistance is the Levenshtein distance between a and b, in runes.
-func editDistance(a, b string) int {
-	ra, rb := []rune(a), []rune(b)
-	prev := make([]int, len(rb)+1)
-	cur := make([]int, len(rb)+1)
-	for j := range prev {
-		prev[j] = j
-	}
-	for i := 1; i <= len(ra); i++ {
-		cur[0] = i
-		for j := 1; j <= len(rb); j++ {
-			cost := 1
-			if ra[i-1] == rb[j-1] {
-				cost = 0
-			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
-		}
-		prev, cur = cur, prev
-	}
-	return prev[len(rb)]
 }

@@ -9,6 +9,8 @@ import (
 	"unicode/utf8"
 
 	"github.com/jackc/pgx/v5"
+
+	"github.com/relay-dev/relay/internal/nearname"
 )
 
 // MatchedBy says how a target matched its candidates.
@@ -153,7 +155,7 @@ func Suggest(ctx context.Context, q Querier, target string, repository *string) 
 	var near []scored
 	for _, n := range names {
 		ln := strings.ToLower(n)
-		d := distance(ln, lb)
+		d := nearname.Distance(ln, lb)
 		if d > limit && !strings.Contains(ln, lb) && !strings.Contains(lb, ln) {
 			continue
 		}
@@ -168,26 +170,4 @@ func Suggest(ctx context.Context, q Querier, target string, repository *string) 
 		out = append(out, s.name)
 	}
 	return out, nil
-}
-
-// distance is the Levenshtein distance between a and b, in runes.
-func distance(a, b string) int {
-	ra, rb := []rune(a), []rune(b)
-	prev := make([]int, len(rb)+1)
-	cur := make([]int, len(rb)+1)
-	for j := range prev {
-		prev[j] = j
-	}
-	for i := 1; i <= len(ra); i++ {
-		cur[0] = i
-		for j := 1; j <= len(rb); j++ {
-			cost := 1
-			if ra[i-1] == rb[j-1] {
-				cost = 0
-			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
-		}
-		prev, cur = cur, prev
-	}
-	return prev[len(rb)]
 }
