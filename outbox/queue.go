@@ -227,6 +227,11 @@ func (d *Drainer) Drain(ctx context.Context) (DrainResult, error) {
 				res.Deferred++
 				as, asQueued = slices.Delete(as, i, i+1), slices.Delete(asQueued, i, i+1)
 				continue
+			default:
+				// The other file's analysis was published since the
+				// rejection (by another drain or a publish that committed
+				// meanwhile), and may have released the id: once more.
+				continue
 			}
 		}
 		rejected = append(rejected, rejectionOf(asQueued[i], err))
