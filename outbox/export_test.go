@@ -18,3 +18,7 @@ var PublisherStatements = map[string]struct {
 	"deleteRemoved":    {deleteRemovedSQL, []any{[]string{""}, []string{"src/f1.js"}, []string{"", ""}, []string{"f1.p1", "f1.p2"}, []string{"src/f1.js", "src/f1.js"}}},
 	"deleteReferences": {deleteReferencesSQL, []any{[]string{""}, []string{"src/f1.js"}}},
 }
+
+// SetRejectedHook makes d call hook after each rejected publish of a
+// drain, before it looks for the owner file's queued analysis.
+func SetRejectedHook(d *Drainer, hook func(*RejectError)) { d.rejectedHook = hook }

@@ -225,6 +225,48 @@ func TestDrain_APOIMovingBetweenFilesDrainedApart(t *testing.T) {
 	}
 }
 
+// An analysis rejected for a POI id that another file holds is published
+// once more, not rejected, when that file's queued analysis, which
+// releases the id, is published by another drain between the rejection
+// and the drain's look for it (relay-torture seeds 1065 and 1344 met this
+// unforced). The other drain commits inside the rejection hook.
+func TestDrain_RejectedForAnIDAnotherDrainReleasesMeanwhile(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	b := setupSQL(t)
+	require.NoError(t, pgx.BeginFunc(ctx, b.db.Pool, func(tx pgx.Tx) error {
+		_, err := b.pub.PublishManyTx(ctx, tx, []outbox.Analysis{
+			{FileID: "a.js", POIs: []json.RawMessage{poi("a1", "fa", "a.js", 1, "function fa() {}")}},
+			{FileID: "b.js", POIs: []json.RawMessage{poi("m", "fm", "b.js", 1, "function fm() {}")}}})
+		return err
+	}))
+	// a.js takes m; b.js, queued after it, releases m.
+	b.publishMany(t, outbox.Analysis{FileID: "a.js", POIs: []json.RawMessage{poi("a1", "fa", "a.js", 1, "function fa() {}"), poi("m", "fm", "a.js", 2, "function fm() {}")}})
+	b.publishMany(t, outbox.Analysis{FileID: "b.js", POIs: []json.RawMessage{}})
+
+	first := outbox.NewDrainer(b.db.Pool, b.pub, outbox.DrainConfig{Batch: 1}, testdb.Logger(t))
+	other := outbox.NewDrainer(b.db.Pool, b.pub, outbox.DrainConfig{Batch: 1}, testdb.Logger(t))
+	hooked := 0
+	outbox.SetRejectedHook(first, func(rej *outbox.RejectError) {
+		hooked++
+		if hooked > 1 {
+			return
+		}
+		require.Equal(t, "b.js", rej.OwnerFileID)
+		res, err := other.Drain(ctx)
+		require.NoError(t, err)
+		require.Equal(t, outbox.DrainResult{Published: 1}, res, "the other drain publishes b.js, skipping a.js's row")
+	})
+	res, err := first.Drain(ctx)
+	require.NoError(t, err)
+	require.Equal(t, 1, hooked, "a.js was rejected once, before b.js's publish was seen")
+	require.Equal(t, outbox.DrainResult{Published: 1}, res)
+	require.Equal(t, 0, b.count(t, `SELECT count(*) FROM rejected_analyses`))
+	require.Equal(t, 2, b.count(t, `SELECT count(*) FROM pois WHERE file_id = 'a.js' AND poi_id IN ('a1', 'm')`))
+	require.Equal(t, 0, b.count(t, `SELECT count(*) FROM pois WHERE file_id = 'b.js'`))
+	require.Equal(t, 0, b.count(t, `SELECT count(*) FROM publish_queue`))
+}
+
 // A drain is not held up by queued files being published elsewhere: with
 // the oldest Batch queued files' publish locks held by an open
 // relay_publish_many, a drain still publishes the file queued after them.

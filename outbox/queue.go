@@ -69,6 +69,10 @@ type Drainer struct {
 	pub    *Publisher
 	cfg    DrainConfig
 	logger *slog.Logger
+	// rejectedHook, set by tests only, runs after a drain's publish was
+	// rejected and before the drain looks for the owner's queued analysis:
+	// a test commits another drain there.
+	rejectedHook func(*RejectError)
 }
 
 // NewDrainer returns a Drainer that publishes through pub.
@@ -208,6 +212,9 @@ func (d *Drainer) Drain(ctx context.Context) (DrainResult, error) {
 		if i < 0 {
 			return DrainResult{}, fmt.Errorf("error draining the publish queue: a rejection names no analysis of the drain: %w", err)
 		}
+		if d.rejectedHook != nil {
+			d.rejectedHook(rej)
+		}
 		if owner := (fileKey{rej.Repository, rej.OwnerFileID}); owner.id != "" && !pulled[owner] {
 			pulled[owner] = true
 			q, queued, took, qerr := takeFile(ctx, tx, owner)
@@ -230,7 +237,8 @@ func (d *Drainer) Drain(ctx context.Context) (DrainResult, error) {
 			default:
 				// The other file's analysis was published since the
 				// rejection (by another drain or a publish that committed
-				// meanwhile), and may have released the id: once more.
+				// meanwhile), and may have released the id: once more
+				// (TestDrain_RejectedForAnIDAnotherDrainReleasesMeanwhile).
 				continue
 			}
 		}

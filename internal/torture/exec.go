@@ -116,6 +116,9 @@ type executor struct {
 	kept      []keptRow
 	reprocess []int64 // positions of reprocess runs
 	apps      atomic.Int64
+	// stuck describes the database's backends the first time a settle ran
+	// past stuckAfter: what a history that then failed was waiting for.
+	stuck string
 }
 
 type keptRow struct {

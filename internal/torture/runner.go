@@ -137,6 +137,9 @@ func (cfg *Config) runOne(ctx context.Context, l *lane, h *History) (Counts, *Di
 	}
 	e := &executor{ctx: ctx, db: l.hist, h: h, relayBin: cfg.RelayBin}
 	if err := e.run(); err != nil {
+		if e.stuck != "" {
+			err = fmt.Errorf("%w\nat the first settle that ran past %s, %s", err, stuckAfter, e.stuck)
+		}
 		return e.counts, nil, err
 	}
 	hist, err := readState(ctx, l.hist.pool)

@@ -299,7 +299,11 @@ func (e *executor) settle(ctx context.Context, bgs []*background, holds []*hold)
 		}
 	}
 	quiet := map[*background]int{}
+	start := time.Now()
 	for {
+		if e.stuck == "" && time.Since(start) > stuckAfter {
+			e.stuck = e.activity(held)
+		}
 		ss, err := e.sessions(ctx)
 		if err != nil {
 			return err
@@ -369,7 +373,7 @@ func (e *executor) settle(ctx context.Context, bgs []*background, holds []*hold)
 					names = append(names, strings.TrimSpace(b.step.Describe("")[0]))
 				}
 			}
-			return fmt.Errorf("operations neither finished nor waiting for a hold within %s: %s", deadline, strings.Join(names, "; "))
+			return fmt.Errorf("operations neither finished nor waiting for a hold within %s: %s\n%s", deadline, strings.Join(names, "; "), e.activity(held))
 		case <-time.After(2 * time.Millisecond):
 		}
 	}
@@ -382,4 +386,55 @@ func contains(xs []string, x string) bool {
 		}
 	}
 	return false
+}
+
+// stuckAfter is how long a settle runs before the backends are recorded
+// for the message of a history that fails: well past any settle of a
+// history that runs to its end, and before the statement timeout.
+const stuckAfter = 30 * time.Second
+
+// activity describes every backend of the history's database, with what
+// it waits for and what blocks it, for the message of a history that
+// overran its deadline: whether it was stuck in relay or in the harness is
+// read from it.
+func (e *executor) activity(held map[uint32]bool) string {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(e.ctx), 10*time.Second)
+	defer cancel()
+	rows, err := e.db.pool.Query(ctx, `
+		SELECT pid, coalesce(application_name, ''), coalesce(state, ''),
+		       coalesce(wait_event_type || ':' || wait_event, ''), pg_blocking_pids(pid),
+		       coalesce(now() - xact_start, '0'), left(regexp_replace(coalesce(query, ''), '\s+', ' ', 'g'), 160)
+		FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid()
+		ORDER BY pid`)
+	if err != nil {
+		return fmt.Sprintf("(error reading pg_stat_activity: %v)", err)
+	}
+	defer rows.Close()
+	var b strings.Builder
+	b.WriteString("backends of the history's database (* = hold):")
+	for rows.Next() {
+		var (
+			pid           uint32
+			app, st, wait string
+			blockers      []int32
+			inTx          time.Duration
+			query         string
+		)
+		if err := rows.Scan(&pid, &app, &st, &wait, &blockers, &inTx, &query); err != nil {
+			return fmt.Sprintf("(error reading pg_stat_activity: %v)", err)
+		}
+		mark := " "
+		if held[pid] {
+			mark = "*"
+		}
+		fmt.Fprintf(&b, "\n %s%d %s %s wait=%s blocked-by=%v tx=%s: %s", mark, pid, app, st, wait, blockers, inTx.Round(time.Millisecond), query)
+	}
+	if err := rows.Err(); err != nil {
+		fmt.Fprintf(&b, "\n(error reading pg_stat_activity: %v)", err)
+	}
+	var total, max int
+	if err := e.db.pool.QueryRow(ctx, `SELECT count(*), current_setting('max_connections')::int FROM pg_stat_activity`).Scan(&total, &max); err == nil {
+		fmt.Fprintf(&b, "\nserver: %d of %d connections in use", total, max)
+	}
+	return b.String()
 }
