@@ -85,6 +85,10 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 			}
 		}
 	}
+	if !asJSON {
+		// Each divergence as it is found; the summary repeats them.
+		cfg.Diverged = func(f *Failure) { fmt.Fprintln(stderr, f.Report()) }
+	}
 	res, err := Run(ctx, cfg)
 	if err != nil && res == nil {
 		fmt.Fprintln(stderr, "relay-torture:", config.Redact(err.Error()))

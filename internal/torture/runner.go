@@ -37,6 +37,10 @@ type Config struct {
 	RelayBin string
 	// Progress, when set, is called after each history.
 	Progress func(done int, c Counts, divergences int)
+	// Diverged, when set, is called with each divergence as soon as it is
+	// found (and shrunk), one call at a time: a long run reports its seeds
+	// while it goes on.
+	Diverged func(*Failure)
 	Logger   *slog.Logger
 }
 
@@ -216,6 +220,9 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 				res.Counts.add(c)
 				if f != nil {
 					res.Failures = append(res.Failures, f)
+					if cfg.Diverged != nil {
+						cfg.Diverged(f)
+					}
 				}
 				if cfg.Progress != nil {
 					cfg.Progress(res.Counts.Histories, res.Counts, len(res.Failures))

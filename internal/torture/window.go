@@ -292,15 +292,19 @@ func (e *executor) sessions(ctx context.Context) (map[uint32]*session, error) {
 // also when it is only polling: none of its sessions is running a
 // statement other than one that waits for a hold, three reads in a row.
 func (e *executor) settle(ctx context.Context, bgs []*background, holds []*hold) error {
-	held := map[uint32]bool{}
-	for _, h := range holds {
-		if h.opened() {
-			held[h.pid] = true
-		}
-	}
 	quiet := map[*background]int{}
 	start := time.Now()
 	for {
+		// The holds open now: one still opening when the settle started
+		// (waiting, through rows their references share, for another
+		// hold or a worker) may open while it runs, and an operation then
+		// waits for it (relay-torture seeds 5001 and 5080).
+		held := map[uint32]bool{}
+		for _, h := range holds {
+			if h.opened() {
+				held[h.pid] = true
+			}
+		}
 		if e.stuck == "" && time.Since(start) > stuckAfter {
 			e.stuck = e.activity(held)
 		}
