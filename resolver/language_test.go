@@ -82,7 +82,7 @@ func TestExtract_GoCalls(t *testing.T) {
 			poi: goPOI(TypeFunction, "TestTxQuery", "func TestTxQuery(t *testing.T) {\n\tdb := newTestDB(t, \"people\")\n"+
 				"\tdefer closeDB(t, db)\n\ttx, err := db.Begin()\n\tif err != nil {\n\t\tt.Fatal(err)\n\t}\n\tdefer tx.Rollback()\n"+
 				"\tr, err := tx.Query(\"SELECT|t1|name|\")\n\tif r.Err() != nil {\n\t\terr.Error()\n\t}\n}"),
-			want: refs(Calls, "(testing.T).Fatal", ".Error", "closeDB", "newTestDB", "{newTestDB}.Begin",
+			want: refs(Calls, "(testing.T).Fatal", "closeDB", "newTestDB", "{newTestDB}.Begin",
 				"{{newTestDB}.Begin}.Query", "{{newTestDB}.Begin}.Rollback", "{{{newTestDB}.Begin}.Query}.Err"),
 		},
 		{
@@ -171,6 +171,21 @@ func TestExtract_GoCalls(t *testing.T) {
 				"\tfor _, s := range c.streams {\n\t\ts.mu.RLock()\n\t\ts.flush()\n\t}\n\tcc := c.cc\n\tcc.wmu.TryLock()\n"+
 				"\tc.mu.Lock()\n\tl := locker()\n\tl.Lock()\n}"),
 			want: refs(Calls, ".flush", "locker", "{.Conn:mu}.Lock", "{locker}.Lock"),
+		},
+		{
+			// issue 40: cobra's `_, err := executeCommand(…)` then
+			// err.Error() linked to the tree's only Error method
+			// (completions.go:52): a later name of a multi-value :=
+			// has no type the tokens show, and a member call on an
+			// err of unknown type is a call through the error
+			// interface. A typed err keeps its form.
+			name: "MethodsOfErrorsOfUnknownTypeAreNotCalls",
+			poi: goPOI(TypeFunction, "f", "func f(c *Command, s any) (n int, werr error) {\n\t_, err := executeCommand(c)\n\terr.Error()\n"+
+				"	if err := s.x.Run(); err != nil {\n\t\terr.Unwrap()\n\t}\n\tfor _, err := range errs {\n\t\terr.Error()\n\t}\n"+
+				"	closeErr := s.y.Close()\n\tcloseErr.Error()\n\twerr.Error()\n\tr := s.z.Get()\n\tr.Error()\n"+
+				"	perr := &ParseError{}\n\tperr.Error()\n\tverr := validate(c)\n\tverr.Error()\n\tx, y := newT()\n\tx.A()\n\ty.B()\n}"),
+			want: refs(Calls, "(.ParseError).Error", ".B", ".Close", ".Error", ".Get", ".Run", "executeCommand", "newT",
+				"validate", "{newT}.A", "{validate}.Error"),
 		},
 		{
 			name: "StructEmbedsKeepTheirPackage",
