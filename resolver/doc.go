@@ -209,7 +209,9 @@
 //   - Go: `import "fmt"` and `import ( "fmt"; m "math" )` -> fmt, math: the
 //     last path element, skipping a major version (github.com/x/y/v2 -> y,
 //     gopkg.in/yaml.v3 -> yaml); an element that is not an identifier gives
-//     nothing;
+//     nothing. A package is no POI, so these names find no target: a Go
+//     import links only through supplied references (relay analyze's
+//     typed ones name the functions and types the file uses through it);
 //   - Java: `import com.x.Foo;` -> Foo; `import static com.x.U.helper;` ->
 //     helper; `import com.x.*;` -> none.
 //

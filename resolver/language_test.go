@@ -379,6 +379,28 @@ func TestLookup_Go(t *testing.T) {
 	}
 }
 
+// TestLookup_GoImportsNameNoPOI: a Go import read from rawCode names a
+// package, which is no POI: `import "sort"` does not link to the tree's
+// func sort (issue 40). A supplied reference of a Go import resolves, and
+// another language's imported name still does.
+func TestLookup_GoImportsNameNoPOI(t *testing.T) {
+	t.Parallel()
+
+	cands := []Candidate{
+		{POIID: "s1", FileID: "pkg/util/sort.go", Name: "sort", Type: TypeFunction},
+		{POIID: "c1", FileID: "cmd/root.go", Name: "sym:m/cmd.Command", Type: TypeClass},
+	}
+	id, outcome := Lookup("i1", "pkg/store/x.go", Reference{Name: "sort", Type: Imports}, cands)
+	require.Equal(t, Unknown, outcome)
+	require.Empty(t, id)
+	id, outcome = Lookup("i1", "pkg/store/x.go", Reference{Name: "sym:m/cmd.Command", Type: Imports}, cands)
+	require.Equal(t, Resolved, outcome)
+	require.Equal(t, "c1", id)
+	id, outcome = Lookup("i1", "web/x.js", Reference{Name: "sort", Type: Imports}, cands)
+	require.Equal(t, Resolved, outcome)
+	require.Equal(t, "s1", id)
+}
+
 func TestLookup_GoExtends(t *testing.T) {
 	t.Parallel()
 
