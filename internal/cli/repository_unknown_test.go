@@ -1,6 +1,7 @@
 package cli_test
 
 import (
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -54,4 +55,49 @@ func TestRepositoryFlags_UnknownRepositoryIsAnErrorNamingTheKnownOnes(t *testing
 	r = run(t, db, "", nil, "reprocess", "--status", "new", "--dry-run", "--repository", "acme/lib")
 	require.Equal(t, cli.ExitOK, r.code, r.stderr)
 	require.True(t, strings.HasSuffix(r.stdout, "dry run: nothing changed\n"), r.stdout)
+}
+
+// issue 40: every other command whose --repository selects existing data
+// (failed stats, analyze, export and purge; graph callers, callees and
+// dependents) says the same of an unknown repository, and an export
+// writes no file. A known repository still works.
+func TestRepositoryFlags_EveryReadingCommandRejectsAnUnknownRepository(t *testing.T) {
+	t.Parallel()
+	db := testdb.New(t)
+	for _, repo := range []string{"acme/app", "acme/lib"} {
+		r := run(t, db, `{"fileId":"src/a.js","pois":[{"id":"a1","type":"function_definition","name":"a","filePath":"src/a.js","lineNumber":1}]}`,
+			nil, "publish", "--repository", repo)
+		require.Equal(t, cli.ExitOK, r.code, r.stderr)
+	}
+	out := filepath.Join(t.TempDir(), "failed.csv")
+
+	for _, args := range [][]string{
+		{"failed", "stats", "--repository", "acme/ap"},
+		{"failed", "analyze", "--repository", "acme/ap"},
+		{"failed", "export", out, "--repository", "acme/ap"},
+		{"failed", "purge", "--older-than-days", "1", "--repository", "acme/ap", "--yes"},
+		{"graph", "callers", "a", "--repository", "acme/ap"},
+		{"graph", "callees", "a", "--repository", "acme/ap"},
+		{"graph", "dependents", "src/a.js", "--repository", "acme/ap"},
+	} {
+		r := run(t, db, "", nil, args...)
+		require.Equal(t, cli.ExitRuntime, r.code, "%q: %s %s", args, r.stdout, r.stderr)
+		require.Contains(t, r.stderr, `relay: no repository "acme/ap": relay holds no files or failed POIs of it; did you mean acme/app?`, args)
+		require.Contains(t, r.stderr, "(repositories: acme/app, acme/lib; relay repository list shows them)", args)
+		require.Empty(t, r.stdout, args)
+	}
+	require.NoFileExists(t, out)
+
+	for _, args := range [][]string{
+		{"failed", "stats", "--repository", "acme/app"},
+		{"failed", "analyze", "--repository", "acme/app"},
+		{"failed", "export", out, "--repository", "acme/app"},
+		{"failed", "purge", "--older-than-days", "1", "--repository", "acme/app", "--yes"},
+		{"graph", "callers", "a", "--repository", "acme/app"},
+		{"graph", "dependents", "src/a.js", "--repository", "acme/lib"},
+	} {
+		r := run(t, db, "", nil, args...)
+		require.Equal(t, cli.ExitOK, r.code, "%q: %s", args, r.stderr)
+	}
+	require.FileExists(t, out)
 }
