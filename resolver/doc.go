@@ -138,7 +138,7 @@
 //     its struct is known only while resolving. A derived reference nests
 //     at most three deep, and its selector chain is at most four names
 //     (a.b.c.d.m()); beyond that the call is .m. For `a, b := f()` only a
-//     takes f's result type (b's is not known); `x := f().G()` takes
+//     takes f's result type; `x := f().G()` takes
 //     G's ({f}.G), and `x := f().g` (a field of a call's value) is of
 //     unknown type.
 //

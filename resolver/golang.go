@@ -208,9 +208,9 @@ func (g *goScope) observe(t token, depth int, z *tokenizer, hist *[histLen]token
 		for i, n := range names {
 			t := typ
 			if i < len(names)-1 {
-				// A later name takes a later value, or a later result of
-				// the call (`x, err := newT()`): its type is not shown.
-				t = goType{}
+				// A later name takes a later result (`c, s := net.Pipe()`):
+				// of the call's package at most, its type not shown.
+				t.expr = ""
 			}
 			g.declare(n, t)
 		}
@@ -531,7 +531,7 @@ func (g *goScope) callRef(chain []string) string {
 		return "." + name
 	}
 	if len(chain) == 2 {
-		if lt == (goType{}) && isErrorName(first) {
+		if lt.name == "" && lt.expr == "" && lt.kind != goTypeRecv && isErrorName(first) {
 			return "" // err.Error(): a method of the error interface, by convention
 		}
 		return memberRef(lt, name)
@@ -550,8 +550,8 @@ func (g *goScope) callRef(chain []string) string {
 // (closeErr, parseErr). A member call on such a local whose type the POI
 // does not show (`_, err := run()`, `if err := c.Execute(); …`, `for _,
 // err := range errs`) is a call through the error interface, declared
-// outside the corpus, and no reference: as the plain member call .Error it
-// would link to the tree's only Error method (cobra's flagCompError's). A
+// outside the corpus, and no reference: as (.).Error or .Error it would
+// link to the tree's only Error method (cobra's flagCompError's). A
 // local whose type the POI shows keeps its form: `err := &ParseError{…}`
 // gives (.ParseError).Error, `err := parse()` {parse}.Error (none when
 // parse returns error), and `err error` is a predeclared type.

@@ -175,17 +175,19 @@ func TestExtract_GoCalls(t *testing.T) {
 		{
 			// issue 40: cobra's `_, err := executeCommand(…)` then
 			// err.Error() linked to the tree's only Error method
-			// (completions.go:52): a later name of a multi-value :=
-			// has no type the tokens show, and a member call on an
-			// err of unknown type is a call through the error
-			// interface. A typed err keeps its form.
+			// (completions.go:52): a member call on an err whose type
+			// the tokens do not show is a call through the error
+			// interface. A typed err keeps its form, and other later
+			// names of a multi-value := theirs (pgx's `client, server
+			// := net.Pipe()`, server.SetDeadline: net's).
 			name: "MethodsOfErrorsOfUnknownTypeAreNotCalls",
 			poi: goPOI(TypeFunction, "f", "func f(c *Command, s any) (n int, werr error) {\n\t_, err := executeCommand(c)\n\terr.Error()\n"+
 				"	if err := s.x.Run(); err != nil {\n\t\terr.Unwrap()\n\t}\n\tfor _, err := range errs {\n\t\terr.Error()\n\t}\n"+
 				"	closeErr := s.y.Close()\n\tcloseErr.Error()\n\twerr.Error()\n\tr := s.z.Get()\n\tr.Error()\n"+
-				"	perr := &ParseError{}\n\tperr.Error()\n\tverr := validate(c)\n\tverr.Error()\n\tx, y := newT()\n\tx.A()\n\ty.B()\n}"),
-			want: refs(Calls, "(.ParseError).Error", ".B", ".Close", ".Error", ".Get", ".Run", "executeCommand", "newT",
-				"validate", "{newT}.A", "{validate}.Error"),
+				"	perr := &ParseError{}\n\tperr.Error()\n\tverr := validate(c)\n\tverr.Error()\n\tx, y := newT()\n\tx.A()\n\ty.B()\n"+
+				"\tcl, srv := net.Pipe()\n\tsrv.SetDeadline(t)\n\t_, pErr := net.Dial(a)\n\tpErr.Error()\n}"),
+			want: refs(Calls, "(.).B", "(.ParseError).Error", "(net).SetDeadline", ".Close", ".Error", ".Get", ".Run",
+				"executeCommand", "net.Dial", "net.Pipe", "newT", "validate", "{newT}.A", "{validate}.Error"),
 		},
 		{
 			name: "StructEmbedsKeepTheirPackage",
