@@ -35,9 +35,11 @@ chromium:
 	@command -v chromium >/dev/null 2>&1 || [ -x /usr/bin/chromium ] || \
 		{ apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; }
 
-# The SQL publish API's real clients (outbox/clients_test.go): psql,
-# Debian's python3-psycopg, and Node with node-postgres from npm (pinned in
-# outbox/testdata/clients/package-lock.json); needs root to install the
+# The SQL publish API's real clients (outbox/clients_test.go) and the
+# runtimes of the documentation's program blocks (internal/docexamples):
+# psql, Debian's python3-psycopg, Node with node-postgres, TypeScript and
+# their types from npm (pinned in outbox/testdata/clients/package-lock.json),
+# a JDK and Debian's PostgreSQL JDBC driver; needs root to install the
 # Debian packages when they are missing.
 clients:
 	@command -v psql >/dev/null 2>&1 || \
@@ -46,7 +48,13 @@ clients:
 		{ apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq python3-psycopg >/dev/null; }
 	@command -v npm >/dev/null 2>&1 || \
 		{ apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq nodejs npm >/dev/null; }
-	@[ -d outbox/testdata/clients/node_modules/pg ] || npm ci --prefix outbox/testdata/clients --no-audit --no-fund --loglevel=error
+	@command -v java >/dev/null 2>&1 || \
+		{ apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq default-jdk-headless >/dev/null; }
+	@[ -f /usr/share/java/postgresql.jar ] || \
+		{ apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq libpostgresql-jdbc-java >/dev/null; }
+	@{ [ -d outbox/testdata/clients/node_modules/pg ] && [ -d outbox/testdata/clients/node_modules/typescript ] && \
+		[ -d outbox/testdata/clients/node_modules/@types/pg ]; } || \
+		npm ci --prefix outbox/testdata/clients --no-audit --no-fund --loglevel=error
 
 # Creates the test database named in TEST_DATABASE_URL when it is missing.
 testdb:

@@ -138,8 +138,9 @@
 //     its struct is known only while resolving. A derived reference nests
 //     at most three deep, and its selector chain is at most four names
 //     (a.b.c.d.m()); beyond that the call is .m. For `a, b := f()` only a
-//     takes f's result type; `x := f().G()` takes G's ({f}.G), and
-//     `x := f().g` (a field of a call's value) is of unknown type.
+//     takes f's result type; `x := f().G()` takes
+//     G's ({f}.G), and `x := f().g` (a field of a call's value) is of
+//     unknown type.
 //
 //     In a test file of the corpus's root directory (an external test
 //     package reaches its package under test through a qualifier the root
@@ -152,7 +153,12 @@
 //     Not references: builtins and conversions to predeclared types
 //     (len(x), close(ch), string(b)), calls of a declared name (a function
 //     value: fn(x)), member calls on a value of a predeclared type or
-//     one without methods (`err error`, `[]T`, `map[K]V`, `func(…)`), and
+//     one without methods (`err error`, `[]T`, `map[K]V`, `func(…)`),
+//     member calls on a local named err or …Err (closeErr) whose type the
+//     POI does not show (`_, err := run()`, `if err := x.Do(); …`): by
+//     convention an error, whose methods are the error interface's,
+//     declared outside the corpus (as .Error it would link to the tree's
+//     only Error method), and
 //     the methods of sync.Mutex and sync.RWMutex (Lock, Unlock, RLock,
 //     RUnlock, TryLock, TryRLock) on a field whose struct the POI does not
 //     show (x.a.mu.Lock(), x.mu.Lock() with x a range variable): such a
@@ -203,7 +209,9 @@
 //   - Go: `import "fmt"` and `import ( "fmt"; m "math" )` -> fmt, math: the
 //     last path element, skipping a major version (github.com/x/y/v2 -> y,
 //     gopkg.in/yaml.v3 -> yaml); an element that is not an identifier gives
-//     nothing;
+//     nothing. A package is no POI, so these names find no target: a Go
+//     import links only through supplied references (relay analyze's
+//     typed ones name the functions and types the file uses through it);
 //   - Java: `import com.x.Foo;` -> Foo; `import static com.x.U.helper;` ->
 //     helper; `import com.x.*;` -> none.
 //

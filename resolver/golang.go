@@ -28,7 +28,8 @@ import (
 // Calls that cannot reach a POI of the corpus are not references: builtins
 // and conversions to predeclared types (len(x), string(b)), calls of a
 // parameter or local variable (fn(x)), and member calls on a value whose
-// type is predeclared or has no methods (err.Error(), s[i], m[k]).
+// type is predeclared or has no methods (err.Error(), s[i], m[k]) or is
+// by convention error (isErrorName).
 
 // goTypeKind is what is known of the type of a Go local name.
 type goTypeKind uint8
@@ -207,6 +208,8 @@ func (g *goScope) observe(t token, depth int, z *tokenizer, hist *[histLen]token
 		for i, n := range names {
 			t := typ
 			if i < len(names)-1 {
+				// A later name takes a later result (`c, s := net.Pipe()`):
+				// of the call's package at most, its type not shown.
 				t.expr = ""
 			}
 			g.declare(n, t)
@@ -528,6 +531,9 @@ func (g *goScope) callRef(chain []string) string {
 		return "." + name
 	}
 	if len(chain) == 2 {
+		if lt.name == "" && lt.expr == "" && lt.kind != goTypeRecv && isErrorName(first) {
+			return "" // err.Error(): a method of the error interface, by convention
+		}
 		return memberRef(lt, name)
 	}
 	if t := g.fieldExpr(chain[:len(chain)-1]); t != "" {
@@ -537,6 +543,20 @@ func (g *goScope) callRef(chain []string) string {
 		return "" // x.a.mu.Lock(): a field whose struct is not known, a mutex by convention
 	}
 	return "." + name
+}
+
+// isErrorName reports whether a local name is, by Go's convention, a
+// value of the interface type error: err, or a name ending in Err
+// (closeErr, parseErr). A member call on such a local whose type the POI
+// does not show (`_, err := run()`, `if err := c.Execute(); …`, `for _,
+// err := range errs`) is a call through the error interface, declared
+// outside the corpus, and no reference: as (.).Error or .Error it would
+// link to the tree's only Error method (cobra's flagCompError's). A
+// local whose type the POI shows keeps its form: `err := &ParseError{…}`
+// gives (.ParseError).Error, `err := parse()` {parse}.Error (none when
+// parse returns error), and `err error` is a predeclared type.
+func isErrorName(name string) bool {
+	return name == "err" || len(name) > 3 && strings.HasSuffix(name, "Err")
 }
 
 // lockerMethods are the methods of sync.Mutex and sync.RWMutex. Called on

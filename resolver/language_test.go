@@ -82,7 +82,7 @@ func TestExtract_GoCalls(t *testing.T) {
 			poi: goPOI(TypeFunction, "TestTxQuery", "func TestTxQuery(t *testing.T) {\n\tdb := newTestDB(t, \"people\")\n"+
 				"\tdefer closeDB(t, db)\n\ttx, err := db.Begin()\n\tif err != nil {\n\t\tt.Fatal(err)\n\t}\n\tdefer tx.Rollback()\n"+
 				"\tr, err := tx.Query(\"SELECT|t1|name|\")\n\tif r.Err() != nil {\n\t\terr.Error()\n\t}\n}"),
-			want: refs(Calls, "(testing.T).Fatal", ".Error", "closeDB", "newTestDB", "{newTestDB}.Begin",
+			want: refs(Calls, "(testing.T).Fatal", "closeDB", "newTestDB", "{newTestDB}.Begin",
 				"{{newTestDB}.Begin}.Query", "{{newTestDB}.Begin}.Rollback", "{{{newTestDB}.Begin}.Query}.Err"),
 		},
 		{
@@ -171,6 +171,23 @@ func TestExtract_GoCalls(t *testing.T) {
 				"\tfor _, s := range c.streams {\n\t\ts.mu.RLock()\n\t\ts.flush()\n\t}\n\tcc := c.cc\n\tcc.wmu.TryLock()\n"+
 				"\tc.mu.Lock()\n\tl := locker()\n\tl.Lock()\n}"),
 			want: refs(Calls, ".flush", "locker", "{.Conn:mu}.Lock", "{locker}.Lock"),
+		},
+		{
+			// issue 40: cobra's `_, err := executeCommand(…)` then
+			// err.Error() linked to the tree's only Error method
+			// (completions.go:52): a member call on an err whose type
+			// the tokens do not show is a call through the error
+			// interface. A typed err keeps its form, and other later
+			// names of a multi-value := theirs (pgx's `client, server
+			// := net.Pipe()`, server.SetDeadline: net's).
+			name: "MethodsOfErrorsOfUnknownTypeAreNotCalls",
+			poi: goPOI(TypeFunction, "f", "func f(c *Command, s any) (n int, werr error) {\n\t_, err := executeCommand(c)\n\terr.Error()\n"+
+				"	if err := s.x.Run(); err != nil {\n\t\terr.Unwrap()\n\t}\n\tfor _, err := range errs {\n\t\terr.Error()\n\t}\n"+
+				"	closeErr := s.y.Close()\n\tcloseErr.Error()\n\twerr.Error()\n\tr := s.z.Get()\n\tr.Error()\n"+
+				"	perr := &ParseError{}\n\tperr.Error()\n\tverr := validate(c)\n\tverr.Error()\n\tx, y := newT()\n\tx.A()\n\ty.B()\n"+
+				"\tcl, srv := net.Pipe()\n\tsrv.SetDeadline(t)\n\t_, pErr := net.Dial(a)\n\tpErr.Error()\n}"),
+			want: refs(Calls, "(.).B", "(.ParseError).Error", "(net).SetDeadline", ".Close", ".Error", ".Get", ".Run",
+				"executeCommand", "net.Dial", "net.Pipe", "newT", "validate", "{newT}.A", "{validate}.Error"),
 		},
 		{
 			name: "StructEmbedsKeepTheirPackage",
@@ -362,6 +379,28 @@ func TestLookup_Go(t *testing.T) {
 			require.Equal(t, "Close", TargetName(Reference{Name: tt.ref, Type: tt.rt}))
 		})
 	}
+}
+
+// TestLookup_GoImportsNameNoPOI: a Go import read from rawCode names a
+// package, which is no POI: `import "sort"` does not link to the tree's
+// func sort (issue 40). A supplied reference of a Go import resolves, and
+// another language's imported name still does.
+func TestLookup_GoImportsNameNoPOI(t *testing.T) {
+	t.Parallel()
+
+	cands := []Candidate{
+		{POIID: "s1", FileID: "pkg/util/sort.go", Name: "sort", Type: TypeFunction},
+		{POIID: "c1", FileID: "cmd/root.go", Name: "sym:m/cmd.Command", Type: TypeClass},
+	}
+	id, outcome := Lookup("i1", "pkg/store/x.go", Reference{Name: "sort", Type: Imports}, cands)
+	require.Equal(t, Unknown, outcome)
+	require.Empty(t, id)
+	id, outcome = Lookup("i1", "pkg/store/x.go", Reference{Name: "sym:m/cmd.Command", Type: Imports}, cands)
+	require.Equal(t, Resolved, outcome)
+	require.Equal(t, "c1", id)
+	id, outcome = Lookup("i1", "web/x.js", Reference{Name: "sort", Type: Imports}, cands)
+	require.Equal(t, Resolved, outcome)
+	require.Equal(t, "s1", id)
 }
 
 func TestLookup_GoExtends(t *testing.T) {

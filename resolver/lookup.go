@@ -77,7 +77,9 @@ func (o Outcome) String() string {
 // A candidate counts when its Name is ref.Name, Accepts(ref.Type, its Type)
 // holds, and it is not the source POI itself: there are never self edges, so
 // a recursive call creates none. For IMPORTS, candidates in the source file do
-// not count either: an import names another file's POI.
+// not count either: an import names another file's POI. A Go file's IMPORTS
+// name read from rawCode (a package's name) is Unknown: a package is no POI.
+// Only supplied references link a Go import.
 //
 // Counting candidates in the source file win: exactly one is Resolved, two or
 // more are Ambiguous (with no fallback to other files). With none there, one
@@ -91,6 +93,9 @@ func (o Outcome) String() string {
 func Lookup(sourceID, sourceFile string, ref Reference, cands []Candidate) (targetID string, outcome Outcome) {
 	if (ref.Type == Calls || ref.Type == Extends) && languageOf(sourceFile) == langGo && !IsSupplied(ref.Name) {
 		return lookupGo(sourceID, sourceFile, ref, cands, 0)
+	}
+	if ref.Type == Imports && languageOf(sourceFile) == langGo && !IsSupplied(ref.Name) {
+		return "", Unknown // a Go import names a package, which is no POI (not the tree's func sort)
 	}
 	var local, global distinctIDs
 	for _, c := range cands {

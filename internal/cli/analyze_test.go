@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/stretchr/testify/require"
 
 	"github.com/relay-dev/relay/internal/cli"
@@ -134,8 +135,8 @@ func TestAnalyze_ReferencesTypedSuppliesSymbolsAndReferencesLexicalNone(t *testi
 	require.JSONEq(t, `[{"type":"CALLS","symbol":"example.com/m/p.helper"}]`, string(pois["p/p.go:9:Get"]["references"]))
 	require.JSONEq(t, `[{"type":"EXTENDS","symbol":"example.com/m/p.Base"}]`, string(pois["p/p.go:7:T"]["references"]))
 	require.JSONEq(t, `[]`, string(pois["p/p.go:11:helper"]["references"]))
-	require.NotContains(t, pois["p/p.go:3:strings"], "symbol", "imports keep lexical references")
-	require.NotContains(t, pois["p/p.go:3:strings"], "references", "imports keep lexical references")
+	require.NotContains(t, pois["p/p.go:3:strings"], "symbol", "an import has no symbol")
+	require.JSONEq(t, `[]`, string(pois["p/p.go:3:strings"]["references"]), "strings is outside the tree")
 	require.Equal(t, 4, testdb.Count(t, typedDB.Pool, `SELECT count(*) FROM pois WHERE symbol IS NOT NULL`))
 	require.Equal(t, 1, testdb.Count(t, typedDB.Pool, `SELECT count(*) FROM relationships
 		WHERE source_poi_id = 'p/p.go:9:Get' AND target_poi_id = 'p/p.go:11:helper' AND type = 'CALLS'`))
@@ -165,6 +166,54 @@ func TestAnalyze_ReferencesTypedSuppliesSymbolsAndReferencesLexicalNone(t *testi
 	require.Contains(t, r.stdout, "published 1 file, 5 POIs in 1 job")
 	require.Contains(t, r.stdout, "; lexical references, 0 warnings")
 	require.NotContains(t, r.stderr, "warning")
+}
+
+// TestAnalyze_GoImportsLinkToTheDeclarationsTheFileUses: with typed
+// references, a Go import POI IMPORTS the functions and types of the
+// imported package of the tree that its file uses through the import's
+// name (issue 40: cobra's 186 imports made no IMPORTS edge); variables,
+// constants, packages outside the tree and other files' uses give none.
+// With lexical references a Go import names a package, which is no POI:
+// no edge.
+func TestAnalyze_GoImportsLinkToTheDeclarationsTheFileUses(t *testing.T) {
+	t.Parallel()
+	root := writeTree(t, map[string]string{
+		"go.mod": "module example.com/m\n\ngo 1.22\n",
+		"q/q.go": "package q\n\ntype T struct{}\n\nfunc (T) M() {}\n\nfunc F() T { return T{} }\n\n" +
+			"func Unused() {}\n\nvar V = 1\n\nconst C = 2\n",
+		"q/r.go": "package q\n\ntype R interface{ M() }\n",
+		"p/p.go": "package p\n\nimport (\n\t\"strings\"\n\n\t\"example.com/m/q\"\n\tqq \"example.com/m/q\"\n\t_ \"example.com/m/q\"\n)\n\n" +
+			"func A() string {\n\tvar r q.R = q.F()\n\tq.T.M(q.T{})\n\t_ = r\n\treturn strings.Repeat(\"x\", q.V+q.C)\n}\n\n" +
+			"func B() qq.T { return qq.F() }\n",
+		"p/s.go": "package p\n\nimport \"example.com/m/q\"\n\nfunc S() { q.Unused() }\n",
+	})
+	imports := func(db *testdb.DB) []string {
+		rows, err := db.Pool.Query(context.Background(), `SELECT source_poi_id || ' -> ' || target_poi_id
+			FROM relationships WHERE type = 'IMPORTS' ORDER BY 1`)
+		require.NoError(t, err)
+		edges, err := pgx.CollectRows(rows, pgx.RowTo[string])
+		require.NoError(t, err)
+		return edges
+	}
+
+	typedDB := testdb.New(t)
+	r := run(t, typedDB, "", nil, "analyze", root, "--json", "--work")
+	require.Equal(t, cli.ExitOK, r.code, r.stderr)
+	require.Equal(t, []string{
+		"p/p.go:6:q -> q/q.go:3:T",
+		"p/p.go:6:q -> q/q.go:7:F",
+		"p/p.go:6:q -> q/r.go:3:R",
+		"p/p.go:7:qq -> q/q.go:3:T",
+		"p/p.go:7:qq -> q/q.go:7:F",
+		"p/s.go:3:q -> q/q.go:9:Unused",
+	}, imports(typedDB))
+	require.Equal(t, 0, testdb.Count(t, typedDB.Pool, `SELECT count(*) FROM poi_references
+		WHERE source_poi_id = 'p/p.go:4:strings'`), "an import of a package outside the tree has no reference")
+
+	lexicalDB := testdb.New(t)
+	r = run(t, lexicalDB, "", nil, "analyze", root, "--references", "lexical", "--json", "--work")
+	require.Equal(t, cli.ExitOK, r.code, r.stderr)
+	require.Empty(t, imports(lexicalDB))
 }
 
 func TestAnalyze_ReferencesRejectsAnUnknownModeAsAUsageError(t *testing.T) {

@@ -291,6 +291,9 @@ type rowExport[T any] struct {
 	columns []string
 	record  func(T) []string
 	stream  func(ctx context.Context, fn func(T) error) (int64, error)
+	// check, when set, runs before the output is opened: an error (an
+	// unknown --repository) writes nothing.
+	check func(ctx context.Context) error
 }
 
 // runExport is the one exporter of both dead-letter tables: it validates
@@ -304,6 +307,11 @@ func runExport[T any](a *app, cmd *cobra.Command, role, path string, ef *exportF
 	}
 	return a.withDeadLetters(cmd, role, func(ctx context.Context, dl *deadLetters) error {
 		x := table(dl)
+		if x.check != nil {
+			if err := x.check(ctx); err != nil {
+				return err
+			}
+		}
 		var n int64
 		err := writeOutput(path, a.dataOut(), func(w io.Writer) error {
 			rows, err := newRowWriter(w, format, x.columns)

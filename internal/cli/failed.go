@@ -215,6 +215,9 @@ selects the default repository), so it takes longer the more rows it has.`,
 		Args: exactArgs(0),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return a.withDeadLetters(cmd, "failed", func(ctx context.Context, dl *deadLetters) error {
+				if err := a.requireRepository(ctx, dl.pool, repo.value()); err != nil {
+					return err
+				}
 				var st *failed.Stats
 				var err error
 				if r := repo.value(); r != nil {
@@ -299,6 +302,9 @@ hour (UTC) over the last 7 days (or since --since, if later).
 				return usageError{fmt.Errorf("--top %d must be between 1 and 1000", top)}
 			}
 			return a.withDeadLetters(cmd, "failed", func(ctx context.Context, dl *deadLetters) error {
+				if err := a.requireRepository(ctx, dl.pool, f.Repository); err != nil {
+					return err
+				}
 				an, err := dl.failed.Analyze(ctx, f, top)
 				if err != nil {
 					return err
@@ -374,6 +380,7 @@ CSV, original_poi_data and error_history are JSON text.
 			}
 			return runExport(a, cmd, "failed", args[0], &ef, func(dl *deadLetters) rowExport[*failed.Record] {
 				return rowExport[*failed.Record]{noun: "row", columns: failedColumns, record: failedRecord,
+					check: func(ctx context.Context) error { return a.requireRepository(ctx, dl.pool, f.Repository) },
 					stream: func(ctx context.Context, fn func(*failed.Record) error) (int64, error) {
 						return dl.failed.Export(ctx, f, ef.limit, fn)
 					}}
@@ -519,6 +526,9 @@ It deletes in batches; one audit event records the run and --actor.`,
 				p.Status = st
 			}
 			return a.withDeadLetters(cmd, "failed", func(ctx context.Context, dl *deadLetters) error {
+				if err := a.requireRepository(ctx, dl.pool, p.Repository); err != nil {
+					return err
+				}
 				var parts []string
 				return a.runDeletion(deletion{
 					yes: pf.yes, asJSON: pf.asJSON, actor: pf.actor, key: "purged",

@@ -100,6 +100,9 @@ level, [] when none).`,
 				return usageError{fmt.Errorf("--type %q is not one of %s", relType, strings.Join(graph.RelTypes, ", "))}
 			}
 			return a.withGraph(cmd, func(ctx context.Context, pool *pgxpool.Pool) error {
+				if err := a.requireRepository(ctx, pool, repo.value()); err != nil {
+					return err
+				}
 				target, by, err := a.findTarget(ctx, pool, args[0], repo.value())
 				if err != nil {
 					return err
@@ -150,6 +153,9 @@ each dependent repository, file_id, depth and via (repository, file_id).`,
 				return usageError{fmt.Errorf("--depth %d: give 0 (every level) or more", depth)}
 			}
 			return a.withGraph(cmd, func(ctx context.Context, pool *pgxpool.Pool) error {
+				if err := a.requireRepository(ctx, pool, repo.value()); err != nil {
+					return err
+				}
 				f, err := a.findFile(ctx, pool, args[0], repo.value())
 				if err != nil {
 					return err

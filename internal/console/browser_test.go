@@ -208,7 +208,11 @@ func TestBrowser_OperatorFlow(t *testing.T) {
 	f.work(t)
 	b.open("/items/mr-demo/item-2", "#status")
 	require.Equal(t, "reprocessed", b.text("#status"))
+	// The job's page names the variables its agents are given (set after
+	// the retry: relay gives an agent only variables it has).
+	f.exec(t, `UPDATE mapreduce_jobs SET agent_env = '{ANTHROPIC_API_KEY,GITHUB_TOKEN}' WHERE job_id = 'mr-demo'`)
 	b.open("/jobs/mr-demo", "#counts")
+	require.Contains(t, b.text("#agent-env"), "ANTHROPIC_API_KEY GITHUB_TOKEN")
 	b.shot("job_detail")
 	b.open("/jobs", "#mr-jobs")
 	b.shot("jobs")

@@ -34,6 +34,14 @@ const (
 	SQL
 	// Shell runs its relay commands.
 	Shell
+	// Python runs as a program with Debian's python3 and psycopg 3.
+	Python
+	// TypeScript is type-checked and compiled with tsc (strict, as an ES
+	// module), then run with Node and node-postgres.
+	TypeScript
+	// Java runs as a single-file program (java File.java) with the
+	// PostgreSQL JDBC driver on its class path.
+	Java
 	// Pasted is code a reader pastes that no test runs: it needs a
 	// not-run marker.
 	Pasted
@@ -46,7 +54,13 @@ func KindOf(lang string) Kind {
 		return SQL
 	case "sh", "bash", "shell", "console":
 		return Shell
-	case "python", "py", "ts", "typescript", "js", "javascript", "java", "go":
+	case "python", "py":
+		return Python
+	case "ts", "typescript":
+		return TypeScript
+	case "java":
+		return Java
+	case "js", "javascript", "go":
 		return Pasted
 	default:
 		return Data

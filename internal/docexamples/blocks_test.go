@@ -25,6 +25,14 @@ func TestParse_BlocksLanguagesAndMarkers(t *testing.T) {
 	require.ErrorContains(t, err, "x.md:1: the code block is never closed")
 }
 
+func TestKindOf_RunsEveryLanguageAReaderPastesButJavaScriptAndGo(t *testing.T) {
+	t.Parallel()
+	for lang, want := range map[string]Kind{"sql": SQL, "sh": Shell, "console": Shell, "python": Python, "py": Python,
+		"ts": TypeScript, "typescript": TypeScript, "java": Java, "js": Pasted, "go": Pasted, "json": Data, "": Data} {
+		require.Equal(t, want, KindOf(lang), lang)
+	}
+}
+
 func TestCommands_SplitsAsTheShellWould(t *testing.T) {
 	t.Parallel()
 	cmds, err := Commands("relay failed stats      # counts\n\nrelay reprocess --status new --yes && relay worker --until-idle\n" +

@@ -103,10 +103,13 @@ func roles(t *testing.T, url string) []string {
 // docs/*.md that a reader would paste, against the database `relay demo`
 // leaves (relay's tables and functions in public, the demo's files and
 // failed POIs): each ```sql block through psql (ON_ERROR_STOP), each ```sh
-// block's relay commands in order (in a temporary working directory), in
-// document order. Blocks not meant to run carry a not-run marker with its
-// reason (package doc); a block of code that has neither a runner nor a
-// marker fails the test. It logs what it ran and what it did not.
+// block's relay commands in order (in a temporary working directory), each
+// ```python, ```ts and ```java block as a program (runProgram), in document
+// order. A program must commit its own row and its publish: reviews and
+// publish_queue each gain one row. Blocks not meant to run carry a not-run
+// marker with its reason (package doc); a block of code that has neither a
+// runner nor a marker fails the test. It logs what it ran and what it did
+// not.
 func TestDocs_PastedExamplesRun(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs relay demo and every pasted block: tens of seconds")
@@ -122,6 +125,7 @@ func TestDocs_PastedExamplesRun(t *testing.T) {
 		}
 	}
 	require.Empty(t, unmarked, "code no test runs needs a <!-- not-run: REASON --> marker on the line before its fence")
+	clients := requirePrograms(t)
 
 	url := demoDatabase(t)
 	before := roles(t, url)
@@ -165,9 +169,18 @@ func TestDocs_PastedExamplesRun(t *testing.T) {
 				require.Equal(t, cli.ExitOK, code, "%s, line %d: %s exits %d:\n%s", b, c.Line, strings.Join(c.Words, " "), code, out)
 			}
 			ran = append(ran, fmt.Sprintf("%s, %d relay commands", b, len(cmds)))
+		case kind == docexamples.Python || kind == docexamples.TypeScript || kind == docexamples.Java:
+			reviews, queued := rowCount(t, url, "reviews"), rowCount(t, url, "publish_queue")
+			with := runProgram(t, b, kind, url, clients)
+			require.Equal(t, reviews+1, rowCount(t, url, "reviews"), "%s: the service's own row is committed", b)
+			require.Equal(t, queued+1, rowCount(t, url, "publish_queue"), "%s: the analysis is queued with it", b)
+			ran = append(ran, fmt.Sprintf("%s, with %s", b, with))
 		}
 	}
 	t.Logf("ran %d blocks against the database relay demo leaves:\n  %s", len(ran), strings.Join(ran, "\n  "))
 	t.Logf("not run, by their markers (%d):\n  %s", len(notRun), strings.Join(notRun, "\n  "))
-	require.GreaterOrEqual(t, len(ran), 18, "README's three SQL blocks, docs/failed_pois.md's queries and README's relay commands")
+	require.GreaterOrEqual(t, len(ran), 21, "README's three SQL blocks and its Python, TypeScript and Java programs, docs/failed_pois.md's queries and README's relay commands")
+	for _, lang := range []string{"python", "ts", "java"} {
+		require.True(t, slices.ContainsFunc(ran, func(r string) bool { return strings.Contains(r, "("+lang+")") }), "README's %s block ran", lang)
+	}
 }

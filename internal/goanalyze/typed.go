@@ -253,12 +253,100 @@ func fileDecls(pkg *packages.Package, f *ast.File, typed bool, inTree func(token
 			}
 		}
 	}
+	if typed {
+		importUses(info, f, inTree, key, out)
+	}
 	return out
 }
 
-// withTypes gives the POIs of file their symbols and references from tree.
-// A POI whose declaration the type checker did not see (a file excluded by
-// build constraints, an import) is left as it is: lexical.
+// importUses gives each import of f that brings a package name into scope
+// (not a blank or dot import) IMPORTS references: the functions and types
+// of the tree this file uses through that name (q.F, q.T, q.T.M's q.T), in
+// source order, once each. An import of a package outside the tree, or
+// one the file uses only for its variables and constants, gets none: the
+// references are empty, not absent, so the resolver does not read the
+// import's rawCode (whose package name is no POI). Keys are the import
+// POIs' (Extract's line and name).
+func importUses(info *types.Info, f *ast.File, inTree func(token.Pos) bool, key func(token.Pos, string) string, out map[string]declInfo) {
+	type imp struct {
+		key  string
+		seen map[string]bool
+	}
+	imports := map[*types.PkgName]*imp{}
+	for _, decl := range f.Decls {
+		d, ok := decl.(*ast.GenDecl)
+		if !ok || d.Tok != token.IMPORT {
+			continue
+		}
+		for _, spec := range d.Specs {
+			is, ok := spec.(*ast.ImportSpec)
+			if !ok {
+				continue
+			}
+			name := importName(is)
+			if name == "" {
+				continue
+			}
+			var obj types.Object
+			if is.Name != nil {
+				obj = info.Defs[is.Name]
+			} else {
+				obj = info.Implicits[is]
+			}
+			pn, ok := obj.(*types.PkgName)
+			if !ok {
+				continue
+			}
+			k := key(DeclPos(d, spec), name)
+			imports[pn] = &imp{key: k, seen: map[string]bool{}}
+			out[k] = declInfo{refs: []resolver.SuppliedReference{}}
+		}
+	}
+	if len(imports) == 0 {
+		return
+	}
+	ast.Inspect(f, func(n ast.Node) bool {
+		sel, ok := n.(*ast.SelectorExpr)
+		if !ok {
+			return true
+		}
+		x, ok := sel.X.(*ast.Ident)
+		if !ok {
+			return true
+		}
+		pn, ok := info.Uses[x].(*types.PkgName)
+		if !ok || imports[pn] == nil {
+			return true
+		}
+		var obj types.Object
+		switch o := info.Uses[sel.Sel].(type) {
+		case *types.Func:
+			obj = o.Origin()
+		case *types.TypeName:
+			obj = o
+		default:
+			return true // a variable or constant: no POI
+		}
+		if !obj.Pos().IsValid() || !inTree(obj.Pos()) {
+			return true
+		}
+		sym := boundedSymbol(obj)
+		im := imports[pn]
+		if sym == "" || im.seen[sym] {
+			return true
+		}
+		im.seen[sym] = true
+		di := out[im.key]
+		di.refs = append(di.refs, resolver.SuppliedReference{Type: resolver.Imports, Symbol: sym})
+		out[im.key] = di
+		return true
+	})
+}
+
+// withTypes gives the POIs of file their symbols and references from tree
+// (an import: its IMPORTS references, importUses). A POI whose declaration
+// the type checker did not see (a file excluded by build constraints) is
+// left as it is: lexical.
 func (tree typedTree) withTypes(file string, pois []resolver.POI) {
 	decls := tree[file]
 	if decls == nil {
@@ -267,9 +355,6 @@ func (tree typedTree) withTypes(file string, pois []resolver.POI) {
 	seen := map[string]bool{}
 	for i := range pois {
 		p := &pois[i]
-		if p.Type == resolver.TypeImport {
-			continue
-		}
 		k := fmt.Sprintf("%d:%s", p.LineNumber, p.Name)
 		di, ok := decls[k]
 		if !ok || seen[k] {

@@ -2,30 +2,42 @@ package repositories
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 )
 
 // Exists reports whether relay holds data of repository name: files,
 // failed_pois rows, or analyses queued, rejected or waiting for the linker.
 // The default repository ("") always exists. Each probe reads the start of
-// one repository's range of a primary key.
+// one repository's range of a primary key. A role that may not read the
+// queues (docs/sql/analyst_role.sql's relay_analyst reads files and
+// failed_pois) is answered from the tables it reads.
 func (s *Store) Exists(ctx context.Context, name string) (bool, error) {
 	if name == "" {
 		return true, nil
 	}
 	var ok bool
-	err := s.pool.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM files WHERE repository = $1)
-		OR EXISTS (SELECT 1 FROM failed_pois WHERE repository = $1)
-		OR EXISTS (SELECT 1 FROM publish_queue WHERE repository = $1)
-		OR EXISTS (SELECT 1 FROM rejected_analyses WHERE repository = $1)
-		OR EXISTS (SELECT 1 FROM link_queue WHERE repository = $1)`, name).Scan(&ok)
+	err := s.pool.QueryRow(ctx, existsSQL, name).Scan(&ok)
+	if pgErr := (*pgconn.PgError)(nil); errors.As(err, &pgErr) && pgErr.Code == "42501" /* insufficient_privilege */ {
+		err = s.pool.QueryRow(ctx, existsReadSQL, name).Scan(&ok)
+	}
 	if err != nil {
 		return false, fmt.Errorf("error looking up repository %q: %w", name, err)
 	}
 	return ok, nil
 }
+
+const (
+	existsReadSQL = `SELECT EXISTS (SELECT 1 FROM files WHERE repository = $1)
+		OR EXISTS (SELECT 1 FROM failed_pois WHERE repository = $1)`
+	existsSQL = existsReadSQL + `
+		OR EXISTS (SELECT 1 FROM publish_queue WHERE repository = $1)
+		OR EXISTS (SELECT 1 FROM rejected_analyses WHERE repository = $1)
+		OR EXISTS (SELECT 1 FROM link_queue WHERE repository = $1)`
+)
 
 // namesSQL lists the repositories with files or failed_pois rows, in byte
 // order, by skipping from one repository to the next along each table's
