@@ -3,6 +3,7 @@ package console
 import (
 	"encoding/json"
 	"errors"
+	"log/slog"
 	"net/http"
 	"net/url"
 	"slices"
@@ -37,8 +38,8 @@ type poiLink struct {
 	URL string
 }
 
-// poiURL is the path and query of it's POI page (relType "" or CALLS: the
-// default).
+// poiURL is the path and query of the POI page of it (relType "" or CALLS:
+// the default).
 func (c *Console) poiURL(it graph.Item, relType string) string {
 	v := url.Values{"repository": {repositoryParam(it.Repository)}, "id": {it.POIID}}
 	if relType != "" && relType != graph.RelTypes[0] {
@@ -147,7 +148,8 @@ func (c *Console) complete(w http.ResponseWriter, r *http.Request) {
 	}
 	items, err := graph.Complete(r.Context(), c.pool, q, repositoryFilter(v.Get("repository")), completions)
 	if err != nil {
-		c.cfg.Logger.ErrorContext(r.Context(), "console completion failed", "q_bytes", len(q), "error", err.Error())
+		c.cfg.Logger.ErrorContext(r.Context(), "console completion failed", slog.Int("query_bytes", len(q)),
+			slog.String("error", err.Error()))
 		w.WriteHeader(http.StatusInternalServerError)
 		_ = json.NewEncoder(w).Encode(map[string]string{"error": "the completion failed; the console's log says why"})
 		return

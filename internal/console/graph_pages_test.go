@@ -15,6 +15,8 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/relay-dev/relay/internal/console"
 )
 
 // inlineScriptRE finds a script element without a src: only data blocks
@@ -81,11 +83,13 @@ func noRedirect(f *fixture) {
 
 // graphData reads a POI page's drawing data.
 type graphData struct {
-	Nodes []struct {
-		ID, Label, URL string
-		Root           bool
-	}
+	Nodes []drawnNode
 	Edges [][2]int
+}
+
+type drawnNode struct {
+	ID, Label, URL string
+	Root           bool
 }
 
 func pageGraph(t *testing.T, body string) graphData {
@@ -318,4 +322,31 @@ func TestVendoredDagre_IsThePinnedRelease(t *testing.T) {
 	lic, err := os.ReadFile("static/vendor/dagre-3.1.3.LICENSE.txt")
 	require.NoError(t, err)
 	require.Contains(t, string(lic), "Permission is hereby granted, free of charge")
+}
+
+// TestGraphPages_UnderAPrefix: mounted under /ui/ (the worker's
+// worker_console), every link, redirect, script and completion URL has the
+// prefix.
+func TestGraphPages_UnderAPrefix(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, func(c *console.Config) { c.Prefix = "/ui" })
+	f.seedGraph(t)
+	noRedirect(f)
+	code, _, h := f.get(t, "/ui/search?q=Run")
+	require.Equal(t, http.StatusSeeOther, code)
+	require.Equal(t, "/ui/poi?id=app.Run&repository=%22%22", h.Get("Location"))
+	code, body, _ := f.get(t, "/ui/poi?id=app.Run&repository=%22%22")
+	require.Equal(t, http.StatusOK, code, body)
+	require.Contains(t, body, `<form id="search" class="search" action="/ui/search"`)
+	require.Contains(t, body, `<script src="/ui/static/search.js" defer></script>`)
+	require.Contains(t, body, `<script src="/ui/static/vendor/dagre-3.1.3.min.js" defer></script>`)
+	require.Contains(t, body, `href="/ui/poi?id=app.Parse&amp;repository=%22%22" class="callee"`)
+	nodes := pageGraph(t, body).Nodes
+	parse := slices.IndexFunc(nodes, func(n drawnNode) bool { return n.ID == "app.Parse" })
+	require.Equal(t, "/ui/poi?id=app.Parse&repository=%22%22", nodes[parse].URL)
+	code, body, _ = f.get(t, "/ui/search/complete?q=Ru")
+	require.Equal(t, http.StatusOK, code, body)
+	require.Contains(t, body, `"url":"/ui/poi?id=app.Run\u0026repository=%22%22"`)
+	code, _, _ = f.get(t, "/ui/static/vendor/dagre-3.1.3.min.js")
+	require.Equal(t, http.StatusOK, code)
 }
