@@ -199,9 +199,10 @@ func neighbours(ctx context.Context, q Querier, items []Item, dir Direction, rel
 
 // Complete returns up to limit POIs (imports left out) whose name starts
 // with prefix, or with prefix's first letter in the other case, or whose
-// symbol starts with prefix: the exact names first, then the shortest. One
-// bounded probe of pois_name_idx per repository and spelling, and one of
-// pois_symbol_idx, so its cost does not grow with the table.
+// symbol starts with prefix: the exact names first, then the shortest. It
+// reads one range of pois_name_idx per repository and spelling, and one of
+// pois_symbol_idx, each stopped by a LIMIT: what it reads grows with the
+// imports it skips in a name's range, not with the table.
 func Complete(ctx context.Context, q Querier, prefix string, repository *string, limit int) ([]Item, error) {
 	if prefix == "" || limit < 1 {
 		return []Item{}, nil
