@@ -204,6 +204,9 @@ var DownEffects = map[int64]DownEffect{
 		DropsColumns: []string{"files.publish_xid"},
 		Note:         "forgets which transaction published each file's version: a job of a deleted file may again be applied to a file created again with its version",
 	},
+	31: {
+		Note: "relay_callers and relay_callees plan every call again; no data lost",
+	},
 }
 
 // DownEffectOf returns what rolling back version destroys. A version

@@ -35,11 +35,12 @@ const (
 	PhaseSQL        = "sql"
 	PhaseSQLLatency = "sqllatency"
 	PhaseRepos      = "repositories"
+	PhaseGraph      = "graph"
 )
 
 // AllPhases lists every phase; phase n of --phases is AllPhases[n-1].
 var AllPhases = []string{PhaseCeiling, PhaseRelay, PhaseBaseline, PhaseFailures, PhaseDeadLetter, PhaseStdlib, PhaseMemory,
-	PhaseRiver, PhaseCLI, PhaseFreshness, PhaseSQL, PhaseSQLLatency, PhaseRepos}
+	PhaseRiver, PhaseCLI, PhaseFreshness, PhaseSQL, PhaseSQLLatency, PhaseRepos, PhaseGraph}
 
 // DefaultPhases are the phases a run without --phases does: all but the
 // memory phase (it runs 1M POIs) and the repositories phase (it repeats the
@@ -67,6 +68,11 @@ const (
 	// and of River's fetch poll interval (250ms), so that a pause uniform in
 	// [0, gap) puts the publishes uniformly over both timers' phases.
 	SQLLatencyGapDefault = time.Second
+	// GraphPOIsDefault sizes the graph phase for a quick run (about a
+	// minute); --graph-pois 1000000 is the size its targets are set for.
+	GraphPOIsDefault = 100_000
+	// GraphPOIsMin leaves room beside the corpus's tree of 1,111 POIs.
+	GraphPOIsMin = 5000
 )
 
 // Config.RelayRuns values.
@@ -139,6 +145,8 @@ type Config struct {
 	// the random pause before each.
 	SQLLatencySamples int
 	SQLLatencyGap     time.Duration
+	// GraphPOIs sizes the graph phase's corpus.
+	GraphPOIs int
 	// Keep leaves the database in place.
 	Keep bool
 	// Logger receives relay's logs (discarded by default).
@@ -167,6 +175,7 @@ func (c *Config) defaults() {
 	c.SQLLatencySamples = cmp.Or(c.SQLLatencySamples, SQLLatencySamplesDefault)
 	c.SQLLatencyGap = cmp.Or(c.SQLLatencyGap, SQLLatencyGapDefault)
 	c.StdlibReferences = cmp.Or(c.StdlibReferences, goanalyze.ReferencesLexical)
+	c.GraphPOIs = cmp.Or(c.GraphPOIs, GraphPOIsDefault)
 	if len(c.Phases) == 0 {
 		c.Phases = DefaultPhases
 	}
@@ -197,6 +206,8 @@ func (c *Config) validate() error {
 		return fmt.Errorf("invalid repositories: %d must be between 1 and files (%d)", c.Repositories, c.Files)
 	case c.SQLLatencySamples < 1:
 		return fmt.Errorf("invalid sql-latency-samples: %d must be at least 1", c.SQLLatencySamples)
+	case c.GraphPOIs < GraphPOIsMin:
+		return fmt.Errorf("invalid graph-pois: %d must be at least %d", c.GraphPOIs, GraphPOIsMin)
 	case c.SQLLatencyGap < 0:
 		return fmt.Errorf("invalid sql-latency-gap: %s must not be negative", c.SQLLatencyGap)
 	case c.RelayRuns != RelayRunsBoth && c.RelayRuns != RelayRunsSequential && c.RelayRuns != RelayRunsConcurrent:
@@ -261,6 +272,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		{PhaseSQL, b.sqlPublish},
 		{PhaseSQLLatency, b.sqlLatency},
 		{PhaseRepos, b.repositories},
+		{PhaseGraph, b.graphPhase},
 	}
 	for _, s := range steps {
 		if !has(s.name) {

@@ -131,7 +131,8 @@ func TestMain_SmokeRunOfSQLPhases(t *testing.T) {
 func TestMain_RejectsBadFlags(t *testing.T) {
 	t.Parallel()
 	for _, args := range [][]string{
-		{"--phases", "14"},
+		{"--phases", "15"},
+		{"--graph-pois", "10"},
 		{"--sql-latency-samples", "-1"},
 		{"--sql-latency-gap", "-1s"},
 		{"--cli-workers", "1,0"},
@@ -179,4 +180,36 @@ func TestMain_SmokeRunOfTheRepositoriesPhase(t *testing.T) {
 		require.InDelta(t, r.Many.E2EPOIsPerSec/r.One.E2EPOIsPerSec, r.ManyVsOne, 1e-9)
 	}
 	require.Positive(t, p.ManyVsOne)
+}
+
+// TestMain_SmokeRunOfTheGraphPhase runs the graph phase on its smallest
+// corpus: the tree's root has its 1,110 callers to depth 3, and every
+// figure is filled in and checked against a target.
+func TestMain_SmokeRunOfTheGraphPhase(t *testing.T) {
+	t.Parallel()
+	var out, errOut bytes.Buffer
+	code := bench.Main(context.Background(), []string{
+		"--database-url", testdb.ServerURL(t), "--phases", "graph", "--graph-pois", "5000", "--json",
+	}, &out, &errOut)
+	require.Equal(t, 0, code, errOut.String())
+
+	var res bench.Result
+	require.NoError(t, json.Unmarshal(out.Bytes(), &res), out.String())
+	g := res.Graph
+	require.NotNil(t, g)
+	require.EqualValues(t, 5000, g.POIs)
+	// 1,110 tree edges and about 3 for each other POI (a few drawn twice).
+	require.InDelta(t, 1110+3*(5000-1111), g.Relationships, 60)
+	require.Equal(t, 1110, g.DepthThreeResults)
+	for _, l := range []bench.Latency{g.Callers, g.Callees, g.DepthThree, g.Page, g.Complete} {
+		require.Positive(t, l.P50)
+		require.LessOrEqual(t, l.P50, l.P99)
+		require.LessOrEqual(t, l.P99, l.Max)
+	}
+	var names []string
+	for _, tg := range res.Targets {
+		names = append(names, tg.Name)
+	}
+	require.Contains(t, names, "console POI page over HTTP p99 at 5000 POIs (ms)")
+	require.Contains(t, names, "transitive callers, depth 3, 1110 results, p50 at 5000 POIs (ms)")
 }

@@ -57,6 +57,7 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs.IntVar(&cfg.SQLLatencySamples, "sql-latency-samples", SQLLatencySamplesDefault, "publishes the sqllatency phase times, directly and again through PgBouncer")
 	fs.DurationVar(&cfg.SQLLatencyGap, "sql-latency-gap", SQLLatencyGapDefault, "bound of the random pause (uniform) before each of the sqllatency phase's publishes")
 	fs.StringVar(&cfg.StdlibReferences, "stdlib-references", "lexical", "reference mode of the stdlib phase: lexical or typed (type-checks the tree first)")
+	fs.IntVar(&cfg.GraphPOIs, "graph-pois", GraphPOIsDefault, "POIs in the graph phase's corpus (about 3 relationships each); 1000000 for the figures in BENCHMARKS.md")
 	fs.BoolVar(&cfg.Keep, "keep", false, "keep the benchmark database instead of dropping it")
 	fs.BoolVar(&asJSON, "json", false, "print one JSON object with every figure instead of the table")
 	fs.StringVar(&logLevel, "log-level", "", "relay's log level (debug, info, warn, error) to stderr; off by default")

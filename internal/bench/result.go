@@ -56,6 +56,9 @@ type Result struct {
 	// Repositories is the repositories phase: the corpus in one repository
 	// against the corpus split into several, in the same rounds.
 	Repositories *Repositories `json:"repositories,omitempty"`
+	// Graph is the graph phase: reading callers, callees and the console's
+	// POI page.
+	Graph *Graph `json:"graph,omitempty"`
 	// Targets are the issue's targets with this run's value.
 	Targets []Target `json:"targets"`
 	// PeakRSSBytes is the process's peak RSS (VmHWM) over the whole run.
@@ -84,13 +87,14 @@ type ResultConfig struct {
 	RelayRuns              string   `json:"relay_runs"`
 	Phases                 []string `json:"phases"`
 	GoSrc                  string   `json:"go_src,omitempty"`
+	GraphPOIs              int      `json:"graph_pois"`
 }
 
 func resultConfig(c *Config) ResultConfig {
 	rc := ResultConfig{Files: c.Files, POIsPerFile: c.POIsPerFile, Malformed: c.Malformed, Workers: c.Workers,
 		FilesPerTx: c.FilesPerTx, Repositories: max(c.Repositories, 1), BaselineFiles: c.BaselineFiles, FailuresFiles: c.FailuresFiles, FailureRate: c.FailureRate,
 		FailedRows: c.FailedRows, MemoryFiles: c.MemoryFiles, Phases: c.Phases, GoSrc: c.GoSrc, RelayRuns: c.RelayRuns,
-		CLIWorkers: c.CLIWorkers, Rounds: c.Rounds}
+		CLIWorkers: c.CLIWorkers, Rounds: c.Rounds, GraphPOIs: c.GraphPOIs}
 	if c.FetchCooldown > 0 {
 		rc.FetchCooldown = c.FetchCooldown.String()
 	}
@@ -202,6 +206,15 @@ func (r *Result) evaluate() {
 	if l := r.SQLLatency; l != nil {
 		add("SQL API first attempt p99, direct (s)", l.Direct.P99, "< 1", l.Direct.P99 < 1)
 		add("SQL API first attempt p99, PgBouncer (s)", l.PgBouncer.P99, "< 1", l.PgBouncer.P99 < 1)
+	}
+	if g := r.Graph; g != nil {
+		at := fmt.Sprintf(" at %d POIs (ms)", g.POIs)
+		add("callers of a POI p50"+at, g.Callers.P50, "< 2", g.Callers.P50 < 2)
+		add("callers of a POI p99"+at, g.Callers.P99, "< 10", g.Callers.P99 < 10)
+		add("callees of a POI p50"+at, g.Callees.P50, "< 2", g.Callees.P50 < 2)
+		add("callees of a POI p99"+at, g.Callees.P99, "< 10", g.Callees.P99 < 10)
+		add(fmt.Sprintf("transitive callers, depth 3, %d results, p50", g.DepthThreeResults)+at, g.DepthThree.P50, "< 50", g.DepthThree.P50 < 50)
+		add("console POI page over HTTP p99"+at, g.Page.P99, "< 50", g.Page.P99 < 50)
 	}
 	if m := r.Memory; m != nil {
 		add("RSS large / RSS small", m.RSSRatio, "<= 1.5", m.RSSRatio <= 1.5)
@@ -316,6 +329,18 @@ func (r *Result) WriteTable(w io.Writer) error {
 		}{{"direct", l.Direct}, {"PgBouncer (transaction mode, River polling)", l.PgBouncer}} {
 			fmt.Fprintf(w, "  %-44s %d samples: min %.0f ms, p50 %.0f ms, p99 %.0f ms, max %.0f ms\n", x.name, x.run.Samples,
 				1000*x.run.Min, 1000*x.run.P50, 1000*x.run.P99, 1000*x.run.Max)
+		}
+	}
+	if g := r.Graph; g != nil {
+		fmt.Fprintf(w, "\ngraph: %d POIs, %d relationships, written and indexed in %.1f s; %d random POIs, milliseconds:\n",
+			g.POIs, g.Relationships, g.BuildSeconds, g.Samples)
+		for _, x := range []struct {
+			name string
+			l    Latency
+		}{{"callers (relay_callers, depth 1)", g.Callers}, {"callees (relay_callees, depth 1)", g.Callees},
+			{fmt.Sprintf("callers to depth 3 (%d results, %d runs)", g.DepthThreeResults, g.DepthThreeRuns), g.DepthThree},
+			{"console POI page over HTTP", g.Page}, {"console search completion over HTTP", g.Complete}} {
+			fmt.Fprintf(w, "  %-44s p50 %7.2f  p99 %7.2f  max %7.2f\n", x.name, x.l.P50, x.l.P99, x.l.Max)
 		}
 	}
 	fmt.Fprintln(w)

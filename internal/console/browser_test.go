@@ -246,3 +246,70 @@ func TestBrowser_ReadOnly(t *testing.T) {
 	require.Equal(t, 403, b.post("/failed/ignore", "id=1&reason=x&confirm=yes"))
 	require.Equal(t, 5, testdb.Count(t, f.db.Pool, `SELECT count(*) FROM failed_pois WHERE status = 'new'`))
 }
+
+// TestBrowser_GraphFlow walks the graph as a reader would: type a name in
+// the header's search box and pick a completion; read the POI's page and
+// its drawing (laid out by dagre); follow a caller, then a callee, link by
+// link; search an ambiguous name and pick a candidate.
+func TestBrowser_GraphFlow(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, nil)
+	f.seedGraph(t)
+	b := newBrowser(t, f)
+
+	// 1. Completion from the overview's search box.
+	b.open("/", "#search-q")
+	b.run(chromedp.SendKeys(chromedp.CSS("#search-q"), "pars"))
+	b.run(chromedp.WaitVisible(chromedp.CSS("#search-suggestions a.suggestion")))
+	require.Equal(t, "app.Parsesrc/app.go:20", b.text("#search-suggestions li:first-child a"))
+	b.shot("search_completion")
+	b.click("#search-suggestions a.suggestion", "#poi")
+	require.Equal(t, "Parse", b.text("#poi-name"))
+	require.Equal(t, "src/app.go:20", b.text("#poi-location"))
+
+	// 2. The drawing: dagre laid out Parse's neighbourhood at depth 2.
+	drawn := func() []string {
+		b.t.Helper()
+		b.run(chromedp.WaitVisible(chromedp.CSS("svg#neighbourhood[data-drawn] g.node")))
+		return get(b, chromedp.Evaluate[[]string](`[...document.querySelectorAll("svg#neighbourhood g.node")].map(g => g.dataset.poiId).sort()`))
+	}
+	require.Equal(t, []string{"app.Parse", "app.Run", "app.helper", "app.lex", "app.main", "cli.Execute"}, drawn())
+	require.Equal(t, "app.Parse", get(b, chromedp.Evaluate[string](`document.querySelector("svg#neighbourhood g.node.root").dataset.poiId`)))
+	require.Equal(t, 6, get(b, chromedp.Evaluate[int](`document.querySelectorAll("svg#neighbourhood path.edge").length`)))
+	// Every node has a place of its own.
+	require.Equal(t, 6, get(b, chromedp.Evaluate[int](`new Set([...document.querySelectorAll("svg#neighbourhood g.node")].map(g => g.getAttribute("transform"))).size`)))
+
+	// 3. Walk: Parse's caller Run, Run's caller main, main's callee Run,
+	// Run's callee helper; and a node of the drawing.
+	b.click(`#callers a.caller`, "#poi")
+	require.Equal(t, "Run", b.text("#poi-name"))
+	require.Equal(t, []string{"app.Parse", "app.Run", "app.helper", "app.lex", "app.main", "cli.Execute"}, drawn())
+	b.shot("poi")
+	b.click(`#callers tr:nth-child(2) a.caller`, "#poi")
+	require.Equal(t, "main", b.text("#poi-name"))
+	require.Equal(t, "none", b.text("#callers td.muted"))
+	b.click(`#callees a.callee`, "#poi")
+	require.Equal(t, "Run", b.text("#poi-name"))
+	b.click(`#callees tr:nth-child(3) a.callee`, "#poi")
+	require.Equal(t, "helper", b.text("#poi-name"))
+	require.Equal(t, []string{"Run", "Parse", "lex"}, get(b, chromedp.Evaluate[[]string](`[...document.querySelectorAll("#callers a.caller")].map(a => a.textContent)`)))
+	b.click(`svg#neighbourhood g.node[data-poi-id="app.lex"] a`, "#poi")
+	require.Equal(t, "lex", b.text("#poi-name"))
+
+	// 4. An ambiguous name: the candidates, then one of them.
+	b.run(chromedp.SendKeys(chromedp.CSS("#search-q"), "Find"))
+	b.run(chromedp.WaitVisible(chromedp.CSS("#search-suggestions a.suggestion")))
+	b.run(chromedp.Func(func(ctx context.Context, t *chromedp.Target) error {
+		_, err := chromedp.Evaluate[bool](`document.body.dataset.stale = "1"; document.getElementById("search").submit(); true`)(ctx, t)
+		return err
+	}), chromedp.WaitVisible(chromedp.CSS("body:not([data-stale]) #candidates")))
+	require.Contains(t, b.text("#matched"), "2 POIs match Find by name")
+	b.shot("search")
+	b.click(`#candidates tr:nth-child(3) a.candidate`, "#poi")
+	require.Equal(t, "src/find.go:2", b.text("#poi-location"))
+
+	// 5. An unknown name: near names.
+	b.open("/search?q=Parze", "#not-found")
+	b.click("#near a", "#poi")
+	require.Equal(t, "Parse", b.text("#poi-name"))
+}

@@ -1,8 +1,11 @@
 // Package console is relay's web console: River UI for jobs and queues, and
-// server-rendered pages over both dead-letter tables and MapReduce jobs
-// (html/template and go:embed; no script). Every action calls the store
+// server-rendered pages over both dead-letter tables, MapReduce jobs and
+// the graph (html/template and go:embed). Every action calls the store
 // method the matching CLI command calls, is confirmed on a page showing
 // what it would do, and is audited with the acting user ("ui:<user>").
+// Pages work without script; two scripts of static/ (loaded under the
+// pages' CSP, 'self' only) add the search box's completion and draw a
+// POI's neighbourhood with dagre (static/vendor, pinned).
 package console
 
 import (
@@ -154,6 +157,9 @@ func (c *Console) routes() http.Handler {
 	page("POST "+p+"/items/clear", c.itemsClear)
 	page("GET "+p+"/jobs", c.jobsList)
 	page("GET "+p+"/jobs/{id}", c.jobDetail)
+	page("GET "+p+"/search", c.search)
+	mux.HandleFunc("GET "+p+"/search/complete", c.complete)
+	page("GET "+p+"/poi", c.poiPage)
 	static, _ := fs.Sub(staticFS, "static")
 	mux.Handle("GET "+p+"/static/", http.StripPrefix(p+"/static/", http.FileServerFS(static)))
 	river := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {

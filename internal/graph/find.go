@@ -116,6 +116,11 @@ func queryItems(ctx context.Context, q Querier, sql string, args ...any) ([]Item
 	if err != nil {
 		return nil, err
 	}
+	return collectItems(rows)
+}
+
+// collectItems reads rows of itemColumns.
+func collectItems(rows pgx.Rows) ([]Item, error) {
 	return pgx.CollectRows(rows, func(row pgx.CollectableRow) (Item, error) {
 		var it Item
 		err := row.Scan(&it.Repository, &it.POIID, &it.Name, &it.Type, &it.FileID, &it.Line, &it.Symbol)
