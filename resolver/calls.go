@@ -17,6 +17,7 @@ func extractCalls(ctx context.Context, p POI, refs *refSet) error {
 	}
 	z := newTokenizer(ctx, code)
 	z.privateNames = lang == langJS
+	z.regexLiterals = lang == langJS
 	s := callScanner{
 		z:          z,
 		self:       simpleName(p.Name),
