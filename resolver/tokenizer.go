@@ -31,6 +31,7 @@ type token struct {
 	kind     tokKind
 	text     string // a slice of the source; string tokens include their quotes
 	nlBefore bool
+	start    int // the byte offset of text in the source
 }
 
 // isPunct reports whether t is the punctuation s.
@@ -136,6 +137,7 @@ func (z *tokenizer) advance(n int) {
 // scan reads the next token from the source and records it as the last one.
 func (z *tokenizer) scan() token {
 	t := z.scanToken()
+	t.start = z.pos - len(t.text)
 	z.beforeLast, z.last = z.last, t
 	return t
 }
