@@ -5,7 +5,7 @@ TEST_DATABASE_URL ?= postgres://root@127.0.0.1:5432/relay_test?sslmode=disable
 export TEST_DATABASE_URL
 GO ?= go
 
-.PHONY: all build test test-race test-short lint vet fmt bench bench-relay chaos chaos-short chaos-short-pooler chaos-pg torture fuzz migrate demo testdb pgbouncer chromium clients
+.PHONY: all build test test-race test-short lint vet fmt bench bench-relay chaos chaos-short chaos-short-pooler chaos-pg torture fuzz migrate demo testdb pgbouncer chromium clients scip-indexers
 
 all: lint test
 
@@ -14,7 +14,7 @@ build:
 
 # The README's test command: every package, race detector on, against the
 # PostgreSQL in TEST_DATABASE_URL (its database is created if missing).
-test: testdb pgbouncer chromium clients
+test: testdb pgbouncer chromium clients scip-indexers
 	$(GO) test -race -count=1 -timeout 15m ./...
 
 test-race: test
@@ -47,6 +47,16 @@ clients:
 	@command -v npm >/dev/null 2>&1 || \
 		{ apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq nodejs npm >/dev/null; }
 	@[ -d outbox/testdata/clients/node_modules/pg ] || npm ci --prefix outbox/testdata/clients --no-audit --no-fund --loglevel=error
+
+# scip-python and scip-typescript from npm, pinned in
+# internal/scipindex/testdata/indexers/package-lock.json and installed
+# there (not globally): relay analyze --scip's tests run them on the
+# fixture projects beside them (internal/cli's TestAnalyzeSCIP_*). Needs
+# Node (make clients installs it).
+SCIP_INDEXERS := internal/scipindex/testdata/indexers
+scip-indexers: clients
+	@[ -x $(SCIP_INDEXERS)/node_modules/.bin/scip-python ] && [ -x $(SCIP_INDEXERS)/node_modules/.bin/scip-typescript ] || \
+		npm ci --prefix $(SCIP_INDEXERS) --no-audit --no-fund --loglevel=error
 
 # Creates the test database named in TEST_DATABASE_URL when it is missing.
 testdb:
