@@ -5,7 +5,7 @@ TEST_DATABASE_URL ?= postgres://root@127.0.0.1:5432/relay_test?sslmode=disable
 export TEST_DATABASE_URL
 GO ?= go
 
-.PHONY: all build test test-race test-short lint vet fmt bench bench-relay chaos chaos-short chaos-short-pooler chaos-pg torture fuzz migrate demo testdb pgbouncer chromium clients scip-indexers
+.PHONY: all build test test-race test-short lint vet fmt bench bench-relay chaos chaos-short chaos-short-pooler chaos-pg torture fuzz migrate demo testdb pgbouncer chromium clients scip-indexers eval-scip
 
 all: lint test
 
@@ -57,6 +57,13 @@ SCIP_INDEXERS := internal/scipindex/testdata/indexers
 scip-indexers: clients
 	@[ -x $(SCIP_INDEXERS)/node_modules/.bin/scip-python ] && [ -x $(SCIP_INDEXERS)/node_modules/.bin/scip-typescript ] || \
 		npm ci --prefix $(SCIP_INDEXERS) --no-audit --no-fund --loglevel=error
+
+# relay analyze --scip's accuracy on real packages (docs/accuracy.md): installs
+# Debian's python3-oauthlib and python3-pyparsing when missing (root), packs
+# commander and zod from npm, indexes them with the pinned indexers and runs
+# relay-eval --scip. Minutes; not part of make test.
+eval-scip: scip-indexers
+	internal/accuracy/scip_eval.sh
 
 # Creates the test database named in TEST_DATABASE_URL when it is missing.
 testdb:
