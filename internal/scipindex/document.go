@@ -9,6 +9,7 @@ import (
 	"path"
 	"slices"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/scip-code/scip/bindings/go/scip"
 
@@ -107,6 +108,18 @@ func mapDocument(ctx context.Context, n int, d *scip.Document, cfg Config) (File
 		text = string(b)
 	}
 	src := newSource(text, d.PositionEncoding)
+	if !utf8.ValidString(text) {
+		// JSON would replace the bytes silently; relay does not alter code.
+		bad := 0
+		for bad < len(text) {
+			r, size := utf8.DecodeRuneInString(text[bad:])
+			if r == utf8.RuneError && size == 1 {
+				break
+			}
+			bad += size
+		}
+		return File{}, fail(nil, "its source is not valid UTF-8 (line %d)", src.lineOf(bad)+1)
+	}
 	js := !isPython(p)
 
 	parsed := map[string]*scip.Symbol{}

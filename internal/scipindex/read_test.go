@@ -132,7 +132,8 @@ func encode(t *testing.T, docs ...*scip.Document) []byte {
 	return b
 }
 
-var sources = fstest.MapFS{"pkg/c.py": {Data: []byte(pySrc)}, "src/sq.ts": {Data: []byte(tsSrc)}}
+var sources = fstest.MapFS{"pkg/c.py": {Data: []byte(pySrc)}, "src/sq.ts": {Data: []byte(tsSrc)},
+	"src/latin1.ts": {Data: []byte("export class Sq {}\n// caf\xe9\n")}}
 
 // poiView is what a test checks of a POI.
 type poiView struct {
@@ -259,6 +260,8 @@ func TestRead_MalformedIndexNamesTheDocumentAndOccurrence(t *testing.T) {
 			want: `scip index: document #2 "src/sq.ts", occurrence #2 (line 1): symbol "scip-typescript npm": `},
 		{name: "PathOutsideTheProject", index: mutate(func(d *scip.Document) { d.RelativePath = "../etc/passwd" }),
 			want: `scip index: document #2 "../etc/passwd": relative_path "../etc/passwd" is not a clean relative path inside the project`},
+		{name: "SourceNotUTF8", index: mutate(func(d *scip.Document) { d.RelativePath = "src/latin1.ts" }),
+			want: `scip index: document #2 "src/latin1.ts": its source is not valid UTF-8 (line 2)`},
 		{name: "SourceMissing", index: mutate(func(d *scip.Document) { d.RelativePath = "src/gone.ts" }),
 			want: `scip index: document #2 "src/gone.ts": cannot read its source: open src/gone.ts: file does not exist`},
 	}
