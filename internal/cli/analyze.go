@@ -92,7 +92,9 @@ and constants and nested functions the index defines, with their symbols
 and references by symbol (CALLS at call sites the index resolves; a
 construction calls the class's constructor; EXTENDS and IMPLEMENTS from
 the class header and the symbol's relationships; IMPORTS). A call site the
-index resolves nothing at keeps relay's lexical rule (a reference by name).
+index resolves nothing at keeps relay's lexical rule (a reference by name),
+unless it names a method of the language's built-in types (get, items; trim,
+push, ...).
 The whole index is read and checked before anything is published: a
 truncated or malformed index, or a document whose source under DIR is
 missing or does not match its ranges, is an error naming the document and

@@ -78,7 +78,9 @@ func (d *def) add(r resolver.SuppliedReference) {
 //     constructor (X#__init__(). or X#`<constructor>`().: relay's CALLS
 //     targets are functions and methods, not classes); a CALLS reference
 //     by name for each call site relay's lexical rule finds
-//     (resolver.CallSites) where the index has no occurrence at all;
+//     (resolver.CallSites) where the index has no occurrence at all,
+//     unless it names a method of the language's built-in types
+//     (builtinMethods);
 //     EXTENDS, or IMPLEMENTS after `implements`, to each type the class's
 //     header names that its SymbolInformation's relationships list.
 //
@@ -285,7 +287,7 @@ func mapDocument(ctx context.Context, n int, d *scip.Document, cfg Config) (File
 			if s.Line == 0 {
 				off = df.raw.start + s.Column
 			}
-			if known[off] || innermost(off) != df {
+			if known[off] || innermost(off) != df || builtinMethods[js][s.Name] {
 				continue
 			}
 			df.add(resolver.SuppliedReference{Type: resolver.Calls, RefName: s.Name})

@@ -27,7 +27,7 @@ class C(Base):
 
     def run(self,
             x=None):
-        self.dep.untyped_call(x)
+        self.dep.untyped_call(x).get(x)
         return helper(x)
 
 
