@@ -31,13 +31,14 @@ type occ struct {
 // def is a definition that becomes a POI.
 type def struct {
 	symbol, typ, name string
-	name_             span // the name's occurrence
+	nameAt            span // the name's occurrence
 	raw               span // rawCode
 	own               span // where its calls are its own: from its name to its end
 	body              int  // where its header ends
 	refs              []resolver.SuppliedReference
 	seen              map[resolver.SuppliedReference]bool
 	fallbacks         int
+	occurrences       int // an import statement\'s; none: not code (a docstring\'s "from … import")
 }
 
 func (d *def) add(r resolver.SuppliedReference) {
@@ -180,7 +181,7 @@ func mapDocument(ctx context.Context, n int, d *scip.Document, cfg Config) (File
 		if !ok {
 			continue
 		}
-		df := &def{symbol: relaySymbol(p, o.symbol), typ: typ, name: name, name_: o.at}
+		df := &def{symbol: relaySymbol(p, o.symbol), typ: typ, name: name, nameAt: o.at}
 		needBody := typ == resolver.TypeClass || typ == resolver.TypeInterface
 		if o.hasEnc && o.enc.end > o.at.start && o.enc.start <= o.at.start {
 			df.raw = o.enc
@@ -246,6 +247,7 @@ func mapDocument(ctx context.Context, n int, d *scip.Document, cfg Config) (File
 			continue
 		}
 		if df.typ == resolver.TypeImport {
+			df.occurrences++
 			if o.parsed != nil && importable(o.parsed) {
 				df.add(resolver.SuppliedReference{Type: resolver.Imports, Symbol: o.symbol})
 				if df.name == "" {
@@ -300,6 +302,9 @@ func mapDocument(ctx context.Context, n int, d *scip.Document, cfg Config) (File
 	pois := make([]json.RawMessage, 0, len(sorted))
 	ids := map[string]int{}
 	for _, df := range sorted {
+		if df.typ == resolver.TypeImport && df.occurrences == 0 {
+			continue
+		}
 		if df.typ == resolver.TypeImport && df.name == "" {
 			df.name = importName(text[df.raw.start:df.raw.end])
 			if df.name == "" {
@@ -425,7 +430,7 @@ func inheritance(o *occ, df *def, info map[string]*scip.SymbolInformation, text 
 	}
 	for _, r := range si.Relationships {
 		if r.Symbol == o.symbol && (r.IsImplementation || r.IsTypeDefinition) {
-			if js && df.typ == resolver.TypeClass && containsWord(text[df.name_.end:o.at.start], "implements") {
+			if js && df.typ == resolver.TypeClass && containsWord(text[df.nameAt.end:o.at.start], "implements") {
 				return resolver.Implements, true
 			}
 			return resolver.Extends, true

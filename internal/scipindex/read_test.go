@@ -35,6 +35,12 @@ def helper(x):
     def inner(y):
         return y
     return inner(C(x))
+
+
+def doc():
+    """A docstring is no import statement:
+    from nowhere import thing
+    """
 `
 
 const tsSrc = `import { Base, Named } from "./base";
