@@ -123,14 +123,28 @@ func column(src string, off int) int {
 func jsExtent(z *tokenizer) Extent {
 	name := z.next()
 	e := Extent{BodyStart: -1, End: name.start + len(name.text)}
-	depth, arrow := 0, false
+	// angle counts the type parameters' and arguments' <…> of a header
+	// (`interface I<A, B extends X<Y> = Z> extends J {`), whose commas do
+	// not end it; after an "=" outside them a "<" may be a comparison, so
+	// only before it.
+	depth, angle, arrow, assigned := 0, 0, false, false
 	prev := name
 	for {
 		t := z.next()
 		if t.kind == tokEOF {
 			break
 		}
-		if depth == 0 {
+		if depth == 0 && !arrow && !assigned {
+			switch {
+			case t.isPunct("=") && angle == 0:
+				assigned = true
+			case t.isPunct("<"):
+				angle++
+			case t.isPunct(">") && angle > 0:
+				angle--
+			}
+		}
+		if depth == 0 && angle == 0 {
 			switch {
 			case t.isPunct("{"):
 				if arrow || !prev.isPunct(":") && !prev.isPunct("=") && !prev.isPunct("<") && !prev.isPunct("|") && !prev.isPunct("&") {

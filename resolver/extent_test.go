@@ -25,6 +25,7 @@ func TestDefinitionExtent(t *testing.T) {
 		{name: "JSArrowNoSemicolon", file: "a.js", src: "const «twice = v =>\n  inner(v)\n    .map(f)»\nconst y = 2\n"},
 		{name: "JSArrowBlock", file: "a.js", src: "const «f = async (a) => {^\n  await g(a)\n}»;\n"},
 		{name: "JSSignatureWithoutBody", file: "a.ts", src: "abstract class S {\n  abstract «area(): number»\n  name() {}\n}"},
+		{name: "TSTypeParametersWithCommas", file: "a.ts", src: "export interface «D<\n  A extends string,\n  B extends X<string>[] = X<string>[],\n> extends Base {^\n  a: A;\n}»\n"},
 		{name: "JSOverload", file: "a.ts", src: "export function «f(a: string): void»;\nexport function f(a: any) {}\n"},
 	}
 	for _, tt := range tests {

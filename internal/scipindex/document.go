@@ -83,7 +83,7 @@ func (d *def) add(r resolver.SuppliedReference) {
 //     unless it names a method of the language's built-in types
 //     (builtinMethods);
 //     EXTENDS, or IMPLEMENTS after `implements`, to each type the class's
-//     header names that its SymbolInformation's relationships list.
+//     or interface's header names as a parent (inheritance).
 //
 // Local symbols become "local:<path>:<id>" so that they are unique in a
 // repository.
@@ -164,10 +164,6 @@ func mapDocument(ctx context.Context, n int, d *scip.Document, cfg Config) (File
 			oc.parsed = ps
 		}
 		occs = append(occs, oc)
-	}
-	info := make(map[string]*scip.SymbolInformation, len(d.Symbols))
-	for _, s := range d.Symbols {
-		info[s.Symbol] = s
 	}
 
 	// Definitions, one per symbol.
@@ -257,7 +253,7 @@ func mapDocument(ctx context.Context, n int, d *scip.Document, cfg Config) (File
 			continue
 		}
 		if (df.typ == resolver.TypeClass || df.typ == resolver.TypeInterface) && o.at.start < df.body {
-			if rt, ok := inheritance(o, df, info, text, js); ok {
+			if rt, ok := inheritance(o, df, text, js); ok {
 				df.add(resolver.SuppliedReference{Type: rt, Symbol: o.symbol})
 			}
 		}
@@ -415,28 +411,93 @@ func importable(s *scip.Symbol) bool {
 	return false
 }
 
-// inheritance returns the relationship a class's header occurrence o
-// makes: EXTENDS, or IMPLEMENTS after `implements` (JavaScript,
-// TypeScript), when o names a type that the class's symbol information
-// lists as a relationship (indexers list the transitive ones too; only
-// those the header names are the class's own).
-func inheritance(o *occ, df *def, info map[string]*scip.SymbolInformation, text string, js bool) (resolver.RelType, bool) {
+// inheritance returns the relationship a class's or interface's header
+// occurrence o makes, when o names a type: a base class in Python's
+// `class C(A, B):` (not a keyword argument such as metaclass=, nor inside
+// [...]); in JavaScript and TypeScript a type after `extends`, or after
+// `implements` (IMPLEMENTS), outside type arguments <...>. The header, not
+// the symbol's relationships, decides: indexers list inherited types
+// there too, and leave some out (scip-typescript for an interface's
+// extends, scip-python for some of pyparsing's classes).
+func inheritance(o *occ, df *def, text string, js bool) (resolver.RelType, bool) {
 	if o.parsed == nil || len(o.parsed.Descriptors) == 0 || o.parsed.Descriptors[len(o.parsed.Descriptors)-1].Suffix != scip.Descriptor_Type {
 		return "", false
 	}
-	si := info[df.symbol]
-	if si == nil {
-		return "", false
+	head := text[df.nameAt.end:o.at.start]
+	if after := skipSpaces(text, o.at.end); after < len(text) && text[after] == '.' {
+		return "", false // a qualifier (`ppu.Latin1`): the base is the name after it
 	}
-	for _, r := range si.Relationships {
-		if r.Symbol == o.symbol && (r.IsImplementation || r.IsTypeDefinition) {
-			if js && df.typ == resolver.TypeClass && containsWord(text[df.nameAt.end:o.at.start], "implements") {
-				return resolver.Implements, true
+	if !js {
+		depth, square := 0, 0
+		for i := 0; i < len(head); i++ {
+			switch head[i] {
+			case '(':
+				depth++
+			case ')':
+				depth--
+			case '[':
+				square++
+			case ']':
+				square--
 			}
-			return resolver.Extends, true
+		}
+		before := strings.TrimRight(head, " \t\n")
+		if depth != 1 || square != 0 || strings.HasSuffix(before, "=") || strings.HasSuffix(before, ".") && !isQualified(head) {
+			return "", false
+		}
+		return resolver.Extends, true
+	}
+	angle := 0
+	for i := 0; i < len(head); i++ {
+		switch {
+		case head[i] == '<':
+			angle++
+		case head[i] == '>' && (i == 0 || head[i-1] != '='):
+			angle--
 		}
 	}
+	if angle != 0 {
+		return "", false
+	}
+	ext, impl := lastWord(head, "extends"), lastWord(head, "implements")
+	switch {
+	case impl > ext && df.typ == resolver.TypeClass:
+		return resolver.Implements, true
+	case ext >= 0 || impl >= 0:
+		return resolver.Extends, true
+	}
 	return "", false
+}
+
+// isQualified reports whether a Python header's text before a base ends
+// with a module path (`(mod.Base`): the base is still a base.
+func isQualified(head string) bool {
+	i := strings.LastIndexAny(head, "(,")
+	return i >= 0 && isDottedName(strings.TrimSpace(head[i+1:]))
+}
+
+// isDottedName reports whether s is `a.b.` (names each followed by a dot).
+func isDottedName(s string) bool {
+	for _, part := range strings.Split(strings.TrimSuffix(s, "."), ".") {
+		if !isIdentifier(part) {
+			return false
+		}
+	}
+	return strings.HasSuffix(s, ".")
+}
+
+// lastWord returns the offset of the last occurrence of word w in s, or -1.
+func lastWord(s, w string) int {
+	for end := len(s); ; {
+		k := strings.LastIndex(s[:end], w)
+		if k < 0 {
+			return -1
+		}
+		if (k == 0 || !isIdentByte(s[k-1])) && (k+len(w) == len(s) || !isIdentByte(s[k+len(w)])) {
+			return k
+		}
+		end = k
+	}
 }
 
 // callTarget returns the symbol a call at occurrence o calls, or "" when
