@@ -90,8 +90,8 @@ source: one analysis per document, its POIs the functions, methods
 (constructors included), classes, interfaces, function-valued class fields
 and constants and nested functions the index defines, with their symbols
 and references by symbol (CALLS at call sites the index resolves; a
-construction calls the class's constructor; EXTENDS and IMPLEMENTS from
-the class header and the symbol's relationships; IMPORTS). A call site the
+construction calls the class's constructor; EXTENDS and IMPLEMENTS to the
+parents the class header names; IMPORTS). A call site the
 index resolves nothing at keeps relay's lexical rule (a reference by name),
 unless it names a method of the language's built-in types (get, items; trim,
 push, ...).
