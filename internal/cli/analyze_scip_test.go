@@ -127,8 +127,9 @@ func TestAnalyzeSCIP_TypeScriptFixtureWithScipTypescript(t *testing.T) {
 		"src/circle.ts:1:Shape -IMPORTS-> src/base.ts:7:Shape",
 		"src/circle.ts:11:name -CALLS-> src/base.ts:10:name", // super.name()
 		"src/circle.ts:16:make -CALLS-> src/circle.ts:11:name",
-		"src/circle.ts:16:make -CALLS-> src/circle.ts:4:onClick",     // a class-field arrow function
-		"src/circle.ts:16:make -CALLS-> src/circle.ts:5:constructor", // new Circle(2)
+		"src/circle.ts:16:make -CALLS-> src/circle.ts:4:onClick",         // a class-field arrow function
+		"src/circle.ts:16:make -CALLS-> src/circle.ts:5:constructor",     // new Circle(2)
+		"src/circle.ts:5:constructor -CALLS-> src/base.ts:8:constructor", // super("circle")
 		"src/circle.ts:3:Circle -EXTENDS-> src/base.ts:7:Shape",
 		"src/circle.ts:4:onClick -CALLS-> src/circle.ts:8:area",
 		"src/circle.ts:8:area -CALLS-> src/base.ts:15:helper",

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io/fs"
 	"path"
+	"regexp"
 	"slices"
 	"strings"
 	"unicode/utf8"
@@ -265,6 +266,27 @@ func mapDocument(ctx context.Context, n int, d *scip.Document, cfg Config) (File
 		}
 	}
 
+	// `super(…)` in a JavaScript constructor calls the parent class's
+	// constructor, which the index does not say (it has no occurrence
+	// there): the parent is the class's EXTENDS, its constructor that
+	// symbol's `<constructor>`().
+	if js {
+		for _, df := range sorted {
+			if df.typ != resolver.TypeMethod || df.name != "constructor" || df.nameAt.start == 0 {
+				continue
+			}
+			class := innermost(df.nameAt.start - 1)
+			if class == nil || class.typ != resolver.TypeClass || !superCall.MatchString(text[df.own.start:df.own.end]) {
+				continue
+			}
+			for _, r := range class.refs {
+				if r.Type == resolver.Extends {
+					df.add(resolver.SuppliedReference{Type: resolver.Calls, Symbol: r.Symbol + "`<constructor>`()."})
+				}
+			}
+		}
+	}
+
 	// The lexical rule at the call sites the index has nothing at.
 	fallbacks := 0
 	for _, df := range sorted {
@@ -332,6 +354,9 @@ func mapDocument(ctx context.Context, n int, d *scip.Document, cfg Config) (File
 	}
 	return File{Analysis: outbox.Analysis{FileID: p, POIs: pois}, Occurrences: len(occs), POIs: len(pois), Fallbacks: fallbacks}, nil
 }
+
+// superCall matches a call of the parent's constructor, `super(`.
+var superCall = regexp.MustCompile(`\bsuper\s*\(`)
 
 // isPython reports whether the file at p is Python.
 func isPython(p string) bool {
