@@ -26,8 +26,8 @@ type SCIPSummary struct {
 }
 
 // publishSCIP publishes the SCIP index at indexPath of the project rooted
-// at dir: it reads the whole index once to check it (scipindex.Validate),
-// publishing nothing when any document is malformed, then again to
+// at dir: it reads the whole index once to check it (with progress every
+// second on stderr), publishing nothing when any document is malformed, then again to
 // publish each document, cfg.FilesPerTx per transaction.
 func publishSCIP(ctx context.Context, db goanalyze.Beginner, pub *outbox.Publisher, indexPath, dir string,
 	cfg goanalyze.PublishConfig, stderr io.Writer) (*goanalyze.Summary, *SCIPSummary, error) {
@@ -37,8 +37,15 @@ func publishSCIP(ctx context.Context, db goanalyze.Beginner, pub *outbox.Publish
 	}
 	defer f.Close()
 	icfg := scipindex.Config{Source: os.DirFS(dir)}
-	start := time.Now()
-	docs, err := scipindex.Validate(ctx, f, icfg)
+	start, last, docs := time.Now(), time.Now(), 0
+	err = scipindex.Read(ctx, f, icfg, func(scipindex.File) error {
+		docs++
+		if time.Since(last) >= time.Second {
+			fmt.Fprintf(stderr, "relay analyze: checking %s: %s read\n", indexPath, pluralize(docs, "document"))
+			last = time.Now()
+		}
+		return nil
+	})
 	if err != nil {
 		return nil, nil, fmt.Errorf("error reading %s (nothing was published): %w", indexPath, err)
 	}
