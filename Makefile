@@ -5,7 +5,7 @@ TEST_DATABASE_URL ?= postgres://root@127.0.0.1:5432/relay_test?sslmode=disable
 export TEST_DATABASE_URL
 GO ?= go
 
-.PHONY: all build test test-race test-short lint vet fmt bench bench-relay chaos chaos-short chaos-short-pooler chaos-pg torture fuzz migrate demo testdb pgbouncer chromium clients
+.PHONY: all build test test-race test-short lint vet fmt bench bench-relay chaos chaos-short chaos-short-pooler chaos-pg torture fuzz migrate demo testdb pgbouncer chromium clients scip-indexers eval-scip
 
 all: lint test
 
@@ -14,7 +14,7 @@ build:
 
 # The README's test command: every package, race detector on, against the
 # PostgreSQL in TEST_DATABASE_URL (its database is created if missing).
-test: testdb pgbouncer chromium clients
+test: testdb pgbouncer chromium clients scip-indexers
 	$(GO) test -race -count=1 -timeout 15m ./...
 
 test-race: test
@@ -55,6 +55,23 @@ clients:
 	@{ [ -d outbox/testdata/clients/node_modules/pg ] && [ -d outbox/testdata/clients/node_modules/typescript ] && \
 		[ -d outbox/testdata/clients/node_modules/@types/pg ]; } || \
 		npm ci --prefix outbox/testdata/clients --no-audit --no-fund --loglevel=error
+
+# scip-python and scip-typescript from npm, pinned in
+# internal/scipindex/testdata/indexers/package-lock.json and installed
+# there (not globally): relay analyze --scip's tests run them on the
+# fixture projects beside them (internal/cli's TestAnalyzeSCIP_*). Needs
+# Node (make clients installs it).
+SCIP_INDEXERS := internal/scipindex/testdata/indexers
+scip-indexers: clients
+	@[ -x $(SCIP_INDEXERS)/node_modules/.bin/scip-python ] && [ -x $(SCIP_INDEXERS)/node_modules/.bin/scip-typescript ] || \
+		npm ci --prefix $(SCIP_INDEXERS) --no-audit --no-fund --loglevel=error
+
+# relay analyze --scip's accuracy on real packages (docs/accuracy.md): installs
+# Debian's python3-oauthlib and python3-pyparsing when missing (root), packs
+# commander and zod from npm, indexes them with the pinned indexers and runs
+# relay-eval --scip. Minutes; not part of make test.
+eval-scip: scip-indexers
+	internal/accuracy/scip_eval.sh
 
 # Creates the test database named in TEST_DATABASE_URL when it is missing.
 testdb:
@@ -115,6 +132,7 @@ fuzz:
 	$(GO) test -run '^$$' -fuzz '^FuzzExtract$$' -fuzztime $(FUZZTIME) -fuzzminimizetime $(FUZZMINIMIZE) ./resolver/
 	$(GO) test -run '^$$' -fuzz '^FuzzDecodePOI$$' -fuzztime $(FUZZTIME) -fuzzminimizetime $(FUZZMINIMIZE) ./resolver/
 	$(GO) test -run '^$$' -fuzz '^FuzzLookupNames$$' -fuzztime $(FUZZTIME) -fuzzminimizetime $(FUZZMINIMIZE) ./resolver/
+	$(GO) test -run '^$$' -fuzz '^FuzzRead$$' -fuzztime $(FUZZTIME) -fuzzminimizetime $(FUZZMINIMIZE) ./internal/scipindex/
 	$(GO) test -run '^$$' -fuzz '^FuzzSignature$$' -fuzztime $(FUZZTIME) -fuzzminimizetime $(FUZZMINIMIZE) ./deadletter/
 	$(GO) test -run '^$$' -fuzz '^FuzzRedact$$' -fuzztime $(FUZZTIME) -fuzzminimizetime $(FUZZMINIMIZE) ./config/
 	$(GO) test -run '^$$' -fuzz '^FuzzString$$' -fuzztime $(FUZZTIME) -fuzzminimizetime $(FUZZMINIMIZE) ./internal/termout/

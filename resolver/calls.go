@@ -2,11 +2,67 @@ package resolver
 
 import (
 	"context"
+	"slices"
 	"strings"
 )
 
 // extractCalls adds the CALLS references of a function, method or class POI.
 func extractCalls(ctx context.Context, p POI, refs *refSet) error {
+	_, err := scanCalls(ctx, p, func(name string, _ int) { refs.add(Calls, name) })
+	return err
+}
+
+// CallSite is a call relay's lexical rule finds in a POI's code: the name
+// it references (as Extract returns it) and where the called name starts
+// in RawCode, as a 0-based line and a byte column on that line.
+type CallSite struct {
+	Name         string
+	Line, Column int
+}
+
+// CallSites returns the calls Extract would read from p's RawCode (p's
+// References are ignored), each with where it is, in the order of their
+// positions; a name called at two places is there twice. A class's
+// methods' calls are not its own (as in Extract). It runs in time linear
+// in len(p.RawCode) and returns an error wrapping ctx.Err() when ctx is
+// done.
+func CallSites(ctx context.Context, p POI) ([]CallSite, error) {
+	if p.Type != TypeFunction && p.Type != TypeMethod && p.Type != TypeClass {
+		return nil, nil
+	}
+	type at struct {
+		name string
+		off  int
+	}
+	var found []at
+	code, err := scanCalls(ctx, p, func(name string, off int) {
+		if name != "" && len(name) <= MaxNameBytes {
+			found = append(found, at{name, off})
+		}
+	})
+	if err != nil {
+		return nil, err
+	}
+	slices.SortStableFunc(found, func(a, b at) int { return a.off - b.off })
+	sites := make([]CallSite, 0, len(found))
+	line, lineStart, pos := 0, 0, 0
+	for _, f := range found {
+		// The scanned code keeps RawCode's line structure and the columns
+		// of the lines it keeps, so a line and column in it are RawCode's.
+		for ; pos < f.off && pos < len(code); pos++ {
+			if code[pos] == '\n' {
+				line, lineStart = line+1, pos+1
+			}
+		}
+		sites = append(sites, CallSite{Name: f.name, Line: line, Column: f.off - lineStart})
+	}
+	return sites, nil
+}
+
+// scanCalls runs the call scanner over p's own code, calling add with each
+// call's reference name and the byte offset of its called name in the own
+// code, which it returns.
+func scanCalls(ctx context.Context, p POI, add func(name string, off int)) (string, error) {
 	lang := languageOf(p.FilePath)
 	code := p.RawCode
 	switch {
@@ -17,18 +73,19 @@ func extractCalls(ctx context.Context, p POI, refs *refSet) error {
 	}
 	z := newTokenizer(ctx, code)
 	z.privateNames = lang == langJS
+	z.regexLiterals = lang == langJS
 	s := callScanner{
 		z:          z,
 		self:       simpleName(p.Name),
 		headerOpen: true,
 		kw:         keywordsOf(lang),
-		add:        func(name string) { refs.add(Calls, name) },
+		add:        add,
 	}
 	if lang == langGo {
 		s.goScope = &goScope{}
 	}
 	s.run()
-	return scanError(s.z, p, "calls")
+	return code, scanError(s.z, p, "calls")
 }
 
 // simpleName returns the last segment of a possibly qualified name
@@ -54,6 +111,7 @@ const (
 // is decided by the token after its matching ")".
 type pendingCall struct {
 	name    string
+	at      int  // the offset of its name
 	depth   int  // paren depth outside its "("
 	colonOK bool // whether "):" marks a definition (TypeScript return type)
 }
@@ -61,9 +119,9 @@ type pendingCall struct {
 // callScanner finds calls in one pass over the tokens of a POI's code.
 type callScanner struct {
 	z    *tokenizer
-	self string // the POI's own name, excluded once in the header
-	add  func(name string)
-	kw   map[string]kwKind // the language's keywords
+	self string                     // the POI's own name, excluded once in the header
+	add  func(name string, off int) // a call's reference and its name's offset
+	kw   map[string]kwKind          // the language's keywords
 
 	// goScope, for Go, tracks declarations and qualifies references.
 	goScope *goScope
@@ -110,12 +168,12 @@ func (s *callScanner) run() {
 		if s.hasClosing {
 			s.hasClosing = false
 			if !opensBody(t, s.closing.colonOK) {
-				s.add(s.closing.name)
+				s.add(s.closing.name, s.closing.at)
 			}
 		}
 		if t.kind == tokEOF {
 			for _, p := range s.pending { // unbalanced: a call cut short
-				s.add(p.name)
+				s.add(p.name, p.at)
 			}
 			return
 		}
@@ -182,10 +240,10 @@ func (s *callScanner) ident(t token) {
 				}
 			}
 			s.openCall(ref)
-			s.addRef(ref)
+			s.addRef(ref, t.start)
 			return
 		}
-		s.add(t.text)
+		s.add(t.text, t.start)
 		return
 	case s.kw[t.text] != kwNone:
 		return
@@ -199,14 +257,14 @@ func (s *callScanner) ident(t token) {
 		if s.goScope != nil {
 			ref := s.goScope.plain(t.text)
 			s.openCall(ref)
-			s.addRef(ref)
+			s.addRef(ref, t.start)
 			return
 		}
-		s.add(t.text)
+		s.add(t.text, t.start)
 	case ctxStatement:
-		s.pending = append(s.pending, pendingCall{name: t.text, depth: s.parenDepth, colonOK: true})
+		s.pending = append(s.pending, pendingCall{name: t.text, at: t.start, depth: s.parenDepth, colonOK: true})
 	case ctxList:
-		s.pending = append(s.pending, pendingCall{name: t.text, depth: s.parenDepth})
+		s.pending = append(s.pending, pendingCall{name: t.text, at: t.start, depth: s.parenDepth})
 	case ctxDecl: // a declared name, not a call
 	}
 }
@@ -238,9 +296,9 @@ func (s *callScanner) openCall(ref string) {
 }
 
 // addRef adds a reference unless name is empty (not a reference).
-func (s *callScanner) addRef(name string) {
+func (s *callScanner) addRef(name string, off int) {
 	if name != "" {
-		s.add(name)
+		s.add(name, off)
 	}
 }
 

@@ -35,8 +35,8 @@ const maxQuotedValue = 40
 // non-empty string of at most MaxSymbolBytes bytes. references, when present
 // and not null, must be an array (possibly empty: References is then empty,
 // not nil) of objects, each with a type among CALLS, EXTENDS, IMPLEMENTS and
-// IMPORTS and exactly one of symbol and targetId, a non-empty string of at
-// most MaxSymbolBytes bytes. Unknown fields are ignored; keys match exactly
+// IMPORTS and exactly one of symbol, targetId and name, a non-empty string
+// of at most MaxSymbolBytes bytes (a name not starting with "sym:" or "id:"). Unknown fields are ignored; keys match exactly
 // (case-sensitively).
 //
 // Every problem with the data, invalid JSON included, is reported as a
@@ -235,12 +235,14 @@ func suppliedReferences(v json.RawMessage) ([]SuppliedReference, string, string)
 		}
 		sym, hasSym := m["symbol"]
 		tid, hasTID := m["targetId"]
+		nm, hasName := m["name"]
 		hasSym = hasSym && jsonKind(sym) != 'n'
 		hasTID = hasTID && jsonKind(tid) != 'n'
+		hasName = hasName && jsonKind(nm) != 'n'
 		var reason string
-		switch {
-		case hasSym && hasTID:
-			return nil, at(""), "must have exactly one of symbol and targetId, got both"
+		switch n := btoi(hasSym) + btoi(hasTID) + btoi(hasName); {
+		case n > 1:
+			return nil, at(""), "must have exactly one of symbol, targetId and name, got " + presentKeys(hasSym, hasTID, hasName)
 		case hasSym:
 			if r.Symbol, reason = symbolString(sym); reason != "" {
 				return nil, at(".symbol"), reason
@@ -249,8 +251,16 @@ func suppliedReferences(v json.RawMessage) ([]SuppliedReference, string, string)
 			if r.TargetID, reason = symbolString(tid); reason != "" {
 				return nil, at(".targetId"), reason
 			}
+		case hasName:
+			if r.RefName, reason = symbolString(nm); reason != "" {
+				return nil, at(".name"), reason
+			}
+			if IsSupplied(r.RefName) {
+				return nil, at(".name"), quoteTruncated(r.RefName) + " starts with " + SymbolPrefix + " or " + IDPrefix +
+					": give a symbol or a targetId instead"
+			}
 		default:
-			return nil, at(""), "must have exactly one of symbol and targetId, got neither"
+			return nil, at(""), "must have exactly one of symbol, targetId and name, got none"
 		}
 		refs = append(refs, r)
 	}
@@ -513,4 +523,26 @@ func codePrefix(raw json.RawMessage) string {
 	}
 	code, _ := unquote(raw)
 	return code
+}
+
+// btoi is 1 for true, 0 for false.
+func btoi(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// presentKeys names the reference keys present, for an error message.
+func presentKeys(sym, tid, name bool) string {
+	var keys []string
+	for _, k := range []struct {
+		on   bool
+		name string
+	}{{sym, "symbol"}, {tid, "targetId"}, {name, "name"}} {
+		if k.on {
+			keys = append(keys, k.name)
+		}
+	}
+	return strings.Join(keys, " and ")
 }

@@ -21,11 +21,13 @@
 //	                {"type": "CALLS", "targetId": "pkg/lru.go:40:touch"}]}
 //
 // Each reference has a type (CALLS, EXTENDS, IMPLEMENTS or IMPORTS) and
-// exactly one of symbol (the target's symbol) and targetId (the target's POI
-// id); DecodePOI rejects anything else, naming the field
+// exactly one of symbol (the target's symbol), targetId (the target's POI
+// id) and name (a name resolved as one read from code would be: an analyzer
+// that resolves most call sites leaves the others to relay's rule this
+// way); DecodePOI rejects anything else, naming the field
 // (`references[2].type "CALLZ" is not one of …`). When references is present,
 // even empty, Extract returns them instead of reading RawCode, named
-// "sym:<symbol>" and "id:<targetId>" (SuppliedReference.Name). Every POI is a
+// "sym:<symbol>", "id:<targetId>" and the name as given (SuppliedReference.Name). Every POI is a
 // candidate for "id:<its id>", and one with a symbol for "sym:<its symbol>"
 // (SuppliedNames); Lookup resolves these names with the name rule below
 // (the target's type must accept the relationship, candidates in the

@@ -29,15 +29,17 @@ const (
 // modifiers, a computed [name], "*", "?", "!" and type parameters <…>,
 // followed by its parameters, an optional return type and "{". A member
 // ends at ";", at the "}" closing a block of it, or at a line break after
-// a token that can end an expression. Code it cannot read (no class body,
-// an unbalanced regex literal) is returned as it is, or blanked only up to
-// where the scan lost track.
+// a token that can end an expression. Regular expression literals are one
+// token each (tokenizer.regexLiterals), so brackets inside them do not
+// count. Code it cannot read (no class body) is returned as it is, or
+// blanked only up to where the scan lost track.
 func jsOwnCode(ctx context.Context, code string) string {
 	if !strings.Contains(code, "class") {
 		return code
 	}
 	z := newTokenizer(ctx, code)
 	z.privateNames = true
+	z.regexLiterals = true
 	// The body's "{": the first one outside brackets after `class`.
 	depth, class := 0, false
 	for !class || depth > 0 || !z.peek().isPunct("{") {

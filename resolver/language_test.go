@@ -236,6 +236,20 @@ func TestExtract_PythonRules(t *testing.T) {
 			poi:  py(TypeFunction, "outer", "def outer(x):\n    def inner(y):\n        return deep(y)\n    return inner(x) + after()\n"),
 			want: refs(Calls, "after", "inner"),
 		},
+		{
+			// Issue 43: a method header spanning lines closes its brackets
+			// on a later line; the methods after it are still their own.
+			name: "MultiLineMethodHeaderDoesNotLeakLaterMethods",
+			poi: py(TypeClass, "C", "class C(Base):\n    def m(self,\n          a=first(),\n          b=None):\n        inside()\n\n"+
+				"    def n(self, x=(1,\n            2)):\n        return later()\n\n    def o(self):\n        last()\n    size = compute()\n"),
+			want: append(refs(Calls, "compute", "first"), refs(Extends, "Base")...),
+		},
+		{
+			name: "ClosingBracketsOnTheirOwnLine",
+			poi: py(TypeClass, "C", "class C:\n    def m(\n        self,\n        a: dict[str,\n                int] = {},\n    ) -> None:\n"+
+				"        inside()\n\n    def n(self):\n        later()\n    tail = closing(\n        )\n"),
+			want: refs(Calls, "closing"),
+		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -295,6 +309,22 @@ func TestExtract_JavaScriptRules(t *testing.T) {
 			name: "MethodKeepsItsCallsAndPrivateNames",
 			poi:  js(TypeMethod, "MyClass.func", "src/main.js", "func() {\n  this.func1(); this.#save(); after()\n}"),
 			want: refs(Calls, "#save", "after", "func1"),
+		},
+		{
+			// Issue 43: commander's Option class. A regex literal with an
+			// unmatched "]" (escaped, or "/" inside a class) is one token.
+			name: "RegexLiteralWithBracketsIsOneToken",
+			poi: js(TypeClass, "Option", "lib/option.js", "class Option {\n  constructor(flags) {\n    this.long = parse(flags)\n  }\n"+
+				"  name() {\n    return this.long.replace(/^--/, '').replace(/[>\\]]$/, strip())\n  }\n"+
+				"  is(arg) { return /[/\\]]x/g.test(arg) && /\\//.test(arg) }\n  half = (a, b) => a / b / twice(a)\n"+
+				"  ratio = (a) => (a) / 2 / g(a)\n  neg() {\n    return last()\n  }\n}"),
+			want: refs(Calls, "g", "twice"),
+		},
+		{
+			name: "DivisionIsNotARegex",
+			poi: js(TypeFunction, "f", "src/f.js", "function f(a, b) {\n  const x = a / b; const y = arr[0] / 2 / c(1)\n"+
+				"  const z = (a) / n(b) / 3\n  if (/\\(/.test(s)) { return re(x) }\n  return typeof /a(/ === 'object' ? w() : 0\n}"),
+			want: refs(Calls, "c", "n", "re", "test", "w"),
 		},
 		{
 			// Another language's file keeps the table of every language

@@ -24,11 +24,16 @@ type POI struct {
 
 // SuppliedReference is a reference an analyzer supplies with a POI: a
 // relationship of Type to the POI whose symbol is Symbol, or to the POI
-// whose id is TargetID (exactly one of the two is set).
+// whose id is TargetID, or to what the name RefName resolves to as a name
+// the resolver read from code would (exactly one of the three is set). A
+// name reference is how an analyzer that resolves most of a POI's
+// references leaves one call site to relay's lexical rule (relay analyze
+// --scip, for a call its index does not resolve).
 type SuppliedReference struct {
 	Type     RelType `json:"type"`
 	Symbol   string  `json:"symbol,omitempty"`
 	TargetID string  `json:"targetId,omitempty"`
+	RefName  string  `json:"name,omitempty"`
 }
 
 // Prefixes of the reference names of supplied references: a reference to
@@ -45,10 +50,13 @@ const (
 const MaxSymbolBytes = MaxNameBytes - len(SymbolPrefix)
 
 // Name is the reference name r is stored and resolved under: "sym:" and
-// its symbol, or "id:" and its target id.
+// its symbol, "id:" and its target id, or its name as given.
 func (r SuppliedReference) Name() string {
-	if r.Symbol != "" {
+	switch {
+	case r.Symbol != "":
 		return SymbolPrefix + r.Symbol
+	case r.RefName != "":
+		return r.RefName
 	}
 	return IDPrefix + r.TargetID
 }

@@ -24,7 +24,9 @@ func pythonOwnCode(code string) string {
 		trimmed := strings.TrimLeft(l, " \t")
 		indent := len(l) - len(trimmed)
 		if parens > 0 {
-			parens += bracketBalance(l)
+			// A continuation line of the header: it may close more
+			// brackets than it opens (`    b):`), which is what ends it.
+			parens = max(parens+bracketBalance(l), 0)
 			continue
 		}
 		if skipAbove >= 0 {
@@ -48,7 +50,7 @@ func pythonOwnCode(code string) string {
 		}
 		if indent > headerIndent && isPythonDef(trimmed) {
 			skipAbove = indent
-			parens = bracketBalance(l)
+			parens = max(bracketBalance(l), 0)
 		}
 	}
 	if !changed {
@@ -68,7 +70,8 @@ func isPythonDef(s string) bool {
 }
 
 // bracketBalance counts the brackets a line opens minus those it closes,
-// ignoring string contents roughly (a quote toggles).
+// negative when it closes more (a header's continuation line), ignoring
+// string contents roughly (a quote toggles).
 func bracketBalance(l string) int {
 	n := 0
 	var quote byte
@@ -91,5 +94,5 @@ func bracketBalance(l string) int {
 			n--
 		}
 	}
-	return max(n, 0)
+	return n
 }

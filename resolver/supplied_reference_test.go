@@ -46,8 +46,11 @@ func TestDecodePOI_SuppliedReferences(t *testing.T) {
 			wantField: "references[2].type", wantReason: `"CALLZ" is not one of CALLS, EXTENDS, IMPLEMENTS, IMPORTS`},
 		{name: "TypeLowerCase", raw: head + `"references":[{"type":"calls","symbol":"f"}]}`, wantField: "references[0].type", wantReason: `"calls" is not one of CALLS, EXTENDS, IMPLEMENTS, IMPORTS`},
 		{name: "TypeNumber", raw: head + `"references":[{"type":3,"symbol":"f"}]}`, wantField: "references[0].type", wantReason: "must be one of CALLS, EXTENDS, IMPLEMENTS, IMPORTS, got number 3"},
-		{name: "Neither", raw: head + `"references":[{"type":"CALLS"}]}`, wantField: "references[0]", wantReason: "must have exactly one of symbol and targetId, got neither"},
-		{name: "Both", raw: head + `"references":[{"type":"CALLS","symbol":"f","targetId":"b"}]}`, wantField: "references[0]", wantReason: "must have exactly one of symbol and targetId, got both"},
+		{name: "Neither", raw: head + `"references":[{"type":"CALLS"}]}`, wantField: "references[0]", wantReason: "must have exactly one of symbol, targetId and name, got none"},
+		{name: "Both", raw: head + `"references":[{"type":"CALLS","symbol":"f","targetId":"b"}]}`, wantField: "references[0]", wantReason: "must have exactly one of symbol, targetId and name, got symbol and targetId"},
+		{name: "SymbolAndName", raw: head + `"references":[{"type":"CALLS","symbol":"f","name":"g"}]}`, wantField: "references[0]", wantReason: "must have exactly one of symbol, targetId and name, got symbol and name"},
+		{name: "NameEmpty", raw: head + `"references":[{"type":"CALLS","name":""}]}`, wantField: "references[0].name", wantReason: "must be a non-empty string, got empty string"},
+		{name: "NameLooksSupplied", raw: head + `"references":[{"type":"CALLS","name":"sym:f"}]}`, wantField: "references[0].name", wantReason: `"sym:f" starts with sym: or id:: give a symbol or a targetId instead`},
 		{name: "SymbolEmptyInReference", raw: head + `"references":[{"type":"CALLS","symbol":""}]}`, wantField: "references[0].symbol", wantReason: "must be a non-empty string, got empty string"},
 		{name: "TargetIDNumber", raw: head + `"references":[{"type":"CALLS","targetId":12}]}`, wantField: "references[0].targetId", wantReason: "must be a non-empty string, got number 12"},
 		{name: "TargetIDTooLong", raw: head + `"references":[{"type":"CALLS","targetId":"` + long + `"}]}`, wantField: "references[0].targetId", wantReason: "is 1021 bytes, more than the 1020-byte limit"},
@@ -89,6 +92,8 @@ func TestExtract_SuppliedReferencesReplaceRawCode(t *testing.T) {
 		{name: "SortedAndDeduplicated", refs: []SuppliedReference{
 			{Type: Extends, TargetID: "b7"}, {Type: Calls, Symbol: "m/pkg.helper"}, {Type: Calls, Symbol: "m/pkg.helper"}, {Type: Calls, TargetID: "c1"},
 		}, want: []Reference{{Name: "id:c1", Type: Calls}, {Name: "sym:m/pkg.helper", Type: Calls}, {Name: "id:b7", Type: Extends}}},
+		{name: "NameIsALexicalName", refs: []SuppliedReference{{Type: Calls, Symbol: "m/pkg.helper"}, {Type: Calls, RefName: "validate"}},
+			want: []Reference{{Name: "sym:m/pkg.helper", Type: Calls}, {Name: "validate", Type: Calls}}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -31,6 +31,7 @@ type token struct {
 	kind     tokKind
 	text     string // a slice of the source; string tokens include their quotes
 	nlBefore bool
+	start    int // the byte offset of text in the source
 }
 
 // isPunct reports whether t is the punctuation s.
@@ -56,6 +57,13 @@ type tokenizer struct {
 	// privateNames: `#name` is one identifier token (a JavaScript private
 	// name), not a comment.
 	privateNames bool
+	// regexLiterals: a "/" where an expression can start begins a
+	// JavaScript regular expression literal, one string token (so a "(",
+	// "[" or quote inside it is never code).
+	regexLiterals bool
+	// last and beforeLast are the last two tokens scanned (regexLiterals
+	// decides by them), tokEOF before the input's start.
+	last, beforeLast token
 
 	buf  [lookahead]token // ring buffer of peeked tokens
 	head int
@@ -126,8 +134,16 @@ func (z *tokenizer) advance(n int) {
 	z.check()
 }
 
-// scan reads the next token from the source.
+// scan reads the next token from the source and records it as the last one.
 func (z *tokenizer) scan() token {
+	t := z.scanToken()
+	t.start = z.pos - len(t.text)
+	z.beforeLast, z.last = z.last, t
+	return t
+}
+
+// scanToken reads the next token from the source.
+func (z *tokenizer) scanToken() token {
 	nl := false
 	for {
 		z.check()
@@ -157,6 +173,11 @@ func (z *tokenizer) scan() token {
 			if z.skipBlockComment() {
 				nl = true
 			}
+		case c == '/' && z.regexLiterals && z.regexAllowed():
+			if t, ok := z.scanRegex(nl); ok {
+				return t
+			}
+			return z.scanPunct(nl)
 		case c == '"' || c == '\'':
 			return z.scanQuoted(c, nl)
 		case c == '`':
@@ -258,6 +279,68 @@ func (z *tokenizer) scanQuoted(q byte, nl bool) token {
 		}
 	}
 	return token{kind: tokString, text: z.src[start:z.pos], nlBefore: nl}
+}
+
+// regexKeywords are the JavaScript keywords after which a "/" starts a
+// regular expression (an operand is expected), not a division.
+var regexKeywords = map[string]bool{
+	"return": true, "typeof": true, "instanceof": true, "in": true, "of": true, "new": true, "delete": true,
+	"void": true, "throw": true, "case": true, "do": true, "else": true, "yield": true, "await": true,
+}
+
+// regexAllowed reports whether a "/" at the current position starts a
+// regular expression literal, judged as a JavaScript tokenizer without a
+// parser does (the rule of sweet.js's and esprima's tokenizers): after an
+// operand (a name that is not an operator keyword, a number, a string, ")"
+// or "]") it is a division; after an operator, "(", "[", ",", ";", "{",
+// "}" or the start of input it starts a regex. "++"/"--" right before it
+// are taken as postfix (`i++ / 2`). A "}" that ends an object literal used
+// as a dividend (`({}) / 2` aside, which ")" covers) is read as a block end.
+func (z *tokenizer) regexAllowed() bool {
+	switch t := z.last; t.kind {
+	case tokEOF:
+		return true
+	case tokIdent:
+		return regexKeywords[t.text]
+	case tokNumber, tokString:
+		return false
+	}
+	switch z.last.text {
+	case ")", "]":
+		return false
+	case "+", "-":
+		return !z.beforeLast.isPunct(z.last.text)
+	}
+	return true
+}
+
+// scanRegex scans a regular expression literal at the current "/": its
+// body, where "/" inside a class [...] and an escaped character do not end
+// it, and its flags. A literal not closed on its line is not one: ok false,
+// nothing consumed.
+func (z *tokenizer) scanRegex(nl bool) (token, bool) {
+	start := z.pos
+	inClass := false
+	for i := start + 1; i < len(z.src); i++ {
+		switch c := z.src[i]; {
+		case c == '\n' || c == '\r':
+			return token{}, false
+		case c == '\\':
+			i++
+		case c == '[':
+			inClass = true
+		case c == ']':
+			inClass = false
+		case c == '/' && !inClass:
+			i++
+			for i < len(z.src) && isIdentByte(z.src[i]) {
+				i++
+			}
+			z.advance(i - start)
+			return token{kind: tokString, text: z.src[start:z.pos], nlBefore: nl}, true
+		}
+	}
+	return token{}, false
 }
 
 // scanBacktick scans a `…` template literal or Go raw string, honouring

@@ -41,14 +41,17 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs.SetOutput(stderr)
 	fs.Usage = func() {
 		fmt.Fprintf(stderr, "usage: relay-eval [--json] [--samples N] [--references lexical|typed] [TREE...]\n"+
-			"       relay-eval --pycg DIR [--json] [--database-url URL] [--python PYTHON] [--module-pois] [--parallel N]\n\n"+
+			"       relay-eval --pycg DIR [--json] [--database-url URL] [--python PYTHON] [--module-pois] [--parallel N]\n"+
+			"       relay-eval --scip [--json] [--samples N] INDEX=DIR...\n\n"+
 			"Scores relay's CALLS and EXTENDS on Go trees against go/types. A TREE is a directory,\n"+
 			"goroot:PKGDIR ($(go env GOROOT)/src/PKGDIR) or modcache:MODULE@VERSION; default:\n  %s\n\n"+
 			"With --pycg, scores relay's Python CALLS on PyCG's micro-benchmark (DIR is micro-benchmark/snippets\n"+
 			"of github.com/vitsalis/PyCG) published through relay's outbox and worker into throwaway databases on\n"+
 			"--database-url's server in three layouts: (a) a database per case, (b) one database with ids\n"+
 			"prefixed by case, (c) one database with a repository per case. Precedence: flag > environment\n"+
-			"(RELAY_DATABASE_URL) > default.\n\n",
+			"(RELAY_DATABASE_URL) > default.\n\n"+
+			"With --scip, scores the CALLS of relay analyze --scip on each SCIP-indexed project (INDEX the index, DIR\n"+
+			"the project's root) against the indexer's own call edges, and lexical references on the same POIs.\n\n",
 			strings.Join(DefaultTrees, "\n  "))
 		fs.PrintDefaults()
 	}
@@ -62,8 +65,12 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs.StringVar(&pycg.Extract.Python, "python", "python3", "with --pycg: Python 3.8 or later, to run the POI extractor (internal/accuracy/testdata/python/extract.py, embedded)")
 	fs.BoolVar(&pycg.Extract.ModulePOIs, "module-pois", false, "with --pycg: also give each module's top-level code a POI (PyCG's callers named after a module; extract.py makes none)")
 	fs.IntVar(&pycg.Parallel, "parallel", 4, "with --pycg: cases worked at once, each in a database of its own")
+	scipMode := fs.Bool("scip", false, "score CALLS of relay analyze --scip on SCIP-indexed projects: each argument is INDEX=DIR (a SCIP index and its project's root)")
 	if err := fs.Parse(args); err != nil {
 		return 2
+	}
+	if *scipMode {
+		return runSCIP(ctx, fs.Args(), *asJSON, *samples, stdout, stderr)
 	}
 	if pycg.Dir != "" {
 		if fs.NArg() > 0 {
@@ -202,4 +209,39 @@ func WriteTable(w io.Writer, reports []*Report, examples bool) error {
 		}
 	}
 	return nil
+}
+
+// runSCIP is relay-eval --scip.
+func runSCIP(ctx context.Context, args []string, asJSON bool, samples int, stdout, stderr io.Writer) int {
+	if len(args) == 0 {
+		fmt.Fprintf(stderr, "relay-eval: --scip needs INDEX=DIR arguments\n")
+		return 2
+	}
+	var reports []*SCIPReport
+	for _, a := range args {
+		index, dir, ok := strings.Cut(a, "=")
+		if !ok || index == "" || dir == "" {
+			fmt.Fprintf(stderr, "relay-eval: %q is not INDEX=DIR\n", a)
+			return 2
+		}
+		fmt.Fprintf(stderr, "relay-eval: %s (%s)\n", dir, index)
+		r, err := EvaluateSCIP(ctx, filepath.Base(filepath.Clean(dir)), index, dir, samples)
+		if err != nil {
+			fmt.Fprintf(stderr, "relay-eval: %s: %v\n", a, err)
+			return 1
+		}
+		reports = append(reports, r)
+	}
+	if asJSON {
+		enc := json.NewEncoder(stdout)
+		enc.SetIndent("", "  ")
+		if err := enc.Encode(reports); err != nil {
+			return 1
+		}
+		return 0
+	}
+	if err := WriteSCIPTable(stdout, reports, samples > 0); err != nil {
+		return 1
+	}
+	return 0
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"path/filepath"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -23,6 +24,9 @@ type AnalyzeSummary struct {
 	// "typed" or "lexical"; ReferencesUsed is what the POIs got (Warnings
 	// lists the packages typed mode fell back to lexical for).
 	References string `json:"references"`
+	// SCIP is set with --scip: the index's counts (Files and POIs are the
+	// published ones).
+	SCIP *SCIPSummary `json:"scip,omitempty"`
 	// Worked is set with --work: the batches were resolved in-process.
 	Worked        bool    `json:"worked"`
 	WorkSeconds   float64 `json:"work_seconds,omitempty"`
@@ -36,11 +40,12 @@ func newAnalyzeCmd(a *app) *cobra.Command {
 		work       bool
 		filesPerTx int
 		references string
+		scipIndex  string
 		repo       repositoryFlag
 	)
 	cmd := &cobra.Command{
 		Use:   "analyze DIR",
-		Short: "Extract POIs from the Go files under DIR, with typed (go/types) or lexical references, and publish one analysis per file",
+		Short: "Extract POIs from the Go files under DIR (typed or lexical references), or from a SCIP index of DIR (--scip), and publish one analysis per file",
 		Long: `Analyze walks DIR for .go files (skipping testdata, vendor, directories
 starting with "." or "_", and files the default build excludes by their build
 constraints: a //go:build line or a _GOOS/_GOARCH suffix, as go/build's
@@ -79,6 +84,23 @@ or by default the module path in the go.mod of the module that contains DIR
 (the nearest go.mod in DIR or above it), or, outside a module, the base name
 of DIR made absolute. --repository "" publishes to the default repository.
 
+--scip INDEX reads a SCIP index (scip-python, scip-typescript, or any
+indexer that writes SCIP) of the project whose root is DIR instead of Go
+source: one analysis per document, its POIs the functions, methods
+(constructors included), classes, interfaces, function-valued class fields
+and constants and nested functions the index defines, with their symbols
+and references by symbol (CALLS at call sites the index resolves; a
+construction calls the class's constructor; EXTENDS and IMPLEMENTS to the
+parents the class header names; IMPORTS). A call site the
+index resolves nothing at keeps relay's lexical rule (a reference by name),
+unless it names a method of the language's built-in types (get, items; trim,
+push, ...).
+The whole index is read and checked before anything is published: a
+truncated or malformed index, or a document whose source under DIR is
+missing or does not match its ranges, is an error naming the document and
+the occurrence, and nothing is published. --repository defaults to DIR's
+base name; --references does not apply.
+
 --files-per-tx files share one transaction (each under its own savepoint, so
 a rejected file does not undo the others). With --work an in-process worker
 then resolves every batch, as 'relay worker --until-idle' would.`,
@@ -96,6 +118,12 @@ then resolves every batch, as 'relay worker --until-idle' would.`,
 			repository := ""
 			if r := repo.value(); r != nil {
 				repository = *r
+			} else if scipIndex != "" {
+				abs, err := filepath.Abs(dir)
+				if err != nil {
+					return fmt.Errorf("error resolving %s: %w", dir, err)
+				}
+				repository = filepath.Base(abs)
 			} else {
 				var err error
 				if repository, err = goanalyze.DefaultRepository(dir); err != nil {
@@ -114,7 +142,7 @@ then resolves every batch, as 'relay worker --until-idle' would.`,
 			}
 			stderr := a.env.Stderr
 			last := time.Now()
-			sum, err := goanalyze.Publish(ctx, pool, pub, dir, goanalyze.PublishConfig{
+			pcfg := goanalyze.PublishConfig{
 				FilesPerTx: filesPerTx,
 				References: references,
 				Repository: repository,
@@ -124,7 +152,14 @@ then resolves every batch, as 'relay worker --until-idle' would.`,
 						last = time.Now()
 					}
 				},
-			})
+			}
+			var sum *goanalyze.Summary
+			var scipSum *SCIPSummary
+			if scipIndex != "" {
+				sum, scipSum, err = publishSCIP(ctx, pool, pub, scipIndex, dir, pcfg, stderr)
+			} else {
+				sum, err = goanalyze.Publish(ctx, pool, pub, dir, pcfg)
+			}
 			if sum != nil {
 				for _, w := range sum.Warnings {
 					fmt.Fprintf(stderr, "relay analyze: warning: %s\n", w)
@@ -139,7 +174,10 @@ then resolves every batch, as 'relay worker --until-idle' would.`,
 			if err != nil {
 				return err
 			}
-			out := AnalyzeSummary{Summary: *sum, Repository: repository, References: references}
+			out := AnalyzeSummary{Summary: *sum, Repository: repository, References: references, SCIP: scipSum}
+			if scipSum != nil {
+				out.References = ReferencesSCIP
+			}
 			if work {
 				wcfg := workerconfig.From(a.cfg)
 				client, err := worker.NewClient(pool, wcfg, a.logger, nil)
@@ -177,6 +215,7 @@ then resolves every batch, as 'relay worker --until-idle' would.`,
 	cmd.Flags().IntVar(&filesPerTx, "files-per-tx", goanalyze.FilesPerTxDefault, "files published per transaction")
 	cmd.Flags().StringVar(&references, "references", goanalyze.ReferencesTyped,
 		"where references come from: typed (go/types supplies symbols and references; a package that does not type-check falls back to lexical, with a warning) or lexical (relay's resolver reads rawCode)")
+	cmd.Flags().StringVar(&scipIndex, "scip", "", "read this SCIP index of the project rooted at DIR (scip-python, scip-typescript, ...) instead of Go source")
 	cmd.Flags().Var(&repo, "repository",
 		`the repository to publish to (default: the module path of DIR's go.mod, else DIR's base name; "" is the default repository)`)
 	return cmd
@@ -186,6 +225,8 @@ then resolves every batch, as 'relay worker --until-idle' would.`,
 // not what --references asked for.
 func referencesUsed(s AnalyzeSummary) string {
 	switch {
+	case s.SCIP != nil:
+		return fmt.Sprintf("references from the SCIP index (%s left to the lexical rule)", pluralize(s.SCIP.Fallbacks, "call site"))
 	case s.References == goanalyze.ReferencesTyped && s.ReferencesUsed == goanalyze.ReferencesLexical:
 		return "lexical references (fell back from typed: see the warning)"
 	case s.LexicalPackages > 0:

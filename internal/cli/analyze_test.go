@@ -238,12 +238,14 @@ func TestAnalyze_HelpDescribesBothReferenceModesAndTheFallback(t *testing.T) {
 		"Every warning is printed to standard error",
 		`--references string`,
 		`(default "typed")`,
+		"--scip INDEX reads a SCIP index",
+		"is an error naming the document and\nthe occurrence, and nothing is published",
 	} {
 		require.Contains(t, r.stdout, want)
 	}
 	r = run(t, nil, "", nil, "--help") // lists each command's Short
 	require.Equal(t, cli.ExitOK, r.code, r.stderr)
-	require.Contains(t, r.stdout, "with typed (go/types) or lexical references, and publish one analysis per file")
+	require.Contains(t, r.stdout, "(typed or lexical references), or from a SCIP index of DIR (--scip), and publish one analysis per file")
 }
 
 func TestAnalyze_OutsideAGoModuleSaysItFellBackToLexical(t *testing.T) {

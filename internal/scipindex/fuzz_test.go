@@ -1,0 +1,60 @@
+package scipindex
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"testing"
+	"testing/fstest"
+
+	"github.com/relay-dev/relay/resolver"
+)
+
+// FuzzRead: any index over any source is read without a panic; it is
+// either an *Error or documents whose every POI relay accepts and whose
+// rawCode is a piece of the source.
+func FuzzRead(f *testing.F) {
+	f.Add(encodeFuzz(f, true), tsSrc, pySrc)
+	f.Add(encodeFuzz(f, false), "export class Sq {\n  x = (", "def f(:\n")
+	f.Add([]byte{0x12, 0x80, 0x80, 0x80, 0x80, 0x10}, tsSrc, pySrc)
+	f.Fuzz(func(t *testing.T, index []byte, ts, py string) {
+		src := fstest.MapFS{"src/sq.ts": {Data: []byte(ts)}, "pkg/c.py": {Data: []byte(py)}}
+		err := Read(context.Background(), bytes.NewReader(index), Config{Source: src}, func(file File) error {
+			text := ts
+			if file.Analysis.FileID == "pkg/c.py" {
+				text = py
+			}
+			for _, raw := range file.Analysis.POIs {
+				p, err := resolver.DecodePOI(raw)
+				if err != nil {
+					// A name or id past relay's limits is the outbox's to
+					// reject, with the file named; nothing else may fail.
+					var verr *resolver.ValidationError
+					if !errors.As(err, &verr) {
+						t.Fatalf("poi of %s: %v", file.Analysis.FileID, err)
+					}
+					continue
+				}
+				if file.Analysis.FileID == "src/sq.ts" || file.Analysis.FileID == "pkg/c.py" {
+					if !bytes.Contains([]byte(text), []byte(p.RawCode)) {
+						t.Fatalf("poi %q: rawCode %q is not in the source", p.ID, p.RawCode)
+					}
+				}
+			}
+			return nil
+		})
+		var ierr *Error
+		if err != nil && !errors.As(err, &ierr) {
+			t.Fatalf("not an *Error: %v", err)
+		}
+	})
+}
+
+func encodeFuzz(f *testing.F, both bool) []byte {
+	f.Helper()
+	t := &testing.T{}
+	if both {
+		return encode(t, pyDoc(), tsDoc())
+	}
+	return encode(t, tsDoc())
+}

@@ -1,0 +1,286 @@
+package scipindex
+
+import (
+	"strings"
+	"unicode"
+	"unicode/utf8"
+)
+
+// The few source forms the index does not say, read from the text around
+// an occurrence.
+
+// isIdentByte reports whether c can be part of an ASCII identifier.
+func isIdentByte(c byte) bool {
+	return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_' || c == '$'
+}
+
+// isIdentifier reports whether s is one identifier.
+func isIdentifier(s string) bool {
+	if s == "" {
+		return false
+	}
+	for i, r := range s {
+		if r < utf8.RuneSelf && isIdentByte(byte(r)) && !(i == 0 && r >= '0' && r <= '9') || r >= utf8.RuneSelf && unicode.IsLetter(r) {
+			continue
+		}
+		return false
+	}
+	return true
+}
+
+// skipSpaces returns the offset of the first byte at or after i that is
+// not a space or a tab.
+func skipSpaces(text string, i int) int {
+	for i < len(text) && (text[i] == ' ' || text[i] == '\t') {
+		i++
+	}
+	return i
+}
+
+// wordBefore returns the word (identifier characters, or "*") that ends
+// right before offset i, spaces skipped, and where it starts.
+func wordBefore(text string, i int) (string, int) {
+	for i > 0 && (text[i-1] == ' ' || text[i-1] == '\t') {
+		i--
+	}
+	end := i
+	for i > 0 && (isIdentByte(text[i-1]) || text[i-1] == '*') {
+		i--
+	}
+	return text[i:end], i
+}
+
+// keywordBefore returns the keyword that declares the name at offset i:
+// the word before it ("class", "interface", "type", "enum"), looking
+// past modifiers only as far as that word.
+func keywordBefore(text string, i int) string {
+	w, _ := wordBefore(text, i)
+	return w
+}
+
+// afterFunctionKeyword reports whether the name at offset i follows
+// `function` or `function*`.
+func afterFunctionKeyword(text string, i int) bool {
+	w, _ := wordBefore(text, i)
+	return w == "function" || w == "function*" || w == "*" && strings.HasSuffix(strings.TrimRight(text[:i], " \t*"), "function")
+}
+
+// isFunctionValue reports whether the name ending at offset i is given a
+// function as its value: `= function`, `= async …`, `= (…) =>`, `= x =>`,
+// `= <T>(…) =>`, a type annotation before "=" allowed.
+func isFunctionValue(text string, i int) bool {
+	i = skipSpaces(text, i)
+	if i < len(text) && (text[i] == '?' || text[i] == '!') {
+		i++
+	}
+	if i < len(text) && text[i] == ':' { // a type annotation, up to "=" on the line
+		depth := 0
+		for i++; i < len(text) && text[i] != '\n'; i++ {
+			c := text[i]
+			switch {
+			case c == '(' || c == '[' || c == '{' || c == '<':
+				depth++
+			case c == ')' || c == ']' || c == '}' || c == '>' && text[i-1] != '=':
+				depth--
+			case c == '=' && depth == 0 && (i+1 >= len(text) || text[i+1] != '>'):
+				goto value
+			}
+		}
+		return false
+	}
+value:
+	if i >= len(text) || text[i] != '=' || i+1 < len(text) && (text[i+1] == '=' || text[i+1] == '>') {
+		return false
+	}
+	i = skipSpaces(text, i+1)
+	rest := text[i:]
+	if hasWord(rest, "function") || hasWord(rest, "async") {
+		return true
+	}
+	if strings.HasPrefix(rest, "<") || strings.HasPrefix(rest, "(") {
+		// The parameter list's ")" and then "=>" (a return type between).
+		depth := 0
+		for j := 0; j < len(rest); j++ {
+			switch rest[j] {
+			case '(', '[', '{':
+				depth++
+			case ')', ']', '}':
+				depth--
+				if depth == 0 && rest[j] == ')' {
+					k := skipSpaces(rest, j+1)
+					if strings.HasPrefix(rest[k:], "=>") {
+						return true
+					}
+					if k < len(rest) && rest[k] == ':' {
+						end := strings.IndexAny(rest[k:], "{;\n")
+						return end > 0 && strings.Contains(rest[k:k+end], "=>") || end < 0 && strings.Contains(rest[k:], "=>")
+					}
+					return false
+				}
+			case ';':
+				if depth == 0 {
+					return false
+				}
+			}
+		}
+		return false
+	}
+	j := 0
+	for j < len(rest) && isIdentByte(rest[j]) {
+		j++
+	}
+	return j > 0 && strings.HasPrefix(rest[skipSpaces(rest, j):], "=>")
+}
+
+// hasWord reports whether s starts with the word w.
+func hasWord(s, w string) bool {
+	return strings.HasPrefix(s, w) && (len(s) == len(w) || !isIdentByte(s[len(w)]))
+}
+
+// containsWord reports whether s holds the word w.
+func containsWord(s, w string) bool {
+	for i := 0; ; {
+		k := strings.Index(s[i:], w)
+		if k < 0 {
+			return false
+		}
+		k += i
+		if (k == 0 || !isIdentByte(s[k-1])) && (k+len(w) == len(s) || !isIdentByte(s[k+len(w)])) {
+			return true
+		}
+		i = k + 1
+	}
+}
+
+// isCallSite reports whether the name at a is called: followed by "(" on
+// its line (JavaScript: type arguments <…> and "?." between allowed), or
+// (JavaScript) constructed with `new`, `new a.b.X` included.
+func isCallSite(text string, a span, js bool) bool {
+	i := skipSpaces(text, a.end)
+	if js {
+		if strings.HasPrefix(text[i:], "?.(") {
+			return true
+		}
+		if i < len(text) && text[i] == '<' {
+			depth := 0
+			for ; i < len(text) && text[i] != '\n' && text[i] != ';' && text[i] != '{'; i++ {
+				if text[i] == '<' {
+					depth++
+				} else if text[i] == '>' {
+					if depth--; depth == 0 {
+						i = skipSpaces(text, i+1)
+						break
+					}
+				}
+			}
+		}
+		// `new X`, `new a.b.X`
+		j := a.start
+		for j > 0 && text[j-1] == '.' {
+			_, j = wordBefore(text, j-1)
+		}
+		if w, _ := wordBefore(text, j); w == "new" {
+			return true
+		}
+	}
+	return i < len(text) && text[i] == '('
+}
+
+// importStatements returns the extents of the file's import statements:
+// Python's `import …` and `from … import …` (brackets and "\" continue
+// them), JavaScript's and TypeScript's `import …` and `export … from`
+// (to the ";" or the line break after the module string).
+func importStatements(text string, js bool) []span {
+	var out []span
+	for i := 0; i < len(text); {
+		lineEnd := strings.IndexByte(text[i:], '\n')
+		if lineEnd < 0 {
+			lineEnd = len(text)
+		} else {
+			lineEnd += i
+		}
+		start := skipSpaces(text, i)
+		line := text[start:lineEnd]
+		isImport := false
+		if js {
+			isImport = hasWord(line, "import") && !strings.HasPrefix(line, "import(") && !strings.HasPrefix(line, "import.") ||
+				hasWord(line, "export") && (strings.Contains(line, " from ") || strings.HasSuffix(strings.TrimSpace(line), "{"))
+		} else {
+			isImport = hasWord(line, "import") || hasWord(line, "from") && strings.Contains(line, " import ")
+		}
+		if !isImport {
+			i = lineEnd + 1
+			continue
+		}
+		end := statementEnd(text, start, js)
+		if js && hasWord(line, "export") && !strings.Contains(text[start:end], " from ") {
+			i = lineEnd + 1 // `export { a, b }` of local names
+			continue
+		}
+		out = append(out, span{start, end})
+		i = end + 1
+	}
+	return out
+}
+
+// statementEnd returns the end of the import statement at start: the
+// first line break outside brackets (Python: not after "\"), or ";".
+func statementEnd(text string, start int, js bool) int {
+	depth := 0
+	var quote byte
+	for i := start; i < len(text); i++ {
+		c := text[i]
+		switch {
+		case quote != 0:
+			if c == '\\' {
+				i++
+			} else if c == quote {
+				quote = 0
+			}
+		case c == '"' || c == '\'' || c == '`':
+			quote = c
+		case c == '(' || c == '{' || c == '[':
+			depth++
+		case c == ')' || c == '}' || c == ']':
+			depth--
+		case c == ';' && js && depth <= 0:
+			return i + 1
+		case c == '\\' && !js && i+1 < len(text) && text[i+1] == '\n':
+			i++
+		case c == '#' && !js:
+			for i < len(text) && text[i] != '\n' {
+				i++
+			}
+			if depth <= 0 {
+				return i
+			}
+		case c == '\n' && depth <= 0:
+			return i
+		}
+	}
+	return len(text)
+}
+
+// importName is the name of an import POI whose statement resolved to no
+// definition: the last name it brings in (`import os.path` -> "path",
+// `from . import x` -> "x", `import * as ns from 'm'` -> "ns"), or the
+// module's when it brings in none.
+func importName(stmt string) string {
+	if i := strings.Index(stmt, " from "); i >= 0 && !strings.HasPrefix(stmt, "from") {
+		stmt = stmt[:i] // JavaScript: the names before `from`
+	}
+	if i := strings.LastIndex(stmt, " import "); i >= 0 {
+		stmt = stmt[i+len(" import "):]
+	} else {
+		stmt = strings.TrimPrefix(strings.TrimPrefix(stmt, "export"), "import")
+	}
+	var name string
+	for _, f := range strings.FieldsFunc(stmt, func(r rune) bool { return !(r < utf8.RuneSelf && isIdentByte(byte(r))) }) {
+		switch f {
+		case "as", "type", "from", "import":
+			continue
+		}
+		name = f
+	}
+	return name
+}
