@@ -6,7 +6,6 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/require"
 )
@@ -447,7 +446,10 @@ func TestExtract_HonoursContext(t *testing.T) {
 	}
 }
 
-func TestExtract_LargeInputIsFast(t *testing.T) {
+// A large rawCode is extracted whole and right, whatever the POI type.
+// How fast is BenchmarkExtract's (Code1MB, Class1MB): a wall-clock bound
+// here would fail on a loaded machine.
+func TestExtract_LargeInput(t *testing.T) {
 	t.Parallel()
 	if testing.Short() {
 		t.Skip("large input")
@@ -455,21 +457,15 @@ func TestExtract_LargeInputIsFast(t *testing.T) {
 
 	size := 10 << 20
 	if raceEnabled {
-		size = 1 << 20 // correctness only: the race detector makes timing meaningless
+		size = 1 << 20
 	}
 	unit := "function f(a) {\n  // note: add(\n  const s = 'x(' + \"y(\" + `z(`;\n  return obj.method(a) + helper(a, [1, 2])\n}\n"
 	code := strings.Repeat(unit, size/len(unit))
 	for _, typ := range []string{TypeFunction, TypeClass, TypeImport} {
-		start := time.Now()
 		got, err := Extract(context.Background(), poiOf(typ, "f", code))
-		elapsed := time.Since(start)
-		require.NoError(t, err)
+		require.NoError(t, err, typ)
 		if typ == TypeFunction {
 			require.Equal(t, refs(Calls, "helper", "method"), got)
-		}
-		if !raceEnabled {
-			// About 40 ms on one core; the bound leaves room for a loaded machine.
-			require.Less(t, elapsed, time.Second, typ)
 		}
 	}
 }
