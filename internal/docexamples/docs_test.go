@@ -86,6 +86,25 @@ func relay(t *testing.T, url string, args ...string) (string, int) {
 	return out.String(), code
 }
 
+// lockRoles holds, until t's cleanups have run, a session advisory lock in
+// the test server's database that every run of this test takes: the
+// blocks create roles of fixed names (relay_publisher, my_service), which
+// are the whole cluster's, so two test processes on one server (two CI
+// runs side by side) would otherwise create them at once and fail with
+// "role already exists".
+func lockRoles(t *testing.T) {
+	t.Helper()
+	ctx := context.Background()
+	conn, err := pgx.Connect(ctx, testdb.ServerURL(t))
+	require.NoError(t, err)
+	_, err = conn.Exec(ctx, `SELECT pg_advisory_lock(hashtextextended('relay-docexamples-roles', 0))`)
+	require.NoError(t, err)
+	t.Cleanup(func() {
+		_, _ = conn.Exec(ctx, `SELECT pg_advisory_unlock(hashtextextended('relay-docexamples-roles', 0))`)
+		_ = conn.Close(ctx)
+	})
+}
+
 // roles are the cluster's role names.
 func roles(t *testing.T, url string) []string {
 	t.Helper()
@@ -127,6 +146,7 @@ func TestDocs_PastedExamplesRun(t *testing.T) {
 	require.Empty(t, unmarked, "code no test runs needs a <!-- not-run: REASON --> marker on the line before its fence")
 	clients := requirePrograms(t)
 
+	lockRoles(t)
 	url := demoDatabase(t)
 	before := roles(t, url)
 	var ranSQL strings.Builder // every SQL block run: the roles they create are dropped at the end
