@@ -32,6 +32,7 @@ import (
 
 	"github.com/relay-dev/relay/config"
 	"github.com/relay-dev/relay/internal/database"
+	"github.com/relay-dev/relay/internal/slotwait"
 	"github.com/relay-dev/relay/migrations"
 )
 
@@ -318,7 +319,14 @@ func migrate(ctx context.Context, url, name string) error {
 // admin runs fn on a connection to the server's database in url (tests
 // never connect to the template, which CREATE DATABASE … TEMPLATE needs).
 func admin(ctx context.Context, url string, fn func(*pgx.Conn) error) error {
-	conn, err := pgx.Connect(ctx, url)
+	// A server with every slot taken (test binaries and other runs side by
+	// side) is waited for, as relay's own processes wait (slotwait).
+	var conn *pgx.Conn
+	err := slotwait.Wait(ctx, 0, nil, "the test server", func() error {
+		var err error
+		conn, err = pgx.Connect(ctx, url)
+		return err
+	})
 	if err != nil {
 		return fmt.Errorf("error connecting to %s (set %s to a reachable server): %w", config.RedactURL(url), EnvURL, err)
 	}
