@@ -319,3 +319,59 @@ func TestRead_FnErrorStopsAndIsReturned(t *testing.T) {
 	require.ErrorIs(t, err, stop)
 	require.Equal(t, 1, calls)
 }
+
+// readOne reads an index of one document over its own source.
+func readOne(t *testing.T, path, src string, doc *scip.Document) map[string]poiView {
+	t.Helper()
+	doc.RelativePath = path
+	pois := map[string]poiView{}
+	err := Read(context.Background(), bytes.NewReader(encode(t, doc)), Config{Source: fstest.MapFS{path: {Data: []byte(src)}}}, func(f File) error {
+		for _, raw := range f.Analysis.POIs {
+			p, err := resolver.DecodePOI(raw)
+			require.NoError(t, err)
+			v := poiView{ID: p.ID, Type: p.Type, Symbol: p.Symbol}
+			for _, r := range p.References {
+				v.Refs = append(v.Refs, string(r.Type)+" "+r.Name())
+			}
+			pois[p.ID] = v
+		}
+		return nil
+	})
+	require.NoError(t, err)
+	return pois
+}
+
+// TestRead_Lexical: what relay reads of a document's text around the
+// index's occurrences, on inputs a review found wrong.
+func TestRead_Lexical(t *testing.T) {
+	t.Parallel()
+
+	const classFoo = "class Foo(Base):\n    pass\n"
+	fooDef := func() *scip.Occurrence { return mkOcc(sym("`m`/Foo#"), isDef, []int32{0, 6, 9}, 0, 0, 1, 8) }
+	foo := poiView{ID: "m.py:1:Foo", Type: "class_declaration", Symbol: sym("`m`/Foo#")}
+	tests := []struct {
+		name, path, src string
+		occs            []*scip.Occurrence
+		want            map[string]poiView
+	}{
+		{name: "TypeReferenceEmptyAtTheClassName", path: "m.py", src: classFoo,
+			occs: []*scip.Occurrence{fooDef(), mkOcc(sym("`m`/Base#"), 0, []int32{0, 6, 6})},
+			want: map[string]poiView{foo.ID: foo}},
+		{name: "TypeReferenceOnTheClassName", path: "m.py", src: classFoo,
+			occs: []*scip.Occurrence{fooDef(), mkOcc(sym("`m`/Base#"), 0, []int32{0, 6, 9})},
+			want: map[string]poiView{foo.ID: foo}},
+		{name: "TypeReferenceInsideTheClassName", path: "m.py", src: classFoo,
+			occs: []*scip.Occurrence{fooDef(), mkOcc(sym("`m`/Base#"), 0, []int32{0, 7, 8})},
+			want: map[string]poiView{foo.ID: foo}},
+		{name: "TypeReferenceAfterTheClassName", path: "m.py", src: classFoo,
+			occs: []*scip.Occurrence{fooDef(), mkOcc(sym("`m`/Base#"), 0, []int32{0, 10, 14})},
+			want: map[string]poiView{foo.ID: {ID: foo.ID, Type: foo.Type, Symbol: foo.Symbol, Refs: []string{"EXTENDS sym:" + sym("`m`/Base#")}}}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+
+			require.Equal(t, tt.want, readOne(t, tt.path, tt.src, &scip.Document{Occurrences: tt.occs}))
+		})
+	}
+}
