@@ -366,6 +366,56 @@ func TestRead_Lexical(t *testing.T) {
 		{name: "TypeReferenceAfterTheClassName", path: "m.py", src: classFoo,
 			occs: []*scip.Occurrence{fooDef(), mkOcc(sym("`m`/Base#"), 0, []int32{0, 10, 14})},
 			want: map[string]poiView{foo.ID: {ID: foo.ID, Type: foo.Type, Symbol: foo.Symbol, Refs: []string{"EXTENDS sym:" + sym("`m`/Base#")}}}},
+		{name: "ImportLineInADocstring", path: "m.py",
+			src: "def f():\n    \"\"\"Read the config.\n\n    import doesn't happen here.\n    \"\"\"\n    g()\n    return h()\ndef g(): return 'x'\ndef h(): ...\n",
+			occs: []*scip.Occurrence{
+				mkOcc(sym("`m`/f()."), isDef, []int32{0, 4, 5}, 0, 0, 6, 14),
+				mkOcc(sym("`m`/g()."), 0, []int32{5, 4, 5}),
+				mkOcc(sym("`m`/h()."), 0, []int32{6, 11, 12}),
+				mkOcc(sym("`m`/g()."), isDef, []int32{7, 4, 5}, 7, 0, 19),
+				mkOcc(sym("`m`/h()."), isDef, []int32{8, 4, 5}, 8, 0, 12),
+			},
+			want: map[string]poiView{
+				"m.py:1:f": {ID: "m.py:1:f", Type: "function_definition", Symbol: sym("`m`/f()."), Refs: []string{"CALLS sym:" + sym("`m`/g()."), "CALLS sym:" + sym("`m`/h().")}},
+				"m.py:8:g": {ID: "m.py:8:g", Type: "function_definition", Symbol: sym("`m`/g().")},
+				"m.py:9:h": {ID: "m.py:9:h", Type: "function_definition", Symbol: sym("`m`/h().")},
+			}},
+		{name: "ImportLineInAStringWithAnApostrophe", path: "m.py",
+			src: "def f():\n    s = 'a'\n    return g()\nimport x, y  # it's x\ndef g(): return 'x'\n",
+			occs: []*scip.Occurrence{
+				mkOcc(sym("`m`/f()."), isDef, []int32{0, 4, 5}, 0, 0, 2, 14),
+				mkOcc(sym("`m`/g()."), 0, []int32{2, 11, 12}),
+				mkOcc(sym("`x`/__init__:"), 0, []int32{3, 7, 8}),
+				mkOcc(sym("`y`/__init__:"), 0, []int32{3, 10, 11}),
+				mkOcc(sym("`m`/g()."), isDef, []int32{4, 4, 5}, 4, 0, 19),
+			},
+			want: map[string]poiView{
+				"m.py:1:f": {ID: "m.py:1:f", Type: "function_definition", Symbol: sym("`m`/f()."), Refs: []string{"CALLS sym:" + sym("`m`/g().")}},
+				"m.py:4:y": {ID: "m.py:4:y", Type: "import"},
+				"m.py:5:g": {ID: "m.py:5:g", Type: "function_definition", Symbol: sym("`m`/g().")},
+			}},
+		{name: "ImportLineInATemplateLiteral", path: "m.ts",
+			src: "function f() {\n  const s = `\nimport isn't here\n`;\n  return g();\n}\nfunction g() { return 1 }\n",
+			occs: []*scip.Occurrence{
+				mkOcc(tsym("`m.ts`/f()."), isDef, []int32{0, 9, 10}, 0, 0, 5, 1),
+				mkOcc(tsym("`m.ts`/g()."), 0, []int32{4, 9, 10}),
+				mkOcc(tsym("`m.ts`/g()."), isDef, []int32{6, 9, 10}, 6, 0, 25),
+			},
+			want: map[string]poiView{
+				"m.ts:1:f": {ID: "m.ts:1:f", Type: "function_definition", Symbol: tsym("`m.ts`/f()."), Refs: []string{"CALLS sym:" + tsym("`m.ts`/g().")}},
+				"m.ts:7:g": {ID: "m.ts:7:g", Type: "function_definition", Symbol: tsym("`m.ts`/g().")},
+			}},
+		{name: "ImportLineInABlockComment", path: "m.ts",
+			src: "/*\nimport isn't here\n*/\nfunction f() {\n  return g();\n}\nfunction g() { return 1 }\n",
+			occs: []*scip.Occurrence{
+				mkOcc(tsym("`m.ts`/f()."), isDef, []int32{3, 9, 10}, 3, 0, 5, 1),
+				mkOcc(tsym("`m.ts`/g()."), 0, []int32{4, 9, 10}),
+				mkOcc(tsym("`m.ts`/g()."), isDef, []int32{6, 9, 10}, 6, 0, 25),
+			},
+			want: map[string]poiView{
+				"m.ts:4:f": {ID: "m.ts:4:f", Type: "function_definition", Symbol: tsym("`m.ts`/f()."), Refs: []string{"CALLS sym:" + tsym("`m.ts`/g().")}},
+				"m.ts:7:g": {ID: "m.ts:7:g", Type: "function_definition", Symbol: tsym("`m.ts`/g().")},
+			}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
