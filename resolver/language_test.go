@@ -327,6 +327,26 @@ func TestExtract_JavaScriptRules(t *testing.T) {
 			want: refs(Calls, "c", "n", "re", "test", "w"),
 		},
 		{
+			// JSX: "</" closes a tag and starts no regex (review), so a
+			// JSX closing tag does not swallow the rest of its line.
+			name: "JSXClosingTagIsNoRegex",
+			poi: js(TypeMethod, "List.render", "src/list.jsx", "render() { return <ul><li>{a}</li>"+
+				"<li onClick={() => this.save(x)}>Save</li></ul>; }"),
+			want: refs(Calls, "save"),
+		},
+		{
+			name: "ClassHoldingJSXKeepsItsBraces",
+			poi: js(TypeClass, "List", "src/list.jsx", "class List extends Component {\n  render() {\n"+
+				"    return <div><span>t</span>{items.map(i => <li>{i}</li>)}</div>;\n  }\n"+
+				"  save(x) { store(x) }\n  size = count()\n}"),
+			want: append(refs(Calls, "count"), refs(Extends, "Component")...),
+		},
+		{
+			name: "LessThanThenRegex",
+			poi:  js(TypeFunction, "f", "src/f.js", "function f(a) {\n  return a < /x(/.exec(s).length ? g(a) : 0\n}"),
+			want: refs(Calls, "exec", "g"),
+		},
+		{
 			// Another language's file keeps the table of every language
 			// and the class its methods' calls (a Java class).
 			name: "OtherLanguagesUnchanged",

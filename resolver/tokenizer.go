@@ -296,7 +296,12 @@ var regexKeywords = map[string]bool{
 // "}" or the start of input it starts a regex. "++"/"--" right before it
 // are taken as postfix (`i++ / 2`). A "}" that ends an object literal used
 // as a dividend (`({}) / 2` aside, which ")" covers) is read as a block end.
+// A "/" right after "<" (JSX's closing tag `</li>`) never starts one;
+// `a < /re/`, with a space between, does.
 func (z *tokenizer) regexAllowed() bool {
+	if z.last.isPunct("<") && z.last.start+1 == z.pos {
+		return false
+	}
 	switch t := z.last; t.kind {
 	case tokEOF:
 		return true
