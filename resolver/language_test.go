@@ -2,6 +2,7 @@ package resolver
 
 import (
 	"context"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -361,6 +362,38 @@ func TestExtract_JavaScriptRules(t *testing.T) {
 			got, err := Extract(context.Background(), tt.poi)
 			require.NoError(t, err)
 			require.Equal(t, tt.want, got)
+		})
+	}
+}
+
+// TestTokenizer_RegexScanIsLinearOnALongLine: a "/" that starts no
+// closed regex literal on its line is scanned once per line, not once per
+// "/": the bytes scanRegex reads stay within the input's size (the review's
+// input read each of its 120 KB about 40,000 times over).
+func TestTokenizer_RegexScanIsLinearOnALongLine(t *testing.T) {
+	t.Parallel()
+
+	tests := []struct {
+		name, src string
+		want      []string // a few of the tokens, in order
+	}{
+		{name: "UnclosedClasses", src: "x = " + strings.Repeat("(/[", 40_000) + "\ng(y)\n", want: []string{"g", "(", "y", ")"}},
+		{name: "UnclosedSlashes", src: "x = " + strings.Repeat("(/a", 40_000) + "\nh(/re/)\n", want: []string{"h", "(", "/re/", ")"}},
+		{name: "NextLineScansAgain", src: "a = (/[\nb = (/x/)\n", want: []string{"b", "=", "(", "/x/", ")"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+
+			z := newTokenizer(context.Background(), tt.src)
+			z.regexLiterals = true
+			var toks []string
+			for tok := z.next(); tok.kind != tokEOF; tok = z.next() {
+				toks = append(toks, tok.text)
+			}
+			require.NoError(t, z.err)
+			require.LessOrEqual(t, z.regexScanned, len(tt.src))
+			require.Equal(t, tt.want, toks[len(toks)-len(tt.want):])
 		})
 	}
 }
