@@ -425,3 +425,43 @@ func TestRead_Lexical(t *testing.T) {
 		})
 	}
 }
+
+// TestRead_RangeInsideACharacter: a range that starts or ends inside a
+// character (a UTF-8 sequence, a UTF-16 surrogate pair) is an error
+// naming it, not a piece of text cut mid-character (review).
+func TestRead_RangeInsideACharacter(t *testing.T) {
+	t.Parallel()
+
+	tests := []struct {
+		name string
+		enc  scip.PositionEncoding
+		src  string
+		r    []int32
+		want string // "" for no error
+	}{
+		{name: "UTF8Start", enc: scip.PositionEncoding_UTF8CodeUnitOffsetFromLineStart, src: "s = \"é\"\n", r: []int32{0, 6, 7},
+			want: `occurrence #1 (line 1): range [0 6 7]: column 6 is inside a character of line 1`},
+		{name: "UTF8End", enc: scip.PositionEncoding_UTF8CodeUnitOffsetFromLineStart, src: "s = \"é\"\n", r: []int32{0, 4, 6},
+			want: `occurrence #1 (line 1): range [0 4 6]: column 6 is inside a character of line 1`},
+		{name: "UTF8Whole", enc: scip.PositionEncoding_UTF8CodeUnitOffsetFromLineStart, src: "s = \"é\"\n", r: []int32{0, 5, 7}},
+		{name: "UTF16InsideASurrogatePair", enc: scip.PositionEncoding_UTF16CodeUnitOffsetFromLineStart, src: "s = \"😀\"\n", r: []int32{0, 6, 7},
+			want: `occurrence #1 (line 1): range [0 6 7]: column 6 is inside a character of line 1`},
+		{name: "UTF16Whole", enc: scip.PositionEncoding_UTF16CodeUnitOffsetFromLineStart, src: "s = \"😀\"\n", r: []int32{0, 5, 7}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+
+			doc := &scip.Document{RelativePath: "m.py", PositionEncoding: tt.enc, Occurrences: []*scip.Occurrence{mkOcc(sym("`m`/s."), 0, tt.r)}}
+			err := Read(context.Background(), bytes.NewReader(encode(t, doc)), Config{Source: fstest.MapFS{"m.py": {Data: []byte(tt.src)}}},
+				func(File) error { return nil })
+			if tt.want == "" {
+				require.NoError(t, err)
+				return
+			}
+			var ierr *Error
+			require.ErrorAs(t, err, &ierr)
+			require.Contains(t, err.Error(), tt.want)
+		})
+	}
+}
