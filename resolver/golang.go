@@ -531,7 +531,7 @@ func (g *goScope) callRef(chain []string) string {
 		return "." + name
 	}
 	if len(chain) == 2 {
-		if lt.name == "" && lt.expr == "" && lt.kind != goTypeRecv && isErrorName(first) {
+		if name == "Error" && lt.name == "" && lt.expr == "" && lt.kind != goTypeRecv && isErrorName(first) {
 			return "" // err.Error(): a method of the error interface, by convention
 		}
 		return memberRef(lt, name)
@@ -547,11 +547,15 @@ func (g *goScope) callRef(chain []string) string {
 
 // isErrorName reports whether a local name is, by Go's convention, a
 // value of the interface type error: err, or a name ending in Err
-// (closeErr, parseErr). A member call on such a local whose type the POI
-// does not show (`_, err := run()`, `if err := c.Execute(); …`, `for _,
-// err := range errs`) is a call through the error interface, declared
-// outside the corpus, and no reference: as (.).Error or .Error it would
-// link to the tree's only Error method (cobra's flagCompError's). A
+// (closeErr, parseErr). A call of Error, the error interface's only
+// method, on such a local whose type the POI does not show (`_, err :=
+// run()`, `if err := c.Execute(); …`, `for _, err := range errs`) is a
+// call through that interface, declared outside the corpus, and no
+// reference: as (.).Error or .Error it would link to the tree's only
+// Error method (cobra's flagCompError's). Any other method is no
+// error's, so the local is of another type (`switch err := e.(type)`'s
+// err.Field(), `for _, stdErr := range ws`' stdErr.Write) and its call
+// keeps its reference. A
 // local whose type the POI shows keeps its form: `err := &ParseError{…}`
 // gives (.ParseError).Error, `err := parse()` {parse}.Error (none when
 // parse returns error), and `err error` is a predeclared type.

@@ -2,6 +2,7 @@ package resolver
 
 import (
 	"context"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -180,13 +181,19 @@ func TestExtract_GoCalls(t *testing.T) {
 			// interface. A typed err keeps its form, and other later
 			// names of a multi-value := theirs (pgx's `client, server
 			// := net.Pipe()`, server.SetDeadline: net's).
-			name: "MethodsOfErrorsOfUnknownTypeAreNotCalls",
+			// Only Error, the error interface's one method, is dropped on
+			// an err/…Err local of unknown type (cobra's finding 9: no
+			// edge to flagCompError.Error); Unwrap, Field, Write are
+			// another type's methods and stay calls (review).
+			name: "ErrorOfAnErrOfUnknownTypeIsNoCall",
 			poi: goPOI(TypeFunction, "f", "func f(c *Command, s any) (n int, werr error) {\n\t_, err := executeCommand(c)\n\terr.Error()\n"+
 				"	if err := s.x.Run(); err != nil {\n\t\terr.Unwrap()\n\t}\n\tfor _, err := range errs {\n\t\terr.Error()\n\t}\n"+
 				"	closeErr := s.y.Close()\n\tcloseErr.Error()\n\twerr.Error()\n\tr := s.z.Get()\n\tr.Error()\n"+
 				"	perr := &ParseError{}\n\tperr.Error()\n\tverr := validate(c)\n\tverr.Error()\n\tx, y := newT()\n\tx.A()\n\ty.B()\n"+
-				"\tcl, srv := net.Pipe()\n\tsrv.SetDeadline(t)\n\t_, pErr := net.Dial(a)\n\tpErr.Error()\n}"),
-			want: refs(Calls, "(.).B", "(.ParseError).Error", "(net).SetDeadline", ".Close", ".Error", ".Get", ".Run",
+				"\tcl, srv := net.Pipe()\n\tsrv.SetDeadline(t)\n\t_, pErr := net.Dial(a)\n\tpErr.Error()\n"+
+				"\tswitch err := e.(type) {\n\tcase *ValidationError:\n\t\treturn err.Field()\n\t}\n"+
+				"\tfor _, stdErr := range ws {\n\t\tstdErr.Write(p)\n\t}\n}"),
+			want: refs(Calls, "(.).B", "(.ParseError).Error", "(net).SetDeadline", ".Close", ".Error", ".Field", ".Get", ".Run", ".Unwrap", ".Write",
 				"executeCommand", "net.Dial", "net.Pipe", "newT", "validate", "{newT}.A", "{validate}.Error"),
 		},
 		{
@@ -327,6 +334,26 @@ func TestExtract_JavaScriptRules(t *testing.T) {
 			want: refs(Calls, "c", "n", "re", "test", "w"),
 		},
 		{
+			// JSX: "</" closes a tag and starts no regex (review), so a
+			// JSX closing tag does not swallow the rest of its line.
+			name: "JSXClosingTagIsNoRegex",
+			poi: js(TypeMethod, "List.render", "src/list.jsx", "render() { return <ul><li>{a}</li>"+
+				"<li onClick={() => this.save(x)}>Save</li></ul>; }"),
+			want: refs(Calls, "save"),
+		},
+		{
+			name: "ClassHoldingJSXKeepsItsBraces",
+			poi: js(TypeClass, "List", "src/list.jsx", "class List extends Component {\n  render() {\n"+
+				"    return <div><span>t</span>{items.map(i => <li>{i}</li>)}</div>;\n  }\n"+
+				"  save(x) { store(x) }\n  size = count()\n}"),
+			want: append(refs(Calls, "count"), refs(Extends, "Component")...),
+		},
+		{
+			name: "LessThanThenRegex",
+			poi:  js(TypeFunction, "f", "src/f.js", "function f(a) {\n  return a < /x(/.exec(s).length ? g(a) : 0\n}"),
+			want: refs(Calls, "exec", "g"),
+		},
+		{
 			// Another language's file keeps the table of every language
 			// and the class its methods' calls (a Java class).
 			name: "OtherLanguagesUnchanged",
@@ -341,6 +368,38 @@ func TestExtract_JavaScriptRules(t *testing.T) {
 			got, err := Extract(context.Background(), tt.poi)
 			require.NoError(t, err)
 			require.Equal(t, tt.want, got)
+		})
+	}
+}
+
+// TestTokenizer_RegexScanIsLinearOnALongLine: a "/" that starts no
+// closed regex literal on its line is scanned once per line, not once per
+// "/": the bytes scanRegex reads stay within the input's size (the review's
+// input read each of its 120 KB about 40,000 times over).
+func TestTokenizer_RegexScanIsLinearOnALongLine(t *testing.T) {
+	t.Parallel()
+
+	tests := []struct {
+		name, src string
+		want      []string // a few of the tokens, in order
+	}{
+		{name: "UnclosedClasses", src: "x = " + strings.Repeat("(/[", 40_000) + "\ng(y)\n", want: []string{"g", "(", "y", ")"}},
+		{name: "UnclosedSlashes", src: "x = " + strings.Repeat("(/a", 40_000) + "\nh(/re/)\n", want: []string{"h", "(", "/re/", ")"}},
+		{name: "NextLineScansAgain", src: "a = (/[\nb = (/x/)\n", want: []string{"b", "=", "(", "/x/", ")"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+
+			z := newTokenizer(context.Background(), tt.src)
+			z.regexLiterals = true
+			var toks []string
+			for tok := z.next(); tok.kind != tokEOF; tok = z.next() {
+				toks = append(toks, tok.text)
+			}
+			require.NoError(t, z.err)
+			require.LessOrEqual(t, z.regexScanned, len(tt.src))
+			require.Equal(t, tt.want, toks[len(toks)-len(tt.want):])
 		})
 	}
 }

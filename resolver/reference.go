@@ -34,7 +34,9 @@ type Reference struct {
 //
 // A POI with References (not nil) is not read: its references are those its
 // analyzer supplied, whatever its type, each named SuppliedReference.Name
-// ("sym:<symbol>" or "id:<targetId>"), de-duplicated and sorted the same way.
+// ("sym:<symbol>", "id:<targetId>", or the name it gives, as a SCIP
+// index's call the index cannot resolve), de-duplicated and sorted the
+// same way.
 //
 // Which references a POI type
 // yields, and which language forms are understood, is described in the package

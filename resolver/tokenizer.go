@@ -64,6 +64,13 @@ type tokenizer struct {
 	// last and beforeLast are the last two tokens scanned (regexLiterals
 	// decides by them), tokEOF before the input's start.
 	last, beforeLast token
+	// noRegexBefore: a "/" before this offset starts no regex literal; a
+	// scan from an earlier "/" on its line found none closed before the
+	// line's end (so a long line is scanned once, not once per "/").
+	noRegexBefore int
+	// regexScanned counts the bytes scanRegex read (tests check it stays
+	// linear in the input's size).
+	regexScanned int
 
 	buf  [lookahead]token // ring buffer of peeked tokens
 	head int
@@ -173,7 +180,7 @@ func (z *tokenizer) scanToken() token {
 			if z.skipBlockComment() {
 				nl = true
 			}
-		case c == '/' && z.regexLiterals && z.regexAllowed():
+		case c == '/' && z.regexLiterals && z.pos >= z.noRegexBefore && z.regexAllowed():
 			if t, ok := z.scanRegex(nl); ok {
 				return t
 			}
@@ -296,7 +303,12 @@ var regexKeywords = map[string]bool{
 // "}" or the start of input it starts a regex. "++"/"--" right before it
 // are taken as postfix (`i++ / 2`). A "}" that ends an object literal used
 // as a dividend (`({}) / 2` aside, which ")" covers) is read as a block end.
+// A "/" right after "<" (JSX's closing tag `</li>`) never starts one;
+// `a < /re/`, with a space between, does.
 func (z *tokenizer) regexAllowed() bool {
+	if z.last.isPunct("<") && z.last.start+1 == z.pos {
+		return false
+	}
 	switch t := z.last; t.kind {
 	case tokEOF:
 		return true
@@ -317,13 +329,17 @@ func (z *tokenizer) regexAllowed() bool {
 // scanRegex scans a regular expression literal at the current "/": its
 // body, where "/" inside a class [...] and an escaped character do not end
 // it, and its flags. A literal not closed on its line is not one: ok false,
-// nothing consumed.
+// nothing consumed, and no later "/" on that line starts one (each byte of
+// a line is read once at most, however many "/" it holds; a "/" after one
+// that opened no regex, `(/[ … /x/`, is taken as a division).
 func (z *tokenizer) scanRegex(nl bool) (token, bool) {
 	start := z.pos
 	inClass := false
 	for i := start + 1; i < len(z.src); i++ {
+		z.regexScanned++
 		switch c := z.src[i]; {
 		case c == '\n' || c == '\r':
+			z.noRegexBefore = i
 			return token{}, false
 		case c == '\\':
 			i++
@@ -340,6 +356,7 @@ func (z *tokenizer) scanRegex(nl bool) (token, bool) {
 			return token{kind: tokString, text: z.src[start:z.pos], nlBefore: nl}, true
 		}
 	}
+	z.noRegexBefore = len(z.src)
 	return token{}, false
 }
 

@@ -99,7 +99,8 @@ The whole index is read and checked before anything is published: a
 truncated or malformed index, or a document whose source under DIR is
 missing or does not match its ranges, is an error naming the document and
 the occurrence, and nothing is published. --repository defaults to DIR's
-base name; --references does not apply.
+base name; --references does not apply (giving it is a usage error), and
+an index that holds no documents is an error.
 
 --files-per-tx files share one transaction (each under its own savepoint, so
 a rejected file does not undo the others). With --work an in-process worker
@@ -111,6 +112,9 @@ then resolves every batch, as 'relay worker --until-idle' would.`,
 			if references != goanalyze.ReferencesTyped && references != goanalyze.ReferencesLexical {
 				return usageError{fmt.Errorf("--references %q is not one of %s, %s", references,
 					goanalyze.ReferencesTyped, goanalyze.ReferencesLexical)}
+			}
+			if scipIndex != "" && cmd.Flags().Changed("references") {
+				return usageError{fmt.Errorf("--references does not apply to --scip: the references come from the index")}
 			}
 			if st, err := os.Stat(dir); err != nil || !st.IsDir() {
 				return usageError{fmt.Errorf("%s is not a directory", dir)}

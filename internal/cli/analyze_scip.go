@@ -27,7 +27,8 @@ type SCIPSummary struct {
 
 // publishSCIP publishes the SCIP index at indexPath of the project rooted
 // at dir: it reads the whole index once to check it (with progress every
-// second on stderr), publishing nothing when any document is malformed, then again to
+// second on stderr), publishing nothing when any document is malformed or
+// when it holds none, then again to
 // publish each document, cfg.FilesPerTx per transaction.
 func publishSCIP(ctx context.Context, db goanalyze.Beginner, pub *outbox.Publisher, indexPath, dir string,
 	cfg goanalyze.PublishConfig, stderr io.Writer) (*goanalyze.Summary, *SCIPSummary, error) {
@@ -48,6 +49,9 @@ func publishSCIP(ctx context.Context, db goanalyze.Beginner, pub *outbox.Publish
 	})
 	if err != nil {
 		return nil, nil, fmt.Errorf("error reading %s (nothing was published): %w", indexPath, err)
+	}
+	if docs == 0 {
+		return nil, nil, fmt.Errorf("index %s holds no documents (nothing was published)", indexPath)
 	}
 	ss := &SCIPSummary{Index: indexPath, CheckSecs: time.Since(start).Seconds()}
 	fmt.Fprintf(stderr, "relay analyze: %s checked: %s in %.1fs\n", indexPath, pluralize(docs, "document"), ss.CheckSecs)

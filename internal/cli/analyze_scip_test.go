@@ -160,3 +160,34 @@ func TestAnalyzeSCIP_TruncatedIndexPublishesNothing(t *testing.T) {
 	require.True(t, strings.Contains(r.stderr, `document #2 "src/circle.ts": cannot read its source`), r.stderr)
 	require.Equal(t, 0, testdb.Count(t, db.Pool, `SELECT count(*) FROM files`))
 }
+
+// TestAnalyzeSCIP_BadInvocations: what relay analyze --scip refuses, and
+// how (review): an error naming what is wrong, nothing published.
+func TestAnalyzeSCIP_BadInvocations(t *testing.T) {
+	t.Parallel()
+	db := testdb.New(t)
+	root := t.TempDir()
+	empty := filepath.Join(t.TempDir(), "empty.scip")
+	require.NoError(t, os.WriteFile(empty, nil, 0o600))
+	tests := []struct {
+		name string
+		args []string
+		code int
+		want string
+	}{
+		{name: "ReferencesDoesNotApply", args: []string{"--scip", empty, "--references", "lexical"}, code: cli.ExitUsage,
+			want: "--references does not apply to --scip"},
+		{name: "ReferencesTypedDoesNotApplyEither", args: []string{"--references", "typed", "--scip", empty}, code: cli.ExitUsage,
+			want: "--references does not apply to --scip"},
+		{name: "EmptyIndex", args: []string{"--scip", empty}, code: cli.ExitRuntime,
+			want: "index " + empty + " holds no documents (nothing was published)"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r := run(t, db, "", nil, append([]string{"analyze", root}, tt.args...)...)
+			require.Equal(t, tt.code, r.code, r.stderr)
+			require.Contains(t, r.stderr, tt.want)
+			require.Equal(t, 0, testdb.Count(t, db.Pool, `SELECT count(*) FROM files`))
+		})
+	}
+}

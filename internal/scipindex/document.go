@@ -243,6 +243,9 @@ func mapDocument(ctx context.Context, n int, d *scip.Document, cfg Config) (File
 		if df == nil {
 			continue
 		}
+		if o.at.start >= df.nameAt.start && o.at.start < df.nameAt.end {
+			continue // on the POI's own name, where only its definition belongs: no reference
+		}
 		if df.typ == resolver.TypeImport {
 			df.occurrences++
 			if o.parsed != nil && importable(o.parsed) {
@@ -443,8 +446,13 @@ func importable(s *scip.Symbol) bool {
 // `implements` (IMPLEMENTS), outside type arguments <...>. The header, not
 // the symbol's relationships, decides: indexers list inherited types
 // there too, and leave some out (scip-typescript for an interface's
-// extends, scip-python for some of pyparsing's classes).
+// extends, scip-python for some of pyparsing's classes). An occurrence
+// that starts before the class's name ends (on the name itself, as a
+// malformed or odd index may put one) makes none.
 func inheritance(o *occ, df *def, text string, js bool) (resolver.RelType, bool) {
+	if o.at.start < df.nameAt.end {
+		return "", false
+	}
 	if o.parsed == nil || len(o.parsed.Descriptors) == 0 || o.parsed.Descriptors[len(o.parsed.Descriptors)-1].Suffix != scip.Descriptor_Type {
 		return "", false
 	}

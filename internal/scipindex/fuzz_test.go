@@ -7,6 +7,8 @@ import (
 	"testing"
 	"testing/fstest"
 
+	"github.com/scip-code/scip/bindings/go/scip"
+
 	"github.com/relay-dev/relay/resolver"
 )
 
@@ -17,6 +19,10 @@ func FuzzRead(f *testing.F) {
 	f.Add(encodeFuzz(f, true), tsSrc, pySrc)
 	f.Add(encodeFuzz(f, false), "export class Sq {\n  x = (", "def f(:\n")
 	f.Add([]byte{0x12, 0x80, 0x80, 0x80, 0x80, 0x10}, tsSrc, pySrc)
+	// A type's occurrence on the class's own name (review: it panicked).
+	f.Add(encodeDocs(f, &scip.Document{RelativePath: "pkg/c.py", Occurrences: []*scip.Occurrence{
+		mkOcc(sym("`m`/Foo#"), isDef, []int32{0, 6, 9}, 0, 0, 1, 8), mkOcc(sym("`m`/Base#"), 0, []int32{0, 6, 6}),
+		mkOcc(sym("`m`/Base#"), 0, []int32{0, 6, 9})}}), tsSrc, "class Foo(Base):\n    pass\n")
 	f.Fuzz(func(t *testing.T, index []byte, ts, py string) {
 		src := fstest.MapFS{"src/sq.ts": {Data: []byte(ts)}, "pkg/c.py": {Data: []byte(py)}}
 		err := Read(context.Background(), bytes.NewReader(index), Config{Source: src}, func(file File) error {
@@ -48,6 +54,11 @@ func FuzzRead(f *testing.F) {
 			t.Fatalf("not an *Error: %v", err)
 		}
 	})
+}
+
+func encodeDocs(f *testing.F, docs ...*scip.Document) []byte {
+	f.Helper()
+	return encode(&testing.T{}, docs...)
 }
 
 func encodeFuzz(f *testing.F, both bool) []byte {

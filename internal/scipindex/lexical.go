@@ -189,17 +189,22 @@ func isCallSite(text string, a span, js bool) bool {
 // importStatements returns the extents of the file's import statements:
 // Python's `import …` and `from … import …` (brackets and "\" continue
 // them), JavaScript's and TypeScript's `import …` and `export … from`
-// (to the ";" or the line break after the module string).
+// (to the ";" or the line break after the module string). Only a line
+// that starts a statement counts (statementStarts): never one inside a
+// string, docstring, template literal or comment, nor inside brackets.
 func importStatements(text string, js bool) []span {
 	var out []span
-	for i := 0; i < len(text); {
-		lineEnd := strings.IndexByte(text[i:], '\n')
+	next := 0 // the end of the last statement found
+	for _, start := range statementStarts(text, js) {
+		if start < next {
+			continue
+		}
+		lineEnd := strings.IndexByte(text[start:], '\n')
 		if lineEnd < 0 {
 			lineEnd = len(text)
 		} else {
-			lineEnd += i
+			lineEnd += start
 		}
-		start := skipSpaces(text, i)
 		line := text[start:lineEnd]
 		isImport := false
 		if js {
@@ -209,22 +214,98 @@ func importStatements(text string, js bool) []span {
 			isImport = hasWord(line, "import") || hasWord(line, "from") && strings.Contains(line, " import ")
 		}
 		if !isImport {
-			i = lineEnd + 1
 			continue
 		}
 		end := statementEnd(text, start, js)
 		if js && hasWord(line, "export") && !strings.Contains(text[start:end], " from ") {
-			i = lineEnd + 1 // `export { a, b }` of local names
-			continue
+			continue // `export { a, b }` of local names
 		}
 		out = append(out, span{start, end})
-		i = end + 1
+		next = end
 	}
 	return out
 }
 
+// statementStarts returns the offsets, past indentation, of the lines
+// that start a statement: the first line, and each line after a line
+// break that is in code (not in a string, a Python triple-quoted string,
+// a JavaScript template literal or block comment), outside brackets, and
+// (Python) not continued by "\". A quote ' or " ends at its line's end at
+// the latest, so one stray apostrophe cannot hide the rest of the file.
+// JavaScript regular expressions are not recognised: a quote in one
+// opens a string to the end of its line, no further.
+func statementStarts(text string, js bool) []int {
+	out := []int{skipSpaces(text, 0)}
+	depth := 0
+	for i := 0; i < len(text); i++ {
+		c := text[i]
+		switch {
+		case c == '\\':
+			i++ // an escaped character, or (Python) a continued line
+		case !js && (c == '"' || c == '\'') && strings.HasPrefix(text[i:], strings.Repeat(string(c), 3)):
+			k := strings.Index(text[i+3:], strings.Repeat(string(c), 3))
+			for k >= 0 && escaped(text, i+3+k) {
+				k2 := strings.Index(text[i+3+k+1:], strings.Repeat(string(c), 3))
+				if k2 < 0 {
+					k = -1
+					break
+				}
+				k += 1 + k2
+			}
+			if k < 0 {
+				return out
+			}
+			i += 3 + k + 2
+		case c == '"' || c == '\'':
+			for i++; i < len(text) && text[i] != c && text[i] != '\n'; i++ {
+				if text[i] == '\\' {
+					i++
+				}
+			}
+			if i < len(text) && text[i] == '\n' {
+				i-- // the line break ends the line, as outside the string
+			}
+		case js && c == '`':
+			for i++; i < len(text) && text[i] != '`'; i++ {
+				if text[i] == '\\' {
+					i++
+				}
+			}
+		case js && strings.HasPrefix(text[i:], "/*"):
+			k := strings.Index(text[i+2:], "*/")
+			if k < 0 {
+				return out
+			}
+			i += 2 + k + 1
+		case !js && c == '#' || js && strings.HasPrefix(text[i:], "//"):
+			for i < len(text) && text[i] != '\n' {
+				i++
+			}
+			i-- // the line break, if any, is the loop's
+		case c == '(' || c == '{' || c == '[':
+			depth++
+		case c == ')' || c == '}' || c == ']':
+			depth--
+		case c == '\n' && depth <= 0:
+			out = append(out, skipSpaces(text, i+1))
+		}
+	}
+	return out
+}
+
+// escaped reports whether the byte at i follows an odd number of "\".
+func escaped(text string, i int) bool {
+	n := 0
+	for k := i - 1; k >= 0 && text[k] == '\\'; k-- {
+		n++
+	}
+	return n%2 == 1
+}
+
 // statementEnd returns the end of the import statement at start: the
-// first line break outside brackets (Python: not after "\"), or ";".
+// first line break outside brackets (Python: not after "\"), or ";"
+// (Python: before a comment that ends its line). A quote ' or " ends at
+// its line's end at the latest.
 func statementEnd(text string, start int, js bool) int {
 	depth := 0
 	var quote byte
@@ -236,6 +317,11 @@ func statementEnd(text string, start int, js bool) int {
 				i++
 			} else if c == quote {
 				quote = 0
+			} else if c == '\n' && quote != '`' {
+				quote = 0
+				if depth <= 0 {
+					return i
+				}
 			}
 		case c == '"' || c == '\'' || c == '`':
 			quote = c
@@ -248,11 +334,11 @@ func statementEnd(text string, start int, js bool) int {
 		case c == '\\' && !js && i+1 < len(text) && text[i+1] == '\n':
 			i++
 		case c == '#' && !js:
-			for i < len(text) && text[i] != '\n' {
-				i++
-			}
 			if depth <= 0 {
-				return i
+				return start + len(strings.TrimRight(text[start:i], " \t"))
+			}
+			for i+1 < len(text) && text[i+1] != '\n' {
+				i++
 			}
 		case c == '\n' && depth <= 0:
 			return i

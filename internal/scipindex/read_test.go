@@ -319,3 +319,149 @@ func TestRead_FnErrorStopsAndIsReturned(t *testing.T) {
 	require.ErrorIs(t, err, stop)
 	require.Equal(t, 1, calls)
 }
+
+// readOne reads an index of one document over its own source.
+func readOne(t *testing.T, path, src string, doc *scip.Document) map[string]poiView {
+	t.Helper()
+	doc.RelativePath = path
+	pois := map[string]poiView{}
+	err := Read(context.Background(), bytes.NewReader(encode(t, doc)), Config{Source: fstest.MapFS{path: {Data: []byte(src)}}}, func(f File) error {
+		for _, raw := range f.Analysis.POIs {
+			p, err := resolver.DecodePOI(raw)
+			require.NoError(t, err)
+			v := poiView{ID: p.ID, Type: p.Type, Symbol: p.Symbol}
+			for _, r := range p.References {
+				v.Refs = append(v.Refs, string(r.Type)+" "+r.Name())
+			}
+			pois[p.ID] = v
+		}
+		return nil
+	})
+	require.NoError(t, err)
+	return pois
+}
+
+// TestRead_Lexical: what relay reads of a document's text around the
+// index's occurrences, on inputs a review found wrong.
+func TestRead_Lexical(t *testing.T) {
+	t.Parallel()
+
+	const classFoo = "class Foo(Base):\n    pass\n"
+	fooDef := func() *scip.Occurrence { return mkOcc(sym("`m`/Foo#"), isDef, []int32{0, 6, 9}, 0, 0, 1, 8) }
+	foo := poiView{ID: "m.py:1:Foo", Type: "class_declaration", Symbol: sym("`m`/Foo#")}
+	tests := []struct {
+		name, path, src string
+		occs            []*scip.Occurrence
+		want            map[string]poiView
+	}{
+		{name: "TypeReferenceEmptyAtTheClassName", path: "m.py", src: classFoo,
+			occs: []*scip.Occurrence{fooDef(), mkOcc(sym("`m`/Base#"), 0, []int32{0, 6, 6})},
+			want: map[string]poiView{foo.ID: foo}},
+		{name: "TypeReferenceOnTheClassName", path: "m.py", src: classFoo,
+			occs: []*scip.Occurrence{fooDef(), mkOcc(sym("`m`/Base#"), 0, []int32{0, 6, 9})},
+			want: map[string]poiView{foo.ID: foo}},
+		{name: "TypeReferenceInsideTheClassName", path: "m.py", src: classFoo,
+			occs: []*scip.Occurrence{fooDef(), mkOcc(sym("`m`/Base#"), 0, []int32{0, 7, 8})},
+			want: map[string]poiView{foo.ID: foo}},
+		{name: "TypeReferenceAfterTheClassName", path: "m.py", src: classFoo,
+			occs: []*scip.Occurrence{fooDef(), mkOcc(sym("`m`/Base#"), 0, []int32{0, 10, 14})},
+			want: map[string]poiView{foo.ID: {ID: foo.ID, Type: foo.Type, Symbol: foo.Symbol, Refs: []string{"EXTENDS sym:" + sym("`m`/Base#")}}}},
+		{name: "ImportLineInADocstring", path: "m.py",
+			src: "def f():\n    \"\"\"Read the config.\n\n    import doesn't happen here.\n    \"\"\"\n    g()\n    return h()\ndef g(): return 'x'\ndef h(): ...\n",
+			occs: []*scip.Occurrence{
+				mkOcc(sym("`m`/f()."), isDef, []int32{0, 4, 5}, 0, 0, 6, 14),
+				mkOcc(sym("`m`/g()."), 0, []int32{5, 4, 5}),
+				mkOcc(sym("`m`/h()."), 0, []int32{6, 11, 12}),
+				mkOcc(sym("`m`/g()."), isDef, []int32{7, 4, 5}, 7, 0, 19),
+				mkOcc(sym("`m`/h()."), isDef, []int32{8, 4, 5}, 8, 0, 12),
+			},
+			want: map[string]poiView{
+				"m.py:1:f": {ID: "m.py:1:f", Type: "function_definition", Symbol: sym("`m`/f()."), Refs: []string{"CALLS sym:" + sym("`m`/g()."), "CALLS sym:" + sym("`m`/h().")}},
+				"m.py:8:g": {ID: "m.py:8:g", Type: "function_definition", Symbol: sym("`m`/g().")},
+				"m.py:9:h": {ID: "m.py:9:h", Type: "function_definition", Symbol: sym("`m`/h().")},
+			}},
+		{name: "ImportLineInAStringWithAnApostrophe", path: "m.py",
+			src: "def f():\n    s = 'a'\n    return g()\nimport x, y  # it's x\ndef g(): return 'x'\n",
+			occs: []*scip.Occurrence{
+				mkOcc(sym("`m`/f()."), isDef, []int32{0, 4, 5}, 0, 0, 2, 14),
+				mkOcc(sym("`m`/g()."), 0, []int32{2, 11, 12}),
+				mkOcc(sym("`x`/__init__:"), 0, []int32{3, 7, 8}),
+				mkOcc(sym("`y`/__init__:"), 0, []int32{3, 10, 11}),
+				mkOcc(sym("`m`/g()."), isDef, []int32{4, 4, 5}, 4, 0, 19),
+			},
+			want: map[string]poiView{
+				"m.py:1:f": {ID: "m.py:1:f", Type: "function_definition", Symbol: sym("`m`/f()."), Refs: []string{"CALLS sym:" + sym("`m`/g().")}},
+				"m.py:4:y": {ID: "m.py:4:y", Type: "import"},
+				"m.py:5:g": {ID: "m.py:5:g", Type: "function_definition", Symbol: sym("`m`/g().")},
+			}},
+		{name: "ImportLineInATemplateLiteral", path: "m.ts",
+			src: "function f() {\n  const s = `\nimport isn't here\n`;\n  return g();\n}\nfunction g() { return 1 }\n",
+			occs: []*scip.Occurrence{
+				mkOcc(tsym("`m.ts`/f()."), isDef, []int32{0, 9, 10}, 0, 0, 5, 1),
+				mkOcc(tsym("`m.ts`/g()."), 0, []int32{4, 9, 10}),
+				mkOcc(tsym("`m.ts`/g()."), isDef, []int32{6, 9, 10}, 6, 0, 25),
+			},
+			want: map[string]poiView{
+				"m.ts:1:f": {ID: "m.ts:1:f", Type: "function_definition", Symbol: tsym("`m.ts`/f()."), Refs: []string{"CALLS sym:" + tsym("`m.ts`/g().")}},
+				"m.ts:7:g": {ID: "m.ts:7:g", Type: "function_definition", Symbol: tsym("`m.ts`/g().")},
+			}},
+		{name: "ImportLineInABlockComment", path: "m.ts",
+			src: "/*\nimport isn't here\n*/\nfunction f() {\n  return g();\n}\nfunction g() { return 1 }\n",
+			occs: []*scip.Occurrence{
+				mkOcc(tsym("`m.ts`/f()."), isDef, []int32{3, 9, 10}, 3, 0, 5, 1),
+				mkOcc(tsym("`m.ts`/g()."), 0, []int32{4, 9, 10}),
+				mkOcc(tsym("`m.ts`/g()."), isDef, []int32{6, 9, 10}, 6, 0, 25),
+			},
+			want: map[string]poiView{
+				"m.ts:4:f": {ID: "m.ts:4:f", Type: "function_definition", Symbol: tsym("`m.ts`/f()."), Refs: []string{"CALLS sym:" + tsym("`m.ts`/g().")}},
+				"m.ts:7:g": {ID: "m.ts:7:g", Type: "function_definition", Symbol: tsym("`m.ts`/g().")},
+			}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+
+			require.Equal(t, tt.want, readOne(t, tt.path, tt.src, &scip.Document{Occurrences: tt.occs}))
+		})
+	}
+}
+
+// TestRead_RangeInsideACharacter: a range that starts or ends inside a
+// character (a UTF-8 sequence, a UTF-16 surrogate pair) is an error
+// naming it, not a piece of text cut mid-character (review).
+func TestRead_RangeInsideACharacter(t *testing.T) {
+	t.Parallel()
+
+	tests := []struct {
+		name string
+		enc  scip.PositionEncoding
+		src  string
+		r    []int32
+		want string // "" for no error
+	}{
+		{name: "UTF8Start", enc: scip.PositionEncoding_UTF8CodeUnitOffsetFromLineStart, src: "s = \"é\"\n", r: []int32{0, 6, 7},
+			want: `occurrence #1 (line 1): range [0 6 7]: column 6 is inside a character of line 1`},
+		{name: "UTF8End", enc: scip.PositionEncoding_UTF8CodeUnitOffsetFromLineStart, src: "s = \"é\"\n", r: []int32{0, 4, 6},
+			want: `occurrence #1 (line 1): range [0 4 6]: column 6 is inside a character of line 1`},
+		{name: "UTF8Whole", enc: scip.PositionEncoding_UTF8CodeUnitOffsetFromLineStart, src: "s = \"é\"\n", r: []int32{0, 5, 7}},
+		{name: "UTF16InsideASurrogatePair", enc: scip.PositionEncoding_UTF16CodeUnitOffsetFromLineStart, src: "s = \"😀\"\n", r: []int32{0, 6, 7},
+			want: `occurrence #1 (line 1): range [0 6 7]: column 6 is inside a character of line 1`},
+		{name: "UTF16Whole", enc: scip.PositionEncoding_UTF16CodeUnitOffsetFromLineStart, src: "s = \"😀\"\n", r: []int32{0, 5, 7}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+
+			doc := &scip.Document{RelativePath: "m.py", PositionEncoding: tt.enc, Occurrences: []*scip.Occurrence{mkOcc(sym("`m`/s."), 0, tt.r)}}
+			err := Read(context.Background(), bytes.NewReader(encode(t, doc)), Config{Source: fstest.MapFS{"m.py": {Data: []byte(tt.src)}}},
+				func(File) error { return nil })
+			if tt.want == "" {
+				require.NoError(t, err)
+				return
+			}
+			var ierr *Error
+			require.ErrorAs(t, err, &ierr)
+			require.Contains(t, err.Error(), tt.want)
+		})
+	}
+}

@@ -41,7 +41,9 @@ func (s *source) lineEnd(l int) int {
 // to a byte offset. An unspecified encoding is read as UTF-16 code units:
 // scip-python and scip-typescript leave it unset and count as the
 // TypeScript compiler and LSP do. A column past the line's end is an
-// error; the column just after it is the line's end.
+// error; the column just after it is the line's end. A column inside a
+// character (a UTF-8 continuation byte, between a UTF-16 surrogate pair's
+// halves) is an error too: the text there would be cut mid-character.
 func (s *source) offset(line, col int32) (int, error) {
 	if line < 0 || int(line) >= len(s.lines) {
 		return 0, fmt.Errorf("line %d is outside the source's %d lines", line+1, len(s.lines))
@@ -53,6 +55,9 @@ func (s *source) offset(line, col int32) (int, error) {
 	if s.enc == scip.PositionEncoding_UTF8CodeUnitOffsetFromLineStart {
 		if int(col) > end-start {
 			return 0, fmt.Errorf("column %d is past the end of line %d (%d bytes)", col, line+1, end-start)
+		}
+		if off := start + int(col); off < end && !utf8.RuneStart(s.text[off]) {
+			return 0, fmt.Errorf("column %d is inside a character of line %d", col, line+1)
 		}
 		return start + int(col), nil
 	}
@@ -72,6 +77,9 @@ func (s *source) offset(line, col int32) (int, error) {
 			units++
 		}
 		i += size
+	}
+	if units > int(col) {
+		return 0, fmt.Errorf("column %d is inside a character of line %d", col, line+1)
 	}
 	return i, nil
 }
