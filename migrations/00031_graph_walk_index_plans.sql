@@ -25,24 +25,14 @@
 -- either table makes the session plan again.
 --
 -- The settings are the functions' own (SET clauses): restored when they
--- return, so the caller's transaction keeps its own. relay_callers and
+-- return, so the caller's transaction keeps its own. The check is in each
+-- function's body, not in a function of its own: one that set them with
+-- set_config(..., true) and no SET clause would, called directly, leave
+-- them on for the rest of the caller's transaction. relay_callers and
 -- relay_callees become PL/pgSQL to set them; their signature, rows and
 -- errors are unchanged.
 --
 -- Rollback: the functions plan every call again; no data is lost.
-
--- +goose StatementBegin
-CREATE OR REPLACE FUNCTION relay_graph_plans() RETURNS void
-LANGUAGE plpgsql VOLATILE AS $fn$
-BEGIN
-    IF (SELECT reltuples FROM pg_class WHERE oid = 'poi_references'::regclass) >= 1000000
-       AND (SELECT reltuples FROM pg_class WHERE oid = 'pois'::regclass) >= 100000 THEN
-        PERFORM set_config('plan_cache_mode', 'force_generic_plan', true),
-                set_config('enable_seqscan', 'off', true);
-    END IF;
-END
-$fn$;
--- +goose StatementEnd
 
 -- +goose StatementBegin
 CREATE OR REPLACE FUNCTION relay_callers(poi text, depth integer DEFAULT 1, repo text DEFAULT '', rel_type text DEFAULT 'CALLS')
@@ -51,7 +41,13 @@ RETURNS TABLE (level integer, repository text, poi_id text, name text, type text
                repeated boolean, cycle boolean)
 LANGUAGE plpgsql STABLE AS $fn$
 BEGIN
-    PERFORM relay_graph_plans();
+    -- set_config(..., true) lasts to the end of the transaction, but this
+    -- function's own SET clauses (below) restore both settings on return.
+    IF (SELECT reltuples FROM pg_class WHERE oid = 'poi_references'::regclass) >= 1000000
+       AND (SELECT reltuples FROM pg_class WHERE oid = 'pois'::regclass) >= 100000 THEN
+        PERFORM set_config('plan_cache_mode', 'force_generic_plan', true),
+                set_config('enable_seqscan', 'off', true);
+    END IF;
     RETURN QUERY SELECT * FROM relay_graph_walk(poi, depth, repo, rel_type, true);
 END
 $fn$;
@@ -64,7 +60,13 @@ RETURNS TABLE (level integer, repository text, poi_id text, name text, type text
                repeated boolean, cycle boolean)
 LANGUAGE plpgsql STABLE AS $fn$
 BEGIN
-    PERFORM relay_graph_plans();
+    -- set_config(..., true) lasts to the end of the transaction, but this
+    -- function's own SET clauses (below) restore both settings on return.
+    IF (SELECT reltuples FROM pg_class WHERE oid = 'poi_references'::regclass) >= 1000000
+       AND (SELECT reltuples FROM pg_class WHERE oid = 'pois'::regclass) >= 100000 THEN
+        PERFORM set_config('plan_cache_mode', 'force_generic_plan', true),
+                set_config('enable_seqscan', 'off', true);
+    END IF;
     RETURN QUERY SELECT * FROM relay_graph_walk(poi, depth, repo, rel_type, false);
 END
 $fn$;
@@ -75,7 +77,6 @@ DO $$
 DECLARE
     f text;
 BEGIN
-    EXECUTE format('ALTER FUNCTION relay_graph_plans() SET search_path = %I, pg_temp', current_schema());
     FOREACH f IN ARRAY ARRAY['relay_callers(text, integer, text, text)', 'relay_callees(text, integer, text, text)'] LOOP
         EXECUTE format('ALTER FUNCTION %s SET search_path = %I, pg_temp SET plan_cache_mode = auto SET enable_seqscan = on',
                        f, current_schema());
@@ -113,5 +114,3 @@ BEGIN
 END
 $$;
 -- +goose StatementEnd
-
-DROP FUNCTION relay_graph_plans();

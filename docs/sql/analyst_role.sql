@@ -38,7 +38,7 @@ DO $$
 BEGIN
     EXECUTE format('GRANT EXECUTE ON FUNCTION %I.relay_callers(text, integer, text, text), '
                    '%I.relay_callees(text, integer, text, text), %I.relay_graph_walk(text, integer, text, text, boolean), '
-                   '%I.relay_graph_plans(), %I.relay_dependents(text, integer, text) TO relay_analyst',
-                   current_schema(), current_schema(), current_schema(), current_schema(), current_schema());
+                   '%I.relay_dependents(text, integer, text) TO relay_analyst',
+                   current_schema(), current_schema(), current_schema(), current_schema());
 END
 $$;

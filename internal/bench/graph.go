@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"math"
 	"math/rand/v2"
 	"net/http"
 	"net/http/httptest"
@@ -11,6 +12,8 @@ import (
 	"slices"
 	"strconv"
 	"time"
+
+	"github.com/jackc/pgx/v5"
 
 	"github.com/relay-dev/relay/internal/console"
 	"github.com/relay-dev/relay/internal/graph"
@@ -38,7 +41,7 @@ type Graph struct {
 	Callees Latency `json:"callees_ms"`
 	// DepthThree is the transitive callers, to depth 3, of a POI with
 	// DepthThreeResults of them (graph.Walk, relay_callers), over
-	// DepthThreeRuns runs.
+	// DepthThreeRuns runs (100: its P99 is the 99th, not the Max).
 	DepthThree        Latency `json:"depth_three_ms"`
 	DepthThreeResults int     `json:"depth_three_results"`
 	DepthThreeRuns    int     `json:"depth_three_runs"`
@@ -49,7 +52,10 @@ type Graph struct {
 	Complete Latency `json:"complete_ms"`
 }
 
-// Latency is a distribution of timings, in milliseconds.
+// Latency is a distribution of timings, in milliseconds. P50 and P99 are
+// nearest-rank percentiles: the ceil(q*n)-th smallest of n timings, so P99
+// is the largest of fewer than 100 timings (the Max) and the 99th smallest
+// of 100.
 type Latency struct {
 	P50 float64 `json:"p50"`
 	P99 float64 `json:"p99"`
@@ -58,7 +64,7 @@ type Latency struct {
 
 func latency(ms []float64) Latency {
 	slices.Sort(ms)
-	at := func(q float64) float64 { return ms[min(len(ms)-1, int(q*float64(len(ms))))] }
+	at := func(q float64) float64 { return ms[max(0, int(math.Ceil(q*float64(len(ms))))-1)] }
 	return Latency{P50: at(0.5), P99: at(0.99), Max: ms[len(ms)-1]}
 }
 
@@ -74,49 +80,88 @@ const (
 	graphPOIsPerFile = 50
 	graphSamples     = 1000
 	graphPageSamples = 300
-	graphDepthRuns   = 20
+	graphDepthRuns   = 100
 )
 
 // buildGraph writes the corpus with set-based SQL: files, then pois, then
 // poi_references, with the secondary indexes of pois and poi_references
 // dropped during the load and created again after it from their own
-// definitions (pg_indexes), as a bulk load is done. The rows are what the
-// worker would write for POIs whose analyzer supplied references by POI id
-// (name "id:<target>", its key the name as resolver.ReferenceKey says,
-// resolved, round 1).
+// definitions (pg_indexes), as a bulk load is done. The drops, the load
+// and the creates are one transaction: a load that fails or is cancelled
+// rolls the drops back with it, so the database never keeps the tables
+// without their indexes (TestBuildGraph_FailedLoadKeepsTheIndexes). The
+// rows are what the worker would write for POIs whose analyzer supplied
+// references by POI id (name "id:<target>", its key the name as
+// resolver.ReferenceKey says, resolved, round 1).
 func (b *bench) buildGraph(ctx context.Context, n int) (float64, error) {
+	return b.buildGraphWith(ctx, n, nil)
+}
+
+// buildGraphWith is buildGraph; afterLoad, when not nil, runs in the
+// transaction once the rows are written, before the indexes are created
+// again (its error fails the build, as a failed step would).
+func (b *bench) buildGraphWith(ctx context.Context, n int, afterLoad func(context.Context, pgx.Tx) error) (float64, error) {
 	if err := b.reset(ctx); err != nil {
 		return 0, err
 	}
 	start := time.Now()
-	rows, err := b.pool.Query(ctx, `SELECT indexname, indexdef FROM pg_indexes
-		WHERE schemaname = current_schema() AND tablename IN ('pois', 'poi_references') AND indexname NOT LIKE '%\_pkey'
-		ORDER BY indexname`)
+	err := pgx.BeginFunc(ctx, b.pool, func(tx pgx.Tx) error {
+		rows, err := tx.Query(ctx, `SELECT indexname, indexdef FROM pg_indexes
+			WHERE schemaname = current_schema() AND tablename IN ('pois', 'poi_references') AND indexname NOT LIKE '%\_pkey'
+			ORDER BY indexname`)
+		if err != nil {
+			return fmt.Errorf("error reading the graph tables' indexes: %w", err)
+		}
+		type index struct{ name, def string }
+		var indexes []index
+		for rows.Next() {
+			var ix index
+			if err := rows.Scan(&ix.name, &ix.def); err != nil {
+				return fmt.Errorf("error reading the graph tables' indexes: %w", err)
+			}
+			indexes = append(indexes, ix)
+		}
+		if err := rows.Err(); err != nil {
+			return fmt.Errorf("error reading the graph tables' indexes: %w", err)
+		}
+		for _, ix := range indexes {
+			if _, err := tx.Exec(ctx, `DROP INDEX `+pgx.Identifier{ix.name}.Sanitize()); err != nil {
+				return fmt.Errorf("error dropping index %s for the load: %w", ix.name, err)
+			}
+		}
+		for _, s := range graphSteps() {
+			if _, err := tx.Exec(ctx, s.sql, graphRepository, n); err != nil {
+				return fmt.Errorf("error writing the graph corpus's %s: %w", s.what, err)
+			}
+			b.progress("  wrote %s (%.1fs)", s.what, time.Since(start).Seconds())
+		}
+		if afterLoad != nil {
+			if err := afterLoad(ctx, tx); err != nil {
+				return err
+			}
+		}
+		for _, ix := range indexes {
+			if _, err := tx.Exec(ctx, ix.def); err != nil {
+				return fmt.Errorf("error creating index %s again: %w", ix.name, err)
+			}
+		}
+		return nil
+	})
 	if err != nil {
-		return 0, fmt.Errorf("error reading the graph tables' indexes: %w", err)
+		return 0, err
 	}
-	type index struct{ name, def string }
-	var indexes []index
-	for rows.Next() {
-		var ix index
-		if err := rows.Scan(&ix.name, &ix.def); err != nil {
-			return 0, fmt.Errorf("error reading the graph tables' indexes: %w", err)
-		}
-		indexes = append(indexes, ix)
+	if _, err := b.pool.Exec(ctx, `ANALYZE files, pois, poi_references`); err != nil {
+		return 0, fmt.Errorf("error analyzing the graph corpus: %w", err)
 	}
-	if err := rows.Err(); err != nil {
-		return 0, fmt.Errorf("error reading the graph tables' indexes: %w", err)
-	}
-	for _, ix := range indexes {
-		if _, err := b.pool.Exec(ctx, `DROP INDEX `+quoteIdent(ix.name)); err != nil {
-			return 0, fmt.Errorf("error dropping index %s for the load: %w", ix.name, err)
-		}
-	}
+	b.progress("  indexes and statistics (%.1fs)", time.Since(start).Seconds())
+	return time.Since(start).Seconds(), nil
+}
+
+// graphSteps are the corpus's INSERTs, in order; each takes the repository
+// ($1) and the number of POIs ($2).
+func graphSteps() []struct{ what, sql string } {
 	file := `'g/f' || lpad((%s / ` + strconv.Itoa(graphPOIsPerFile) + `)::text, 6, '0') || '.go'`
-	steps := []struct {
-		what string
-		sql  string
-	}{
+	return []struct{ what, sql string }{
 		{"files", `INSERT INTO files (repository, file_id, version, poi_count)
 			SELECT $1, ` + fmt.Sprintf(file, "f * "+strconv.Itoa(graphPOIsPerFile)) + `, 1, ` + strconv.Itoa(graphPOIsPerFile) + `
 			FROM generate_series(0, ($2::int - 1) / ` + strconv.Itoa(graphPOIsPerFile) + `) AS f`},
@@ -138,25 +183,7 @@ func (b *bench) buildGraph(ctx context.Context, n int) (float64, error) {
 			WHERE t <> i
 			ON CONFLICT DO NOTHING`},
 	}
-	for _, s := range steps {
-		if _, err := b.pool.Exec(ctx, s.sql, graphRepository, n); err != nil {
-			return 0, fmt.Errorf("error writing the graph corpus's %s: %w", s.what, err)
-		}
-		b.progress("  wrote %s (%.1fs)", s.what, time.Since(start).Seconds())
-	}
-	for _, ix := range indexes {
-		if _, err := b.pool.Exec(ctx, ix.def); err != nil {
-			return 0, fmt.Errorf("error creating index %s again: %w", ix.name, err)
-		}
-	}
-	if _, err := b.pool.Exec(ctx, `ANALYZE files, pois, poi_references`); err != nil {
-		return 0, fmt.Errorf("error analyzing the graph corpus: %w", err)
-	}
-	b.progress("  indexes and statistics (%.1fs)", time.Since(start).Seconds())
-	return time.Since(start).Seconds(), nil
 }
-
-func quoteIdent(s string) string { return `"` + s + `"` }
 
 // graphPhase is the graph phase (see Graph).
 func (b *bench) graphPhase(ctx context.Context, res *Result) error {
@@ -218,7 +245,8 @@ func (b *bench) graphPhase(ctx context.Context, res *Result) error {
 		return fmt.Errorf("POI p0 has %d callers to depth 3, not %d: the corpus is wrong", g.DepthThreeResults, want)
 	}
 	g.DepthThree = latency(ms)
-	b.progress("  transitive callers to depth 3 (%d): p50 %.2f ms, max %.2f ms", g.DepthThreeResults, g.DepthThree.P50, g.DepthThree.Max)
+	b.progress("  transitive callers to depth 3 (%d, %d runs): p50 %.2f ms, p99 %.2f ms, max %.2f ms", g.DepthThreeResults, graphDepthRuns,
+		g.DepthThree.P50, g.DepthThree.P99, g.DepthThree.Max)
 
 	if g.Page, g.Complete, err = b.graphPages(ctx, rnd, n); err != nil {
 		return err

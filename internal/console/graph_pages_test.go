@@ -19,18 +19,18 @@ import (
 	"github.com/relay-dev/relay/internal/console"
 )
 
-// inlineScriptRE finds a script element without a src: only data blocks
-// (type="application/json") may have one.
-var scriptRE = regexp.MustCompile(`<script([^>]*)>`)
+// scriptRE finds the start of every script element (any case).
+var scriptRE = regexp.MustCompile(`(?i)<script([^>]*)>`)
 
-// requireNoInlineScript fails when body has a script the CSP would refuse:
-// every script is a file of /static/, or JSON data.
-func requireNoInlineScript(t *testing.T, path, body string) {
+// requireNoInlineScript fails when body, a page of a console mounted at
+// prefix ("" or "/ui"), has a script the CSP would refuse: every script
+// is a file of prefix + "/static/", or JSON data.
+func requireNoInlineScript(t *testing.T, prefix, path, body string) {
 	t.Helper()
 	for _, m := range scriptRE.FindAllStringSubmatch(body, -1) {
 		attrs := m[1]
-		ok := strings.Contains(attrs, `src="/static/`) || strings.Contains(attrs, `type="application/json"`)
-		require.True(t, ok, "%s: a script that is neither a static file nor JSON data: %s", path, m[0])
+		ok := strings.Contains(attrs, ` src="`+prefix+`/static/`) || strings.Contains(attrs, ` type="application/json"`)
+		require.True(t, ok, "%s: a script that is neither a static file of %s/static/ nor JSON data: %s", path, prefix, m[0])
 	}
 }
 
@@ -132,7 +132,7 @@ func TestGraphPages_SearchFindsOneAndRedirectsToItsPage(t *testing.T) {
 
 	code, body, _ := f.get(t, "/poi?id=app.Run&repository=%22%22")
 	require.Equal(t, http.StatusOK, code, body)
-	requireNoInlineScript(t, "/poi", body)
+	requireNoInlineScript(t, "", "/poi", body)
 	require.Contains(t, body, `<code id="poi-location">src/app.go:10</code>`)
 	require.Contains(t, body, `<dd id="poi-type">function_definition</dd>`)
 	require.Contains(t, body, `<code>app.Run</code>`)
@@ -332,12 +332,18 @@ func TestGraphPages_UnderAPrefix(t *testing.T) {
 	f := newFixture(t, func(c *console.Config) { c.Prefix = "/ui" })
 	f.seedGraph(t)
 	noRedirect(f)
+	for _, path := range []string{"/ui/search?q=Find", "/ui/search?q=Parze"} {
+		_, body, _ := f.get(t, path)
+		requireNoInlineScript(t, "/ui", path, body)
+		require.Contains(t, body, `<script src="/ui/static/search.js" defer></script>`, path)
+	}
 	code, _, h := f.get(t, "/ui/search?q=Run")
 	require.Equal(t, http.StatusSeeOther, code)
 	require.Equal(t, "/ui/poi?id=app.Run&repository=%22%22", h.Get("Location"))
 	code, body, _ := f.get(t, "/ui/poi?id=app.Run&repository=%22%22")
 	require.Equal(t, http.StatusOK, code, body)
 	require.Contains(t, body, `<form id="search" class="search" action="/ui/search"`)
+	requireNoInlineScript(t, "/ui", "/ui/poi", body)
 	require.Contains(t, body, `<script src="/ui/static/search.js" defer></script>`)
 	require.Contains(t, body, `<script src="/ui/static/vendor/dagre-3.1.3.min.js" defer></script>`)
 	require.Contains(t, body, `href="/ui/poi?id=app.Parse&amp;repository=%22%22" class="callee"`)
@@ -349,4 +355,106 @@ func TestGraphPages_UnderAPrefix(t *testing.T) {
 	require.Contains(t, body, `"url":"/ui/poi?id=app.Run\u0026repository=%22%22"`)
 	code, _, _ = f.get(t, "/ui/static/vendor/dagre-3.1.3.min.js")
 	require.Equal(t, http.StatusOK, code)
+}
+
+// TestGraphPages_HostileNamesRenderEscaped: a POI whose name or symbol is
+// markup ("</script><img ...>", "<!--") or has U+2028 (a line terminator in
+// JavaScript) shows as text on its page, in its drawing's JSON, among the
+// search candidates, as a near name and in the completion JSON: no element,
+// comment or script end comes from the data.
+func TestGraphPages_HostileNamesRenderEscaped(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, nil)
+	const (
+		evil    = `</script><img src=x onerror=alert(1)>`
+		comment = "<!--x\u2028y"
+		symbol  = "evil.<!--\u2028</script>"
+	)
+	f.publish(t, "src/evil.go",
+		gpoi("evil.a", evil, "src/evil.go", 1, symbol, "evil.b"),
+		gpoi("evil.b", comment, "src/evil.go", 2, "evil.b"),
+		gpoi("evil.c", evil, "src/evil.go", 3, "evil.c"))
+	f.work(t)
+	// requireInert: body has no markup from the data, and the data's
+	// characters appear only escaped.
+	requireInert := func(path, body string) {
+		t.Helper()
+		requireNoInlineScript(t, "", path, body)
+		require.NotContains(t, body, "<img", path)
+		require.NotContains(t, body, "<!--", path)
+		require.Equal(t, strings.Count(body, "<script"), strings.Count(body, "</script>"), "%s: every </script> ends a script of the page", path)
+	}
+	htmlEvil := `&lt;/script&gt;&lt;img src=x onerror=alert(1)&gt;`
+
+	code, body, _ := f.get(t, "/poi?id=evil.a")
+	require.Equal(t, http.StatusOK, code, body)
+	requireInert("/poi", body)
+	require.Contains(t, body, `<dd id="poi-name">`+htmlEvil+`</dd>`)
+	require.Contains(t, body, "<code>evil.&lt;!--\u2028&lt;/script&gt;</code>")
+	require.Contains(t, body, `class="callee">&lt;!--x`+"\u2028"+`y</a>`)
+	m := regexp.MustCompile(`(?s)<script type="application/json" id="graph-data">(.*?)</script>`).FindStringSubmatch(body)
+	require.NotNil(t, m)
+	require.NotContains(t, m[1], "<", "the drawing's JSON has no markup")
+	require.NotContains(t, m[1], "\u2028", "nor a raw U+2028")
+	require.Contains(t, m[1], `\u003c/script\u003e\u003cimg src=x onerror=alert(1)\u003e`)
+	g := pageGraph(t, body)
+	labels := map[string]string{}
+	for _, n := range g.Nodes {
+		labels[n.ID] = n.Label
+	}
+	require.Equal(t, map[string]string{"evil.a": evil, "evil.b": comment}, labels, "the JSON reads back as the names")
+
+	// Two POIs have the name: the candidates.
+	code, body, _ = f.get(t, "/search?q="+url.QueryEscape(evil))
+	require.Equal(t, http.StatusOK, code, body)
+	requireInert("/search", body)
+	require.Contains(t, body, "2 POIs match <code>"+htmlEvil+"</code> by name")
+	require.Equal(t, 2, strings.Count(body, `class="candidate">`+htmlEvil+`</a>`))
+	require.Contains(t, body, "<code>evil.&lt;!--\u2028&lt;/script&gt;</code>")
+
+	// One letter off: a near name, its link's query encoded.
+	near := strings.Replace(evil, "alert(1)", "alert(2)", 1)
+	code, body, _ = f.get(t, "/search?q="+url.QueryEscape(near))
+	require.Equal(t, http.StatusNotFound, code, body)
+	requireInert("/search (unknown)", body)
+	require.Regexp(t, `<span id="near"><a href="/search\?q=%3C%2Fscript%3E%3Cimg[^"<>]*">`+regexp.QuoteMeta(htmlEvil)+`</a>`, body)
+
+	// The completion JSON: names and symbols escaped, reading back as
+	// they are.
+	for _, q := range []string{"</scr", "<!--", "evil.<"} {
+		code, body, h := f.get(t, "/search/complete?q="+url.QueryEscape(q))
+		require.Equal(t, http.StatusOK, code, body)
+		require.Equal(t, "application/json", h.Get("Content-Type"))
+		require.NotContains(t, body, "<", q)
+		require.NotContains(t, body, ">", q)
+		require.NotContains(t, body, "\u2028", q)
+		var c struct {
+			Matches []struct {
+				POIID string `json:"poi_id"`
+				Name  string
+				Label string
+			}
+		}
+		require.NoError(t, json.Unmarshal([]byte(body), &c), body)
+		require.NotEmpty(t, c.Matches, q)
+		for _, x := range c.Matches {
+			switch x.POIID {
+			case "evil.a":
+				require.Equal(t, evil, x.Name, q)
+				require.Equal(t, symbol, x.Label, q)
+			case "evil.b":
+				require.Equal(t, comment, x.Name, q)
+			case "evil.c":
+				require.Equal(t, evil, x.Name, q)
+			default:
+				t.Fatalf("%s: unexpected match %s", q, x.POIID)
+			}
+		}
+	}
+	code, body, _ = f.get(t, "/search/complete?q="+url.QueryEscape("</scr"))
+	require.Equal(t, http.StatusOK, code)
+	require.Contains(t, body, `\u003c/script\u003e\u003cimg src=x onerror=alert(1)\u003e`)
+	code, body, _ = f.get(t, "/search/complete?q="+url.QueryEscape("<!--"))
+	require.Equal(t, http.StatusOK, code)
+	require.Contains(t, body, `\u003c!--x\u2028y`)
 }

@@ -27,7 +27,7 @@ func TestConsole_EveryPageRendersWithSecurityHeaders(t *testing.T) {
 		require.Equal(t, "DENY", h.Get("X-Frame-Options"), path)
 		require.Equal(t, "nosniff", h.Get("X-Content-Type-Options"), path)
 		require.Equal(t, "same-origin", h.Get("Referrer-Policy"), path)
-		requireNoInlineScript(t, path, body)
+		requireNoInlineScript(t, "", path, body)
 	}
 	code, body, _ := f.get(t, "/river/")
 	require.Equal(t, http.StatusOK, code)

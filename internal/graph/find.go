@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"unicode"
 	"unicode/utf8"
 
 	"github.com/jackc/pgx/v5"
@@ -128,22 +129,59 @@ func collectItems(rows pgx.Rows) ([]Item, error) {
 	})
 }
 
+// suggestRange is how many POIs Suggest reads on each side of the target
+// per repository and spelling: at most 4*suggestRange rows a repository.
+const suggestRange = 500
+
 // Suggest returns up to five names of POIs near target's last segment (its
 // name after any "file:" and qualifier): equal but for case, containing it,
-// or within a small edit distance, the nearest first. It reads every POI of
-// the repositories searched: it is for the error path.
+// or within a small edit distance, the nearest first. It is for the error
+// path, and bounded: in each repository searched it reads, on
+// pois_name_idx (repository, name), the suggestRange names (of POIs other
+// than imports) just before and just after the segment that start with
+// its first letter, for each case of that letter (C collation: byte
+// order). So it can miss a near name that starts with another letter
+// ("Parse" for "Barse"; a case difference past the first letter is found
+// only while few names sort between them), one that contains the segment
+// past its first letter ("parseTree" for "Tree"), and one further than
+// suggestRange POIs from the segment in name order (a typo in the second
+// letter among many names with the same first letter);
+// TestSuggest_NearNamesFromTheIndex shows each.
 func Suggest(ctx context.Context, q Querier, target string, repository *string) ([]string, error) {
 	base := target
 	if i := strings.LastIndexAny(base, ":."); i >= 0 && i < len(base)-1 {
 		base = base[i+1:]
 	}
+	if base == "" {
+		return nil, nil
+	}
+	// The segment, and it with the other case of its first letter; per
+	// spelling, the range of names starting with its first letter (every
+	// such text sorts in [letter, letter || U+10FFFF)), read from the
+	// spelling down and up.
+	first, size := utf8.DecodeRuneInString(base)
+	firsts := []rune{first}
+	if other := unicode.ToUpper(first); other != first {
+		firsts = append(firsts, other)
+	} else if other := unicode.ToLower(first); other != first {
+		firsts = append(firsts, other)
+	}
+	var spellings, los, his []string
+	for _, r := range firsts {
+		spellings = append(spellings, string(r)+base[size:])
+		los, his = append(los, string(r)), append(his, string(r)+"\U0010FFFF")
+	}
 	repos, args := repositories(repository)
-	args = append(args, strings.ToLower(base))
-	p := len(args)
-	rows, err := q.Query(ctx, fmt.Sprintf(`SELECT DISTINCT name FROM pois
-		WHERE repository = ANY(%s) AND type <> 'import'
-		  AND (strpos(lower(name), $%d) > 0 OR strpos($%d, lower(name)) > 0 OR left(lower(name), 2) = left($%d, 2))
-		LIMIT 5000`, repos, p, p, p), args...)
+	args = append(args, los, his, spellings, suggestRange)
+	n := len(args)
+	rows, err := q.Query(ctx, fmt.Sprintf(`SELECT DISTINCT p.name FROM unnest(%[1]s) AS r(repo)
+		CROSS JOIN unnest($%[2]d::text[], $%[3]d::text[], $%[4]d::text[]) AS s(lo, hi, at)
+		CROSS JOIN LATERAL (
+			(SELECT name FROM pois WHERE repository = r.repo AND name >= s.at AND name < s.hi AND type <> 'import'
+			 ORDER BY name LIMIT $%[5]d)
+			UNION ALL
+			(SELECT name FROM pois WHERE repository = r.repo AND name >= s.lo AND name < s.at AND type <> 'import'
+			 ORDER BY name DESC LIMIT $%[5]d)) p`, repos, n-3, n-2, n-1, n), args...)
 	if err != nil {
 		return nil, fmt.Errorf("error looking for names near %q: %w", base, err)
 	}

@@ -15,13 +15,15 @@ import (
 	"github.com/relay-dev/relay/internal/testdb"
 )
 
-// TestWalkPlans_KeptIndexPlanOnceTheGraphIsLarge: relay_callers walks a
-// graph of 12,000 POIs on plans made for each call while the tables have no
+// TestWalkPlans_KeptIndexPlanOnceTheGraphIsLarge: relay_callers and
+// relay_callees walk a graph of 12,000 POIs on plans made for each call while the tables have no
 // statistics and while they say the graph is small, and on a kept index plan
 // once they say it is large (migration 31: 1,000,000 relationships and
 // 100,000 POIs; the test writes those statistics into pg_class, as
 // ANALYZE of so many rows would); every way answers the same; the settings
-// it uses do not outlive the call.
+// they use do not outlive the call, and no function of the schema other
+// than the two walks can set them (migration 31 has no function of its own
+// that a caller could run to leave them on in its transaction).
 func TestWalkPlans_KeptIndexPlanOnceTheGraphIsLarge(t *testing.T) {
 	t.Parallel()
 	db := testdb.New(t)
@@ -45,10 +47,10 @@ func TestWalkPlans_KeptIndexPlanOnceTheGraphIsLarge(t *testing.T) {
 		require.NoError(t, err)
 	}
 
-	// walk runs relay_callers on a connection of its own that logs the
+	// walk runs fn (relay_callers or relay_callees) on a connection of its own that logs the
 	// level query's plans (auto_explain), and returns its rows and those
 	// plans.
-	walk := func(poi string, depth int) ([]string, []string) {
+	walk := func(fn, poi string, depth int) ([]string, []string) {
 		t.Helper()
 		var mu sync.Mutex
 		var plans []string
@@ -76,7 +78,7 @@ func TestWalkPlans_KeptIndexPlanOnceTheGraphIsLarge(t *testing.T) {
 			// after five, if it were cheaper.
 			for range 8 {
 				rows = nil
-				r, err := tx.Query(ctx, `SELECT level, poi_id, via_poi_id, repeated FROM relay_callers($1, $2, 'r')`, poi, depth)
+				r, err := tx.Query(ctx, `SELECT level, poi_id, via_poi_id, repeated FROM `+pgx.Identifier{fn}.Sanitize()+`($1, $2, 'r')`, poi, depth)
 				if err != nil {
 					return err
 				}
@@ -105,22 +107,37 @@ func TestWalkPlans_KeptIndexPlanOnceTheGraphIsLarge(t *testing.T) {
 		return rows, plans
 	}
 	// A generic plan refers to the level's items as parameters ($20[f.i]);
-	// a custom plan has their values.
+	// a custom plan has their values. A generic plan has both directions'
+	// branches (callees': f_1, on poi_references_pkey).
 	generic := regexp.MustCompile(`Index Cond: \(\(target_repository = \(\(\$\d+\)\[f\.i\]\)`)
+	genericCallees := regexp.MustCompile(`Index Cond: \(\(repository = \(\(\$\d+\)\[f(_\d+)?\.i\]\)::text\) AND \(source_poi_id = `)
 
-	before, plans := walk("p0", 3)
+	before, plans := walk("relay_callers", "p0", 3)
 	require.Len(t, before, 1110)
 	require.NotEmpty(t, plans)
 	for _, p := range plans {
 		require.NotRegexp(t, generic, p, "no statistics: planned for each call")
 	}
+	beforeCallees, plans := walk("relay_callees", "p5000", 3)
+	require.NotEmpty(t, beforeCallees)
+	require.NotEmpty(t, plans)
+	for _, p := range plans {
+		require.NotRegexp(t, genericCallees, p, "no statistics: planned for each call")
+	}
 
 	_, err := db.Pool.Exec(ctx, `ANALYZE pois, poi_references`)
 	require.NoError(t, err)
-	analyzed, plans := walk("p0", 3)
+	analyzed, plans := walk("relay_callers", "p0", 3)
 	require.Equal(t, before, analyzed)
+	require.NotEmpty(t, plans)
 	for _, p := range plans {
 		require.NotRegexp(t, generic, p, "a small graph: planned for each call")
+	}
+	analyzedCallees, plans := walk("relay_callees", "p5000", 3)
+	require.Equal(t, beforeCallees, analyzedCallees)
+	require.NotEmpty(t, plans)
+	for _, p := range plans {
+		require.NotRegexp(t, genericCallees, p, "a small graph: planned for each call")
 	}
 
 	// The statistics of a large graph (pg_class is the catalog; its update
@@ -128,7 +145,7 @@ func TestWalkPlans_KeptIndexPlanOnceTheGraphIsLarge(t *testing.T) {
 	_, err = db.Pool.Exec(ctx, `UPDATE pg_class SET reltuples = CASE relname WHEN 'pois' THEN 1000000 ELSE 3000000 END
 		WHERE oid IN ('pois'::regclass, 'poi_references'::regclass)`)
 	require.NoError(t, err)
-	after, plans := walk("p0", 3)
+	after, plans := walk("relay_callers", "p0", 3)
 	require.Equal(t, before, after)
 	require.Len(t, plans, 8*3)
 	for _, p := range plans[3:] {
@@ -136,6 +153,28 @@ func TestWalkPlans_KeptIndexPlanOnceTheGraphIsLarge(t *testing.T) {
 		require.Contains(t, p, "poi_references_target_poi_id_idx")
 		require.NotContains(t, p, "Seq Scan")
 	}
-	one, _ := walk("p5000", 1)
+	afterCallees, plans := walk("relay_callees", "p5000", 3)
+	require.Equal(t, beforeCallees, afterCallees)
+	require.Len(t, plans, 8*3)
+	for _, p := range plans[3:] {
+		require.Regexp(t, genericCallees, p, "a large graph: the kept plan, on the index")
+		require.Contains(t, p, "poi_references_pkey")
+		require.NotContains(t, p, "Seq Scan")
+	}
+	one, _ := walk("relay_callers", "p5000", 1)
 	require.NotEmpty(t, one)
+
+	// Only the walks set the settings, and only under their own SET
+	// clauses: no other function of the schema (in particular none that a
+	// caller could run on its own) calls set_config.
+	var setters []string
+	require.NoError(t, db.Pool.QueryRow(ctx, `SELECT coalesce(array_agg(p.proname::text ORDER BY p.proname), '{}')
+		FROM pg_proc p WHERE p.pronamespace = current_schema()::regnamespace AND p.prosrc ILIKE '%set_config%'`).Scan(&setters))
+	require.Equal(t, []string{"relay_callees", "relay_callers"}, setters)
+	for _, fn := range setters {
+		var config []string
+		require.NoError(t, db.Pool.QueryRow(ctx, `SELECT proconfig FROM pg_proc
+			WHERE pronamespace = current_schema()::regnamespace AND proname = $1`, fn).Scan(&config))
+		require.Subset(t, config, []string{"plan_cache_mode=auto", "enable_seqscan=on"}, fn)
+	}
 }
