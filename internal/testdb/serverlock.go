@@ -1,0 +1,52 @@
+package testdb
+
+import (
+	"context"
+	"fmt"
+	"io"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/relay-dev/relay/config"
+	"github.com/relay-dev/relay/internal/slotwait"
+)
+
+// serverLockKey is the session advisory lock, in the database of
+// TEST_DATABASE_URL, that a whole test run holds (HoldServer).
+const serverLockKey = `hashtextextended('relay-test-run', 0)`
+
+// HoldServer waits until no other test run holds the server at url, then
+// holds it until release is called (or the process exits: the lock is the
+// session's). A run of relay's suite opens up to about 90 connections at
+// its peak, so two runs side by side on a server of PostgreSQL's default
+// 100 (two CI runs on one machine) refuse each other's connections
+// (SQLSTATE 53300); with it the second waits for the first instead. It
+// says on out that it waits, and for which backend.
+func HoldServer(ctx context.Context, url string, out io.Writer) (release func(), err error) {
+	var conn *pgx.Conn
+	err = slotwait.Wait(ctx, 0, nil, "the test server", func() error {
+		var err error
+		conn, err = pgx.Connect(ctx, url)
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("error connecting to %s (set %s to a reachable server): %w", config.RedactURL(url), EnvURL, err)
+	}
+	var got bool
+	if err := conn.QueryRow(ctx, `SELECT pg_try_advisory_lock(`+serverLockKey+`)`).Scan(&got); err != nil {
+		_ = conn.Close(context.Background())
+		return nil, fmt.Errorf("error taking the test server's lock: %w", err)
+	}
+	if !got {
+		var holder int32
+		_ = conn.QueryRow(ctx, `SELECT coalesce((SELECT pid FROM pg_locks WHERE locktype = 'advisory' AND granted
+			AND database = (SELECT oid FROM pg_database WHERE datname = current_database())
+			AND (classid::bigint << 32 | objid::bigint) = `+serverLockKey+` LIMIT 1), 0)`).Scan(&holder)
+		fmt.Fprintf(out, "another test run holds the test server (backend %d); waiting for it to finish\n", holder)
+		if _, err := conn.Exec(ctx, `SELECT pg_advisory_lock(`+serverLockKey+`)`); err != nil {
+			_ = conn.Close(context.Background())
+			return nil, fmt.Errorf("error waiting for the test server's lock: %w", err)
+		}
+	}
+	return func() { _ = conn.Close(context.Background()) }, nil
+}
