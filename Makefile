@@ -14,8 +14,8 @@ build:
 
 # The README's test command: every package, race detector on, against the
 # PostgreSQL in TEST_DATABASE_URL (its database is created if missing).
-# SERVERLOCK makes a second run on the same server wait for the first: the
-# suite opens up to about 90 connections, PostgreSQL's default allows 100.
+# SERVERLOCK makes a second run on the same server wait for the first: two
+# runs side by side exceed PostgreSQL's default 100 connections.
 SERVERLOCK = $(GO) run ./internal/testdb/cmd/serverlock --
 test: testdb pgbouncer chromium clients scip-indexers
 	$(SERVERLOCK) $(GO) test -race -count=1 -timeout 15m ./...

@@ -17,10 +17,10 @@ const serverLockKey = `hashtextextended('relay-test-run', 0)`
 
 // HoldServer waits until no other test run holds the server at url, then
 // holds it until release is called (or the process exits: the lock is the
-// session's). A run of relay's suite opens up to about 90 connections at
-// its peak, so two runs side by side on a server of PostgreSQL's default
-// 100 (two CI runs on one machine) refuse each other's connections
-// (SQLSTATE 53300); with it the second waits for the first instead. It
+// session's). Two runs of relay's suite side by side on a server of
+// PostgreSQL's default 100 connections (two CI runs on one machine)
+// refused each other's connections (SQLSTATE 53300); with it the second
+// waits for the first instead. It
 // says on out that it waits, and for which backend.
 func HoldServer(ctx context.Context, url string, out io.Writer) (release func(), err error) {
 	var conn *pgx.Conn
