@@ -211,7 +211,8 @@ func RunUntilIdle(ctx context.Context, client *river.Client[pgx.Tx], drain *outb
 }
 
 // startClient starts client, waiting while the server refuses its first
-// connection for want of a free slot (slotwait.Wait). Jobs must not
+// connection for want of a free slot (slotwait.Wait;
+// TestRunUntilIdle_WaitsForAFreeSlotToStartRiver). Jobs must not
 // inherit ctx: cancelling it (SIGTERM) starts a graceful stop instead of
 // cancelling in-flight batches at once.
 func startClient(ctx context.Context, client *river.Client[pgx.Tx], logger *slog.Logger) error {
