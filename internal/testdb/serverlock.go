@@ -4,11 +4,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-
-	"github.com/jackc/pgx/v5"
-
-	"github.com/relay-dev/relay/config"
-	"github.com/relay-dev/relay/internal/slotwait"
 )
 
 // serverLockKey is the session advisory lock, in the database of
@@ -20,17 +15,12 @@ const serverLockKey = `hashtextextended('relay-test-run', 0)`
 // session's). Two runs of relay's suite side by side on a server of
 // PostgreSQL's default 100 connections (two CI runs on one machine)
 // refused each other's connections (SQLSTATE 53300); with it the second
-// waits for the first instead. It
-// says on out that it waits, and for which backend.
+// waits for the first instead. It says on out that it waits, and for
+// which backend.
 func HoldServer(ctx context.Context, url string, out io.Writer) (release func(), err error) {
-	var conn *pgx.Conn
-	err = slotwait.Wait(ctx, 0, nil, "the test server", func() error {
-		var err error
-		conn, err = pgx.Connect(ctx, url)
-		return err
-	})
+	conn, err := connectServer(ctx, url)
 	if err != nil {
-		return nil, fmt.Errorf("error connecting to %s (set %s to a reachable server): %w", config.RedactURL(url), EnvURL, err)
+		return nil, err
 	}
 	var got bool
 	if err := conn.QueryRow(ctx, `SELECT pg_try_advisory_lock(`+serverLockKey+`)`).Scan(&got); err != nil {

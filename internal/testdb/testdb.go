@@ -319,8 +319,18 @@ func migrate(ctx context.Context, url, name string) error {
 // admin runs fn on a connection to the server's database in url (tests
 // never connect to the template, which CREATE DATABASE … TEMPLATE needs).
 func admin(ctx context.Context, url string, fn func(*pgx.Conn) error) error {
-	// A server with every slot taken (test binaries and other runs side by
-	// side) is waited for, as relay's own processes wait (slotwait).
+	conn, err := connectServer(ctx, url)
+	if err != nil {
+		return err
+	}
+	defer conn.Close(context.Background())
+	return fn(conn)
+}
+
+// connectServer connects to the server's database in url. A server with
+// every slot taken (test binaries and other runs side by side) is waited
+// for, as relay's own processes wait (slotwait).
+func connectServer(ctx context.Context, url string) (*pgx.Conn, error) {
 	var conn *pgx.Conn
 	err := slotwait.Wait(ctx, 0, nil, "the test server", func() error {
 		var err error
@@ -328,10 +338,9 @@ func admin(ctx context.Context, url string, fn func(*pgx.Conn) error) error {
 		return err
 	})
 	if err != nil {
-		return fmt.Errorf("error connecting to %s (set %s to a reachable server): %w", config.RedactURL(url), EnvURL, err)
+		return nil, fmt.Errorf("error connecting to %s (set %s to a reachable server): %w", config.RedactURL(url), EnvURL, err)
 	}
-	defer conn.Close(context.Background())
-	return fn(conn)
+	return conn, nil
 }
 
 // withDatabase returns url with its database replaced by name.
