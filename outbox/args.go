@@ -79,3 +79,13 @@ func Split(pois []json.RawMessage, maxBytes int) []int {
 	}
 	return append(ends, len(pois))
 }
+
+// SamePublish reports whether a file at version and published by
+// transaction xid is the publish a job of (jobVersion, jobXID) belongs to:
+// the batch and the linker apply a job's rows only then. A version alone
+// is not enough: it starts again at 1 when a deleted file is created
+// again. An unknown transaction id (0) on either side compares by version
+// alone.
+func SamePublish(version, xid, jobVersion, jobXID int64) bool {
+	return version == jobVersion && (xid == 0 || jobXID <= 0 || xid == jobXID)
+}

@@ -14,6 +14,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/relay-dev/relay/internal/indexplans"
+	"github.com/relay-dev/relay/outbox"
 	"github.com/relay-dev/relay/resolver"
 )
 
@@ -266,7 +267,7 @@ func lockFiles(ctx context.Context, tx pgx.Tx, rows []row, sum *Summary) (apply,
 				sum.Postponed++
 				continue
 			}
-			if v, locked := version[k]; locked && v.version == *r.fileVersion && (v.xid == 0 || r.publishXID <= 0 || v.xid == r.publishXID) {
+			if v, locked := version[k]; locked && outbox.SamePublish(v.version, v.xid, *r.fileVersion, r.publishXID) {
 				apply = append(apply, r)
 			}
 		}

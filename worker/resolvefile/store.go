@@ -33,15 +33,6 @@ func (s store) fileVersion(ctx context.Context, repository, fileID string) (vers
 	return version, xid, true, nil
 }
 
-// samePublish reports whether a file at version and published by
-// transaction xid is the publish a job of (jobVersion, jobXID) belongs to.
-// A version alone is not enough: it starts again at 1 when a deleted file
-// is created again. An unknown transaction id (0) on either side compares
-// by version alone.
-func samePublish(version, xid, jobVersion, jobXID int64) bool {
-	return version == jobVersion && (xid == 0 || jobXID <= 0 || xid == jobXID)
-}
-
 const fileVersionSQL = `SELECT version, publish_xid FROM files WHERE repository = $1 AND file_id = $2 FOR SHARE`
 
 // repositoryGone reports whether repository has no file left (relay

@@ -337,7 +337,7 @@ func (w *Worker) commit(ctx context.Context, job *river.Job[outbox.ResolveFileAr
 		if failures, err = w.recordReprocess(ctx, tx, job, results); err != nil {
 			return nil, err
 		}
-	case !exists || !samePublish(version, fileXID, args.FileVersion, args.PublishXID):
+	case !exists || !outbox.SamePublish(version, fileXID, args.FileVersion, args.PublishXID):
 		// A newer publish of the file replaced these POIs; its job hands
 		// over their references. This publish's changed names still go to
 		// the linker: the newer job only carries what changed after it.
