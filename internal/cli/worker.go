@@ -18,6 +18,7 @@ import (
 	"github.com/relay-dev/relay/internal/liveness"
 	"github.com/relay-dev/relay/internal/mapreduce"
 	"github.com/relay-dev/relay/internal/ops"
+	"github.com/relay-dev/relay/internal/slotwait"
 	"github.com/relay-dev/relay/internal/workerconfig"
 	"github.com/relay-dev/relay/migrations"
 	"github.com/relay-dev/relay/worker"
@@ -195,7 +196,7 @@ MapReduce items are queued or agent_env or mapreduce_workdir is set.`,
 func (a *app) announced(ctx context.Context, pool *pgxpool.Pool, client *river.Client[pgx.Tx], run func(context.Context) error) error {
 	live := &liveness.Liveness{Pool: pool, ClientID: client.ID(), Interval: a.cfg.WorkerHeartbeatInterval,
 		Timeout: a.cfg.WorkerHeartbeatTimeout, Logger: a.logger}
-	if err := database.WaitForSlot(ctx, 0, a.logger, "relay_workers", func() error { return live.Announce(ctx) }); err != nil {
+	if err := slotwait.Wait(ctx, 0, a.logger, "relay_workers", func() error { return live.Announce(ctx) }); err != nil {
 		return err
 	}
 	workCtx, stopWork := context.WithCancelCause(ctx)

@@ -13,6 +13,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/relay-dev/relay/config"
+	"github.com/relay-dev/relay/internal/slotwait"
 	"github.com/relay-dev/relay/outbox"
 )
 
@@ -35,7 +36,7 @@ type Options struct {
 	MaxConns int32
 	// SlotWait is how long Open waits for a free connection slot when the
 	// server refuses its first connection for want of one (SQLSTATE
-	// 53300): zero waits SlotWaitDefault, a negative value not at all.
+	// 53300): zero waits slotwait.Default, a negative value not at all.
 	SlotWait time.Duration
 	// Logger, when set, is told when Open starts waiting for a slot.
 	Logger *slog.Logger
@@ -151,7 +152,7 @@ func Open(ctx context.Context, url string, opts Options) (*pgxpool.Pool, error) 
 	if err != nil {
 		return nil, fmt.Errorf("error opening database pool for %s: %w", config.RedactURL(url), redactErr(red, err))
 	}
-	if err := WaitForSlot(ctx, opts.SlotWait, opts.Logger, config.RedactURL(url), func() error { return pool.Ping(ctx) }); err != nil {
+	if err := slotwait.Wait(ctx, opts.SlotWait, opts.Logger, config.RedactURL(url), func() error { return pool.Ping(ctx) }); err != nil {
 		pool.Close()
 		return nil, missingOrUnreachable(&poolCfg.ConnConfig.Config,
 			fmt.Errorf("error connecting to database %s: %w", config.RedactURL(url), redactErr(red, err)))

@@ -9,12 +9,13 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/relay-dev/relay/config"
+	"github.com/relay-dev/relay/internal/slotwait"
 )
 
 // EnsureExists creates the database named in dbURL when the server says it
 // does not exist, connecting to the server's postgres database to do so.
 // When nothing listens there, the error is an *UnreachableError; a server
-// with no free connection slot is waited for up to SlotWaitDefault.
+// with no free connection slot is waited for up to slotwait.Default.
 func EnsureExists(ctx context.Context, dbURL string) error {
 	red := config.NewRedactor(dbURL)
 	cfg, err := pgx.ParseConfig(dbURL)
@@ -22,7 +23,7 @@ func EnsureExists(ctx context.Context, dbURL string) error {
 		return parseError(dbURL, red, err)
 	}
 	var conn *pgx.Conn
-	err = WaitForSlot(ctx, 0, nil, config.RedactURL(dbURL), func() (err error) {
+	err = slotwait.Wait(ctx, 0, nil, config.RedactURL(dbURL), func() (err error) {
 		conn, err = pgx.ConnectConfig(ctx, cfg.Copy())
 		return err
 	})
