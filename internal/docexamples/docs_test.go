@@ -6,6 +6,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"fmt"
+	"io"
 	neturl "net/url"
 	"os"
 	"os/exec"
@@ -94,15 +95,10 @@ func relay(t *testing.T, url string, args ...string) (string, int) {
 // "role already exists".
 func lockRoles(t *testing.T) {
 	t.Helper()
-	ctx := context.Background()
-	conn, err := pgx.Connect(ctx, testdb.ServerURL(t))
+	release, err := testdb.HoldLock(context.Background(), testdb.ServerURL(t), "relay-docexamples-roles",
+		"another run of the pasted examples holds the roles", io.Discard)
 	require.NoError(t, err)
-	_, err = conn.Exec(ctx, `SELECT pg_advisory_lock(hashtextextended('relay-docexamples-roles', 0))`)
-	require.NoError(t, err)
-	t.Cleanup(func() {
-		_, _ = conn.Exec(ctx, `SELECT pg_advisory_unlock(hashtextextended('relay-docexamples-roles', 0))`)
-		_ = conn.Close(ctx)
-	})
+	t.Cleanup(release)
 }
 
 // roles are the cluster's role names.
