@@ -18,7 +18,6 @@ import (
 	"github.com/relay-dev/relay/config"
 	"github.com/relay-dev/relay/internal/database"
 	"github.com/relay-dev/relay/migrations"
-	"github.com/relay-dev/relay/outbox"
 )
 
 // bench is one run's throwaway database and settings.
@@ -61,7 +60,7 @@ func open(ctx context.Context, cfg *Config) (*bench, error) {
 	}
 	b.progress("created database %s", b.dbName)
 
-	b.pool, err = database.Open(ctx, b.url, database.Options{Role: "bench", MaxConns: int32(max(8, cfg.Workers+4+1+outbox.DrainLoopsDefault)), // as relay worker's pool
+	b.pool, err = database.Open(ctx, b.url, database.Options{Role: "bench", MaxConns: max(8, database.OptionsFromConfig(b.workerConfig(), "bench").MaxConns), // as relay worker's pool
 		StatementTimeout: 10 * time.Minute, IdleInTransactionTimeout: 10 * time.Minute})
 	if err != nil {
 		b.close()
