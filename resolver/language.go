@@ -18,6 +18,10 @@ const (
 	langJS // JavaScript and TypeScript (jsExtensions)
 )
 
+// IsPython reports whether the file at filePath is Python source, by its
+// extension.
+func IsPython(filePath string) bool { return languageOf(filePath) == langPython }
+
 // languageOf returns the language of the file at filePath.
 func languageOf(filePath string) language {
 	switch strings.ToLower(path.Ext(filePath)) {

@@ -421,6 +421,14 @@ func (z *tokenizer) scanPunct(nl bool) token {
 	return token{kind: tokPunct, text: z.src[start:z.pos], nlBefore: nl}
 }
 
+// IsIdentByte reports whether the ASCII byte c can be part of an identifier
+// of the languages the tokenizer reads.
+func IsIdentByte(c byte) bool { return isIdentByte(c) }
+
+// IsIdentifier reports whether s is a single identifier as the tokenizer
+// reads one.
+func IsIdentifier(s string) bool { return isIdentifier(s) }
+
 // isIdentByte reports whether the ASCII byte c can be part of an identifier.
 func isIdentByte(c byte) bool {
 	return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_' || c == '$'

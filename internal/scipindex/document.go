@@ -124,7 +124,7 @@ func mapDocument(ctx context.Context, n int, d *scip.Document, cfg Config) (File
 		}
 		return File{}, fail(nil, "its source is not valid UTF-8 (line %d)", src.lineOf(bad)+1)
 	}
-	js := !isPython(p)
+	js := !resolver.IsPython(p)
 
 	parsed := map[string]*scip.Symbol{}
 	occs := make([]occ, 0, len(d.Occurrences))
@@ -361,15 +361,6 @@ func mapDocument(ctx context.Context, n int, d *scip.Document, cfg Config) (File
 // superCall matches a call of the parent's constructor, `super(`.
 var superCall = regexp.MustCompile(`\bsuper\s*\(`)
 
-// isPython reports whether the file at p is Python.
-func isPython(p string) bool {
-	switch strings.ToLower(path.Ext(p)) {
-	case ".py", ".pyi", ".pyw":
-		return true
-	}
-	return false
-}
-
 // relaySymbol is the symbol a POI of SCIP symbol s in document p carries:
 // s, or for a local symbol "local:<p>:<id>".
 func relaySymbol(p, s string) string {
@@ -384,7 +375,7 @@ func relaySymbol(p, s string) string {
 func classify(o *occ, text string, js bool) (typ, name string, ok bool) {
 	if o.parsed == nil { // a local symbol: a nested JS function
 		name = text[o.at.start:o.at.end]
-		if js && isIdentifier(name) && (afterFunctionKeyword(text, o.at.start) || isFunctionValue(text, o.at.end)) {
+		if js && resolver.IsIdentifier(name) && (afterFunctionKeyword(text, o.at.start) || isFunctionValue(text, o.at.end)) {
 			return resolver.TypeFunction, name, true
 		}
 		return "", "", false
@@ -409,7 +400,7 @@ func classify(o *occ, text string, js bool) (typ, name string, ok bool) {
 		if !js {
 			return resolver.TypeClass, name, true
 		}
-		switch keywordBefore(text, o.at.start) {
+		switch w, _ := wordBefore(text, o.at.start); w {
 		case "class":
 			return resolver.TypeClass, name, true
 		case "interface":
@@ -512,7 +503,7 @@ func isQualified(head string) bool {
 // isDottedName reports whether s is `a.b.` (names each followed by a dot).
 func isDottedName(s string) bool {
 	for _, part := range strings.Split(strings.TrimSuffix(s, "."), ".") {
-		if !isIdentifier(part) {
+		if !resolver.IsIdentifier(part) {
 			return false
 		}
 	}
@@ -526,7 +517,7 @@ func lastWord(s, w string) int {
 		if k < 0 {
 			return -1
 		}
-		if (k == 0 || !isIdentByte(s[k-1])) && (k+len(w) == len(s) || !isIdentByte(s[k+len(w)])) {
+		if (k == 0 || !resolver.IsIdentByte(s[k-1])) && (k+len(w) == len(s) || !resolver.IsIdentByte(s[k+len(w)])) {
 			return k
 		}
 		end = k

@@ -2,31 +2,13 @@ package scipindex
 
 import (
 	"strings"
-	"unicode"
 	"unicode/utf8"
+
+	"github.com/relay-dev/relay/resolver"
 )
 
 // The few source forms the index does not say, read from the text around
 // an occurrence.
-
-// isIdentByte reports whether c can be part of an ASCII identifier.
-func isIdentByte(c byte) bool {
-	return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_' || c == '$'
-}
-
-// isIdentifier reports whether s is one identifier.
-func isIdentifier(s string) bool {
-	if s == "" {
-		return false
-	}
-	for i, r := range s {
-		if r < utf8.RuneSelf && isIdentByte(byte(r)) && !(i == 0 && r >= '0' && r <= '9') || r >= utf8.RuneSelf && unicode.IsLetter(r) {
-			continue
-		}
-		return false
-	}
-	return true
-}
 
 // skipSpaces returns the offset of the first byte at or after i that is
 // not a space or a tab.
@@ -44,18 +26,10 @@ func wordBefore(text string, i int) (string, int) {
 		i--
 	}
 	end := i
-	for i > 0 && (isIdentByte(text[i-1]) || text[i-1] == '*') {
+	for i > 0 && (resolver.IsIdentByte(text[i-1]) || text[i-1] == '*') {
 		i--
 	}
 	return text[i:end], i
-}
-
-// keywordBefore returns the keyword that declares the name at offset i:
-// the word before it ("class", "interface", "type", "enum"), looking
-// past modifiers only as far as that word.
-func keywordBefore(text string, i int) string {
-	w, _ := wordBefore(text, i)
-	return w
 }
 
 // afterFunctionKeyword reports whether the name at offset i follows
@@ -126,7 +100,7 @@ value:
 		return false
 	}
 	j := 0
-	for j < len(rest) && isIdentByte(rest[j]) {
+	for j < len(rest) && resolver.IsIdentByte(rest[j]) {
 		j++
 	}
 	return j > 0 && strings.HasPrefix(rest[skipSpaces(rest, j):], "=>")
@@ -134,22 +108,7 @@ value:
 
 // hasWord reports whether s starts with the word w.
 func hasWord(s, w string) bool {
-	return strings.HasPrefix(s, w) && (len(s) == len(w) || !isIdentByte(s[len(w)]))
-}
-
-// containsWord reports whether s holds the word w.
-func containsWord(s, w string) bool {
-	for i := 0; ; {
-		k := strings.Index(s[i:], w)
-		if k < 0 {
-			return false
-		}
-		k += i
-		if (k == 0 || !isIdentByte(s[k-1])) && (k+len(w) == len(s) || !isIdentByte(s[k+len(w)])) {
-			return true
-		}
-		i = k + 1
-	}
+	return strings.HasPrefix(s, w) && (len(s) == len(w) || !resolver.IsIdentByte(s[len(w)]))
 }
 
 // isCallSite reports whether the name at a is called: followed by "(" on
@@ -361,7 +320,7 @@ func importName(stmt string) string {
 		stmt = strings.TrimPrefix(strings.TrimPrefix(stmt, "export"), "import")
 	}
 	var name string
-	for _, f := range strings.FieldsFunc(stmt, func(r rune) bool { return !(r < utf8.RuneSelf && isIdentByte(byte(r))) }) {
+	for _, f := range strings.FieldsFunc(stmt, func(r rune) bool { return !(r < utf8.RuneSelf && resolver.IsIdentByte(byte(r))) }) {
 		switch f {
 		case "as", "type", "from", "import":
 			continue

@@ -123,14 +123,6 @@ func Read(ctx context.Context, r io.ReadSeeker, cfg Config, fn func(File) error)
 	return &Error{Document: n + 1, Reason: "cannot be decoded" + after + ": " + err.Error()}
 }
 
-// Validate reads the whole index as Read does and returns the first
-// problem, or the number of documents: Read with an fn that only counts.
-func Validate(ctx context.Context, r io.ReadSeeker, cfg Config) (int, error) {
-	n := 0
-	err := Read(ctx, r, cfg, func(File) error { n++; return nil })
-	return n, err
-}
-
 // Index's fields (scip.proto): metadata, documents, external_symbols.
 const (
 	fieldMetadata        = 1
