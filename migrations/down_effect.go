@@ -207,6 +207,10 @@ var DownEffects = map[int64]DownEffect{
 	31: {
 		Note: "relay_callers and relay_callees plan every call again; no data lost",
 	},
+	32: {
+		DropsDerivedColumns: []string{"link_rounds.began_at", "link_rounds.locked_at"},
+		Note:                "link rounds no longer record how long they waited for the linker lock and held it; no data lost",
+	},
 }
 
 // DownEffectOf returns what rolling back version destroys. A version

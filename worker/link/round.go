@@ -82,6 +82,8 @@ type row struct {
 	changed     []string
 	srcs, names []string
 	types       []string
+	// readAt is when the round read it (the linker lock held).
+	readAt time.Time
 }
 
 // stored is a reference to resolve and store: its key, source file and
@@ -139,8 +141,9 @@ func Round(ctx context.Context, db Beginner, lim Limits) (*Summary, error) {
 	// publish it sees, the round's reading sees.
 	var round int64
 	if err := tx.QueryRow(ctx, `
-		INSERT INTO link_rounds (snapshot, files, reresolved, freshness_seconds) VALUES (pg_current_snapshot(), 0, 0, '{}')
-		RETURNING id`).Scan(&round); err != nil {
+		INSERT INTO link_rounds (snapshot, files, reresolved, freshness_seconds, began_at, locked_at)
+		VALUES (pg_current_snapshot(), 0, 0, '{}', now(), $1)
+		RETURNING id`, rows[0].readAt).Scan(&round); err != nil {
 		return nil, fmt.Errorf("error starting a link round: %w", err)
 	}
 	others, err := readChanged(ctx, tx, done, own)
@@ -172,14 +175,15 @@ func readRows(ctx context.Context, tx pgx.Tx, lim Limits) ([]row, error) {
 		return nil, fmt.Errorf("error taking the linker lock: %w", err)
 	}
 	rs, err := tx.Query(ctx, `
-		SELECT job_id, repository, file_id, file_version, publish_xid, replace, published_at, changed, ref_sources, ref_names, ref_types
+		SELECT job_id, repository, file_id, file_version, publish_xid, replace, published_at, changed, ref_sources, ref_names, ref_types,
+		       statement_timestamp()
 		FROM link_queue WHERE published_at <= clock_timestamp() - $2::interval ORDER BY job_id LIMIT $1`, lim.Rows, lim.Delay)
 	if err != nil {
 		return nil, fmt.Errorf("error reading link_queue: %w", err)
 	}
 	out, err := pgx.CollectRows(rs, func(r pgx.CollectableRow) (row, error) {
 		var x row
-		err := r.Scan(&x.jobID, &x.repo, &x.fileID, &x.fileVersion, &x.publishXID, &x.replace, &x.publishedAt, &x.changed, &x.srcs, &x.names, &x.types)
+		err := r.Scan(&x.jobID, &x.repo, &x.fileID, &x.fileVersion, &x.publishXID, &x.replace, &x.publishedAt, &x.changed, &x.srcs, &x.names, &x.types, &x.readAt)
 		return x, err
 	})
 	if err != nil {

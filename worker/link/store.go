@@ -228,7 +228,7 @@ func write(ctx context.Context, tx pgx.Tx, round int64, res []resolution, done [
 	for i, f := range sum.Final {
 		fresh[i] = f.Freshness.Seconds()
 	}
-	b.Queue(`UPDATE link_rounds SET linked_at = now(), files = $2, reresolved = $3, freshness_seconds = $4 WHERE id = $1`,
+	b.Queue(`UPDATE link_rounds SET linked_at = clock_timestamp(), files = $2, reresolved = $3, freshness_seconds = $4 WHERE id = $1`,
 		round, sum.Files, sum.Reresolved, fresh)
 	b.Queue(`DELETE FROM link_rounds WHERE linked_at < now() - make_interval(secs => $1)`, roundRetention.Seconds())
 	if err := tx.SendBatch(ctx, b).Close(); err != nil {
