@@ -136,6 +136,16 @@ type Config struct {
 	// CLIWorkers are the numbers of `relay worker` processes the cli phase
 	// runs relay with, one run each, in order.
 	CLIWorkers []int
+	// CLIPublishers are the numbers of concurrent `relay publish`
+	// processes (the corpus split among them) of each cli run: every
+	// CLIWorkers value runs with every CLIPublishers value.
+	CLIPublishers []int
+	// Publishers is how many goroutines publish the concurrent run's
+	// corpus at once (PublishManyTx, each its own share of the files).
+	Publishers int
+	// SampleWaits samples the active backends' wait events every 0.3 s in
+	// the cli runs and the concurrent run.
+	SampleWaits bool
 	// Rounds is how many times the relay phase's concurrent run is done,
 	// and how many rounds (a Go publisher run and an SQL API run each) the
 	// sql phase does.
@@ -171,6 +181,10 @@ func (c *Config) defaults() {
 	if len(c.CLIWorkers) == 0 {
 		c.CLIWorkers = []int{1}
 	}
+	if len(c.CLIPublishers) == 0 {
+		c.CLIPublishers = []int{1}
+	}
+	c.Publishers = cmp.Or(c.Publishers, 1)
 	c.Rounds = cmp.Or(c.Rounds, 1)
 	c.SQLLatencySamples = cmp.Or(c.SQLLatencySamples, SQLLatencySamplesDefault)
 	c.SQLLatencyGap = cmp.Or(c.SQLLatencyGap, SQLLatencyGapDefault)

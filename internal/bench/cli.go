@@ -20,7 +20,10 @@ import (
 // processes started, then `relay publish FILE` of the main corpus, timed by
 // the wall clock from the publish's start until no job is left to work.
 type CLIRun struct {
-	WorkerProcesses int     `json:"worker_processes"`
+	WorkerProcesses int `json:"worker_processes"`
+	// Publishers is how many `relay publish` processes ran at once, each
+	// with its share of the corpus's files.
+	Publishers      int     `json:"publishers"`
 	Files           int     `json:"files"`
 	POIs            int     `json:"pois"`
 	PublishSeconds  float64 `json:"publish_seconds"`
@@ -30,6 +33,8 @@ type CLIRun struct {
 	FailedPOIs      int64   `json:"failed_pois"`
 	// Reresolved is the sum of the workers' relay_references_reresolved_total.
 	Reresolved int64 `json:"reresolved"`
+	// Serial is the run's serial sections' shares of its wall time.
+	Serial *Serial `json:"serial,omitempty"`
 }
 
 // cli builds the relay binary, writes the main corpus as the NDJSON `relay
@@ -48,17 +53,21 @@ func (b *bench) cli(ctx context.Context, res *Result) error {
 		return fmt.Errorf("error building relay (relay-bench runs from the repository's root): %w\n%s", err, out)
 	}
 	c := b.mainCorpus()
-	input := filepath.Join(dir, "corpus.ndjson")
-	pois, err := writeCorpus(c, input)
-	if err != nil {
-		return err
-	}
-	for _, n := range b.cfg.CLIWorkers {
-		run := &CLIRun{WorkerProcesses: n, Files: c.files, POIs: pois}
-		if err := b.cliRun(ctx, bin, input, dir, run); err != nil {
+	inputs := map[int][]string{}
+	var pois int
+	for _, p := range b.cfg.CLIPublishers {
+		if inputs[p], pois, err = writeCorpus(c, filepath.Join(dir, fmt.Sprintf("corpus-%d", p)), p); err != nil {
 			return err
 		}
-		res.CLIRuns = append(res.CLIRuns, run)
+	}
+	for _, n := range b.cfg.CLIWorkers {
+		for _, p := range b.cfg.CLIPublishers {
+			run := &CLIRun{WorkerProcesses: n, Publishers: p, Files: c.files, POIs: pois}
+			if err := b.cliRun(ctx, bin, inputs[p], dir, run); err != nil {
+				return err
+			}
+			res.CLIRuns = append(res.CLIRuns, run)
+		}
 	}
 	res.CLI = res.CLIRuns[0]
 	return nil
@@ -66,7 +75,7 @@ func (b *bench) cli(ctx context.Context, res *Result) error {
 
 // cliRun is one run of the cli phase with run.WorkerProcesses workers, on
 // a reset database.
-func (b *bench) cliRun(ctx context.Context, bin, input, dir string, run *CLIRun) error {
+func (b *bench) cliRun(ctx context.Context, bin string, inputs []string, dir string, run *CLIRun) error {
 	if err := b.reset(ctx); err != nil {
 		return err
 	}
@@ -108,11 +117,27 @@ func (b *bench) cliRun(ctx context.Context, bin, input, dir string, run *CLIRun)
 		return fmt.Errorf("relay workers did not start: %w (logs in %s)", err, dir)
 	}
 
+	var waits *waitSampler
+	if b.cfg.SampleWaits {
+		waits = sampleWaits(ctx, b.pool, 300*time.Millisecond)
+	}
 	start := time.Now()
-	pub := exec.CommandContext(ctx, bin, "publish", input)
-	pub.Env = env
-	if out, err := pub.CombinedOutput(); err != nil {
-		return fmt.Errorf("relay publish: %w\n%s", err, out)
+	errs := make(chan error, len(inputs))
+	for _, input := range inputs {
+		go func() {
+			pub := exec.CommandContext(ctx, bin, "publish", input)
+			pub.Env = env
+			if out, err := pub.CombinedOutput(); err != nil {
+				errs <- fmt.Errorf("relay publish %s: %w\n%s", input, err, out)
+				return
+			}
+			errs <- nil
+		}()
+	}
+	for range inputs {
+		if err := <-errs; err != nil {
+			return err
+		}
 	}
 	run.PublishSeconds = time.Since(start).Seconds()
 	if err := b.waitFor(ctx, 10*time.Minute, func(ctx context.Context) (bool, error) {
@@ -124,6 +149,15 @@ func (b *bench) cliRun(ctx context.Context, bin, input, dir string, run *CLIRun)
 	}
 	run.TotalSeconds = time.Since(start).Seconds()
 	run.E2EPOIsPerSec = float64(run.POIs) / run.TotalSeconds
+	var err error
+	if run.Serial, err = serialShares(ctx, b.pool, run.TotalSeconds); err != nil {
+		return err
+	}
+	if waits != nil {
+		if run.Serial.Waits, err = waits.Stop(15); err != nil {
+			return err
+		}
+	}
 	if err := b.pool.QueryRow(ctx, `SELECT (SELECT count(*) FROM relationships), (SELECT count(*) FROM failed_pois)`).
 		Scan(&run.Relationships, &run.FailedPOIs); err != nil {
 		return fmt.Errorf("error counting the results: %w", err)
@@ -135,8 +169,8 @@ func (b *bench) cliRun(ctx context.Context, bin, input, dir string, run *CLIRun)
 		}
 		run.Reresolved += n
 	}
-	b.progress("  %d relay worker processes + relay publish: %d POIs in %.2fs (publish %.2fs): %.0f POIs/s, %d references re-resolved",
-		run.WorkerProcesses, run.POIs, run.TotalSeconds, run.PublishSeconds, run.E2EPOIsPerSec, run.Reresolved)
+	b.progress("  %d relay worker processes + %d relay publish: %d POIs in %.2fs (publish %.2fs): %.0f POIs/s, %d references re-resolved; linker lanes held at most %.1f%% of the time",
+		run.WorkerProcesses, run.Publishers, run.POIs, run.TotalSeconds, run.PublishSeconds, run.E2EPOIsPerSec, run.Reresolved, 100*run.Serial.MaxHeldShare)
 	return nil
 }
 
@@ -175,34 +209,52 @@ func scrapeCounter(ctx context.Context, addr, name string) (int64, error) {
 	return 0, fmt.Errorf("a worker's metrics have no %s", name)
 }
 
-// writeCorpus writes c's analyses to path, one JSON object a line, and
-// returns how many POIs they hold.
-func writeCorpus(c corpus, path string) (int, error) {
-	f, err := os.Create(path)
-	if err != nil {
-		return 0, fmt.Errorf("error writing the corpus: %w", err)
+// writeCorpus writes c's analyses as parts files, prefix-0.ndjson to
+// prefix-(parts-1).ndjson, one JSON object a line (file k in part k mod
+// parts), and returns their paths and the number of POIs.
+func writeCorpus(c corpus, prefix string, parts int) ([]string, int, error) {
+	paths := make([]string, parts)
+	files := make([]*os.File, parts)
+	ws := make([]*bufio.Writer, parts)
+	defer func() {
+		for _, f := range files {
+			if f != nil {
+				_ = f.Close()
+			}
+		}
+	}()
+	for i := range parts {
+		paths[i] = fmt.Sprintf("%s-%d.ndjson", prefix, i)
+		f, err := os.Create(paths[i])
+		if err != nil {
+			return nil, 0, fmt.Errorf("error writing the corpus: %w", err)
+		}
+		files[i], ws[i] = f, bufio.NewWriter(f)
 	}
-	defer f.Close()
-	w := bufio.NewWriter(f)
-	enc := json.NewEncoder(w)
 	pois := 0
 	for k := range c.files {
 		a, err := c.analysis(k)
 		if err != nil {
-			return 0, err
+			return nil, 0, err
 		}
 		pois += len(a.POIs)
-		if err := enc.Encode(struct {
+		if err := json.NewEncoder(ws[k%parts]).Encode(struct {
 			FileID string            `json:"fileId"`
 			POIs   []json.RawMessage `json:"pois"`
 		}{a.FileID, a.POIs}); err != nil {
-			return 0, fmt.Errorf("error writing the corpus: %w", err)
+			return nil, 0, fmt.Errorf("error writing the corpus: %w", err)
 		}
 	}
-	if err := w.Flush(); err != nil {
-		return 0, fmt.Errorf("error writing the corpus: %w", err)
+	for i, w := range ws {
+		if err := w.Flush(); err != nil {
+			return nil, 0, fmt.Errorf("error writing the corpus: %w", err)
+		}
+		if err := files[i].Close(); err != nil {
+			return nil, 0, fmt.Errorf("error writing the corpus: %w", err)
+		}
+		files[i] = nil
 	}
-	return pois, f.Close()
+	return paths, pois, nil
 }
 
 // waitFor polls cond every 20 ms until it holds, ctx ends or timeout passes.

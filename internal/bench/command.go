@@ -27,7 +27,7 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("relay-bench", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	var cfg Config
-	var phases, logLevel, cpuProfile, memProfile, cliWorkers string
+	var phases, logLevel, cpuProfile, memProfile, cliWorkers, cliPublishers string
 	var asJSON bool
 	fs.StringVar(&cfg.DatabaseURL, "database-url", DatabaseURLDefault, "PostgreSQL server to benchmark; a throwaway database relay_bench_<random> is created on it")
 	fs.IntVar(&cfg.Files, "files", FilesDefault, "files in the synthetic corpus")
@@ -53,6 +53,9 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	})
 	fs.StringVar(&cfg.RiverSynchronousCommit, "river-synchronous-commit", "", "the worker's river_synchronous_commit (default: relay's default, off)")
 	fs.StringVar(&cliWorkers, "cli-workers", "1", "relay worker processes in the cli phase; a comma-separated list (1,2,4) runs the phase once for each")
+	fs.StringVar(&cliPublishers, "cli-publishers", "1", "concurrent relay publish processes in each cli run (the corpus split among them); a comma-separated list runs each")
+	fs.IntVar(&cfg.Publishers, "publishers", 1, "goroutines publishing the relay phase's concurrent run at once (PublishManyTx, the files split among them)")
+	fs.BoolVar(&cfg.SampleWaits, "sample-waits", false, "sample the active backends' wait events every 0.3 s in the cli runs and the concurrent run, and print the most frequent")
 	fs.IntVar(&cfg.Rounds, "rounds", 1, "rounds of the relay phase's concurrent run (the table shows each, the slowest and the median), and of the sql phase (a Go publisher run and a SQL API run each, alternating which goes first)")
 	fs.IntVar(&cfg.SQLLatencySamples, "sql-latency-samples", SQLLatencySamplesDefault, "publishes the sqllatency phase times, directly and again through PgBouncer")
 	fs.DurationVar(&cfg.SQLLatencyGap, "sql-latency-gap", SQLLatencyGapDefault, "bound of the random pause (uniform) before each of the sqllatency phase's publishes")
@@ -71,13 +74,22 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return 2
 	}
 	cfg.Phases = strings.Split(phases, ",")
-	for _, f := range strings.Split(cliWorkers, ",") {
-		n, err := strconv.Atoi(strings.TrimSpace(f))
-		if err != nil || n < 1 {
-			fmt.Fprintf(stderr, "relay-bench: invalid --cli-workers %q: want positive numbers separated by commas\n", cliWorkers)
-			return 2
+	for _, list := range []struct {
+		flag, value string
+		into        *[]int
+	}{{"cli-workers", cliWorkers, &cfg.CLIWorkers}, {"cli-publishers", cliPublishers, &cfg.CLIPublishers}} {
+		for _, f := range strings.Split(list.value, ",") {
+			n, err := strconv.Atoi(strings.TrimSpace(f))
+			if err != nil || n < 1 {
+				fmt.Fprintf(stderr, "relay-bench: invalid --%s %q: want positive numbers separated by commas\n", list.flag, list.value)
+				return 2
+			}
+			*list.into = append(*list.into, n)
 		}
-		cfg.CLIWorkers = append(cfg.CLIWorkers, n)
+	}
+	if cfg.Publishers < 1 {
+		fmt.Fprintf(stderr, "relay-bench: invalid --publishers %d: want 1 or more\n", cfg.Publishers)
+		return 2
 	}
 	if cfg.Rounds < 1 {
 		fmt.Fprintf(stderr, "relay-bench: invalid --rounds %d: want 1 or more\n", cfg.Rounds)

@@ -63,6 +63,12 @@ type RunResult struct {
 	// memory (with gc_percent 400, a few hundred MiB for 100,000 POIs); the
 	// memory phase's runs stream theirs, so theirs is the worker's.
 	PeakRSSBytes int64 `json:"peak_rss_bytes"`
+	// Publishers is how many goroutines published at once (concurrent
+	// runs).
+	Publishers int `json:"publishers,omitempty"`
+	// Serial is a concurrent run's serial sections' shares of its wall
+	// time.
+	Serial *Serial `json:"serial,omitempty"`
 }
 
 // workerConfig is relay's default configuration for the bench database.
@@ -135,7 +141,12 @@ func (b *bench) runCorpus(ctx context.Context, src source, perPOI, concurrent bo
 		return nil, fmt.Errorf("error starting River client: %w", err)
 	}
 	defer func() { _ = client.Stop(context.WithoutCancel(ctx)) }()
-	if err := b.publish(ctx, src, pub, res); err != nil {
+	var waits *waitSampler
+	if b.cfg.SampleWaits {
+		waits = sampleWaits(ctx, b.pool, 300*time.Millisecond)
+	}
+	res.Publishers = b.cfg.Publishers
+	if err := b.publishConcurrently(ctx, src, pub, res); err != nil {
 		return nil, err
 	}
 	res.PublishSeconds = time.Since(start).Seconds()
@@ -145,6 +156,14 @@ func (b *bench) runCorpus(ctx context.Context, src source, perPOI, concurrent bo
 	}
 	res.TotalSeconds = time.Since(start).Seconds()
 	res.WorkSeconds = res.TotalSeconds
+	if res.Serial, err = serialShares(ctx, b.pool, res.TotalSeconds); err != nil {
+		return nil, err
+	}
+	if waits != nil {
+		if res.Serial.Waits, err = waits.Stop(15); err != nil {
+			return nil, err
+		}
+	}
 	if err := client.Stop(context.WithoutCancel(ctx)); err != nil {
 		return nil, fmt.Errorf("error stopping River client: %w", err)
 	}
@@ -161,6 +180,30 @@ func (b *bench) publish(ctx context.Context, src source, pub *outbox.Publisher, 
 			return err
 		})
 	})
+}
+
+// publishConcurrently publishes src as publish does, with Publishers
+// goroutines at once, each its share of the files (file k to goroutine k
+// mod Publishers).
+func (b *bench) publishConcurrently(ctx context.Context, src source, pub *outbox.Publisher, res *RunResult) error {
+	n := b.cfg.Publishers
+	if n <= 1 {
+		return b.publish(ctx, src, pub, res)
+	}
+	parts := make([]RunResult, n)
+	errs := make(chan error, n)
+	for i := range n {
+		share := source{files: (src.files - i + n - 1) / n, next: func(k int) (outbox.Analysis, error) { return src.next(k*n + i) }}
+		go func() { errs <- b.publish(ctx, share, pub, &parts[i]) }()
+	}
+	var err error
+	for range n {
+		err = cmp.Or(err, <-errs)
+	}
+	for _, p := range parts {
+		res.POIs += p.POIs
+	}
+	return err
 }
 
 // publishBatches hands every file of src to flush, FilesPerTx files at a

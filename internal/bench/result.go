@@ -284,13 +284,18 @@ func (r *Result) WriteTable(w io.Writer) error {
 		fmt.Fprintf(w, "\nRiver no-op: %d jobs, %d workers, %.2f s: %.0f jobs/s\n", n.Jobs, n.Workers, n.Seconds, n.JobsPerSec)
 	}
 	for _, c := range r.CLIRuns {
-		fmt.Fprintf(w, "CLI: %d relay worker processes + relay publish: %d POIs of %d files in %.2f s (publish %.2f s): %.0f e2e POIs/s; %d relationships, %d failed_pois, %d references re-resolved\n",
-			c.WorkerProcesses, c.POIs, c.Files, c.TotalSeconds, c.PublishSeconds, c.E2EPOIsPerSec, c.Relationships, c.FailedPOIs, c.Reresolved)
+		fmt.Fprintf(w, "CLI: %d relay worker processes + %d relay publish: %d POIs of %d files in %.2f s (publish %.2f s): %.0f e2e POIs/s; %d relationships, %d failed_pois, %d references re-resolved\n",
+			c.WorkerProcesses, c.Publishers, c.POIs, c.Files, c.TotalSeconds, c.PublishSeconds, c.E2EPOIsPerSec, c.Relationships, c.FailedPOIs, c.Reresolved)
+		printSerial(w, c.Serial)
 	}
 	if f := r.Freshness; f != nil {
 		fmt.Fprintf(w, "\nfreshness (publish to final relationships): bulk load p50 %.3f s, p99 %.3f s over %d batches; "+
 			"re-publish renaming a function %d files call: p50 %.3f s, p99 %.3f s over %d, %d references re-resolved\n",
 			f.BulkP50, f.BulkP99, f.BulkBatches, f.Callers, f.RenameP50, f.RenameP99, f.Renames, f.RenameReresolved)
+	}
+	if c := r.RelayConcurrent; c != nil && c.Serial != nil {
+		fmt.Fprintf(w, "\nconcurrent run (%d publishing goroutines):\n", c.Publishers)
+		printSerial(w, c.Serial)
 	}
 	if len(r.RelayConcurrentRounds) > 1 {
 		fmt.Fprintln(w, "\nconcurrent run, by round:")

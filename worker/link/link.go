@@ -1,19 +1,29 @@
 // Package link is relay's linker: the one place where stored references get
 // their targets (docs/design.md, "Resolution protocol").
 //
+// Linking runs in Lanes lanes. A stored reference belongs to the lane of
+// its key (LaneOf), and only that lane's rounds write it; the lanes run
+// side by side, and the rounds of one lane one at a time.
+//
 // A resolve_file job hands the linker its file's references and the names
-// its publish changed (Queue, one link_queue row, in the job's transaction)
-// and makes sure a link job is on its way (EnsureTx). The link job, one at a
-// time, runs rounds: each reads queued rows, resolves with resolver.Lookup
-// the rows' references and every stored reference that looks up a name a
-// row changed, writes the targets and deletes the rows it read, in one
-// transaction. So once no link job is left, every stored reference has the
-// target resolver.Lookup gives it against the final symbol table.
+// its publish changed (Queue: one link_queue row per lane that has work, in
+// the job's transaction) and makes sure a link job is on its way for each
+// of those lanes (EnsureTx). A lane's link job runs rounds: each reads the
+// lane's queued rows, resolves with resolver.Lookup the rows' references
+// of the lane's keys and every stored reference of the lane that looks up
+// a name a row changed, writes the targets and deletes the rows it read, in
+// one transaction. So once no link job is left, every stored reference has
+// the target resolver.Lookup gives it against the final symbol table: the
+// references a publish's change can move are those that look the name up
+// by their key, all in the name's lane, and the derived ones that depend
+// on it, found by every lane among its own.
 package link
 
 import (
 	"context"
 	"fmt"
+	"hash/fnv"
+	"slices"
 	"strings"
 	"time"
 
@@ -29,8 +39,25 @@ const (
 	QueueLink = "relay_link"
 )
 
-// Args are the link job's arguments: none; the work is in link_queue.
-type Args struct{}
+// Lanes is how many lanes link references side by side. It is part of the
+// schema's meaning, not a setting: a stored reference's lane (LaneOf its
+// key) decides which lane's rounds resolve it again, so every process must
+// agree on it, and changing it needs a migration that re-queues the rows.
+const Lanes = 8
+
+// LaneOf is the lane of a reference key (resolver.ReferenceKey): FNV-1a of
+// the key, modulo Lanes.
+func LaneOf(key string) int {
+	h := fnv.New32a()
+	_, _ = h.Write([]byte(key))
+	return int(h.Sum32() % Lanes)
+}
+
+// Args are the link job's arguments: its lane; the work is in link_queue.
+// A job inserted without one (before lanes) links lane 0.
+type Args struct {
+	Lane int `json:"lane"`
+}
 
 // Kind is Kind.
 func (Args) Kind() string { return Kind }
@@ -42,17 +69,22 @@ func (Args) InsertOpts() river.InsertOpts {
 }
 
 // The advisory lock keys the linker and the jobs that hand it work take
-// (transaction-scoped, so they hold through a transaction pooler).
+// (transaction-scoped, so they hold through a transaction pooler), one of
+// each per lane: linkerLock + lane, gateLock + lane.
 const (
-	// linkerLock is held, exclusively, by a linker round: one at a time.
+	// linkerLock is held, exclusively, by a lane's round: one at a time in
+	// each lane.
 	linkerLock int64 = 0x72656c61796c6e6b // "relaylnk"
-	// gateLock is held shared by every transaction that queues work and
-	// looks for a link job (EnsureTx), exclusively by a link job while it
-	// checks that nothing is queued and completes: a row queued while the
-	// link job finishes is seen by it, or finds it finished and inserts the
-	// next one.
+	// gateLock is held shared by every transaction that queues work in the
+	// lane and looks for its link job (EnsureTx), exclusively by the lane's
+	// link job while it checks that nothing is queued and completes: a row
+	// queued while the link job finishes is seen by it, or finds it
+	// finished and inserts the next one.
 	gateLock int64 = 0x72656c6179676174 // "relaygat"
 )
+
+func linkerKey(lane int) int64 { return linkerLock + int64(lane) }
+func gateKey(lane int) int64   { return gateLock + int64(lane) }
 
 // Ref is one reference a job hands the linker: its source POI and the
 // reference.
@@ -88,56 +120,107 @@ type Entry struct {
 	Refs    []Ref
 }
 
-// Queue queues e's link_queue row on b, to run in the job's transaction.
-func Queue(b *pgx.Batch, e Entry) {
-	srcs, names, types := make([]string, len(e.Refs)), make([]string, len(e.Refs)), make([]string, len(e.Refs))
-	for i, r := range e.Refs {
-		srcs[i], names[i], types[i] = r.Source, r.Name, string(r.Type)
+// Queue queues e's link_queue rows on b, to run in the job's transaction,
+// and returns their lanes: one row for each lane that has one of Refs (by
+// its key), in every lane when e changed a name (each lane resolves its
+// own references to it again), in lane 0 when neither (the row still
+// reports the publish linked).
+func Queue(b *pgx.Batch, e Entry) []int {
+	type cols struct{ srcs, names, types []string }
+	var byLane [Lanes]*cols
+	for _, r := range e.Refs {
+		l := LaneOf(resolver.ReferenceKey(r.Name))
+		if byLane[l] == nil {
+			byLane[l] = &cols{}
+		}
+		c := byLane[l]
+		c.srcs, c.names, c.types = append(c.srcs, r.Source), append(c.names, r.Name), append(c.types, string(r.Type))
 	}
 	changed := e.Changed
 	if changed == nil {
 		changed = []string{}
 	}
-	b.Queue(`
+	var lanes []int
+	for l, c := range byLane {
+		if c != nil || len(changed) > 0 {
+			lanes = append(lanes, l)
+		}
+	}
+	if len(lanes) == 0 {
+		lanes = []int{0}
+	}
+	for _, l := range lanes {
+		c := byLane[l]
+		if c == nil {
+			c = &cols{srcs: []string{}, names: []string{}, types: []string{}}
+		}
+		b.Queue(`
 		INSERT INTO link_queue (job_id, file_id, file_version, replace, published_at, changed, ref_sources, ref_names, ref_types,
-		                        publish_xid, repository)
-		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)
-		ON CONFLICT (repository, job_id) DO UPDATE SET file_version = excluded.file_version, replace = excluded.replace,
+		                        publish_xid, repository, lane)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)
+		ON CONFLICT (repository, job_id, lane) DO UPDATE SET file_version = excluded.file_version, replace = excluded.replace,
 			changed = excluded.changed, ref_sources = excluded.ref_sources, ref_names = excluded.ref_names,
 			ref_types = excluded.ref_types`,
-		e.JobID, e.FileID, e.FileVersion, e.Replace, e.PublishedAt, changed, srcs, names, types, e.PublishXID, e.Repository)
+			e.JobID, e.FileID, e.FileVersion, e.Replace, e.PublishedAt, changed, c.srcs, c.names, c.types, e.PublishXID, e.Repository, l)
+	}
+	return lanes
 }
 
-// EnsureTx makes sure that a link job will read what tx queued: it takes the
-// gate lock shared (held until tx ends) and, unless a link job is already
-// waiting or running, inserts one with the River client in ctx (a worker's,
-// river.ClientFromContext). A running link job completes only after it has
-// taken the gate exclusively and found link_queue empty, so it either sees
+// EnsureTx makes sure that a link job will read what tx queued in lanes
+// (Queue's result): it takes their gate locks shared (held until tx ends)
+// and inserts, with the River client in ctx (a worker's,
+// river.ClientFromContext), a link job for each of them that has none
+// waiting or running. A running link job completes only after it has taken
+// its lane's gate exclusively and found the lane empty, so it either sees
 // tx's rows or has completed before tx looks, and tx inserts the next.
-func EnsureTx(ctx context.Context, tx pgx.Tx) error {
-	// Two statements: the look must read a snapshot taken after the lock
-	// was granted (a statement's snapshot is taken when it starts).
-	if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock_shared($1)`, gateLock); err != nil {
-		return fmt.Errorf("error taking the link gate: %w", err)
+func EnsureTx(ctx context.Context, tx pgx.Tx, lanes []int) error {
+	lanes = slices.Sorted(slices.Values(lanes))
+	lanes = slices.Compact(lanes)
+	keys := make([]int64, len(lanes))
+	for i, l := range lanes {
+		keys[i] = gateKey(l)
 	}
-	var waiting bool
+	// Two statements: the look must read a snapshot taken after the locks
+	// were granted (a statement's snapshot is taken when it starts). The
+	// locks are taken in lane order, as every transaction takes them.
+	if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock_shared(k) FROM unnest($1::bigint[]) AS k`, keys); err != nil {
+		return fmt.Errorf("error taking the link gates: %w", err)
+	}
+	var waiting []int
 	if err := tx.QueryRow(ctx, `
-		SELECT EXISTS (SELECT 1 FROM river_job
-		               WHERE state IN ('available', 'running', 'retryable', 'scheduled', 'pending') AND queue = $1 AND kind = $2)`,
+		SELECT coalesce(array_agg(DISTINCT coalesce((args->>'lane')::int, 0)), '{}') FROM river_job
+		WHERE state IN ('available', 'running', 'retryable', 'scheduled', 'pending') AND queue = $1 AND kind = $2`,
 		QueueLink, Kind).Scan(&waiting); err != nil {
-		return fmt.Errorf("error looking for a link job: %w", err)
+		return fmt.Errorf("error looking for link jobs: %w", err)
 	}
-	if waiting {
+	var params []river.InsertManyParams
+	for _, l := range lanes {
+		if !slices.Contains(waiting, l) {
+			params = append(params, river.InsertManyParams{Args: Args{Lane: l}})
+		}
+	}
+	if len(params) == 0 {
 		return nil
 	}
 	client, err := river.ClientFromContextSafely[pgx.Tx](ctx)
 	if err != nil {
-		return fmt.Errorf("error inserting a link job: %w", err)
+		return fmt.Errorf("error inserting link jobs: %w", err)
 	}
-	if _, err := client.InsertTx(ctx, tx, Args{}, nil); err != nil {
-		return fmt.Errorf("error inserting a link job: %w", err)
+	if _, err := client.InsertManyTx(ctx, tx, params); err != nil {
+		return fmt.Errorf("error inserting link jobs: %w", err)
 	}
 	return nil
+}
+
+// EveryLane is a link job for each lane, to insert where no worker's
+// context is at hand (EnsureTx needs one): a job whose lane already has one
+// waiting finds its lane empty and completes at once.
+func EveryLane() []river.InsertManyParams {
+	params := make([]river.InsertManyParams, Lanes)
+	for l := range params {
+		params[l] = river.InsertManyParams{Args: Args{Lane: l}}
+	}
+	return params
 }
 
 // keysOf returns the reference keys of names (resolver.ReferenceKey).

@@ -82,6 +82,8 @@ type row struct {
 	changed     []string
 	srcs, names []string
 	types       []string
+	// readAt is when the round read it (the lane's lock held).
+	readAt time.Time
 }
 
 // stored is a reference to resolve and store: its key, source file and
@@ -103,47 +105,54 @@ func (s stored) ref() resolver.Reference {
 	return resolver.Reference{Name: s.name, Type: resolver.RelType(s.typ)}
 }
 
-// Round runs one linker round in one transaction (below). It returns a
-// Summary with Rows and Postponed zero when link_queue held no row at least
+// Round runs one round of lane in one transaction (below). It returns a
+// Summary with Rows and Postponed zero when the lane held no row at least
 // lim.Delay old, and Wait set when it held younger ones.
 //
-// A round holds the linker lock (one round at a time), reads up to lim.Rows
-// queued rows at least lim.Delay old in job order and share-locks their files' rows, skipping a
-// file whose row a publish holds (its rows wait for a later round). It
-// resolves, against the symbol table as its statements read it, the rows'
-// references whose file is still at the row's version, and every stored
-// reference that looks up a name a row changed; it writes the targets and
-// deletes the rows it read. A publish or job that commits after the round
-// read something has a row of its own, read by a later round.
-func Round(ctx context.Context, db Beginner, lim Limits) (*Summary, error) {
+// A round holds its lane's linker lock (one round at a time in a lane),
+// reads up to lim.Rows of the lane's queued rows at least lim.Delay old in
+// job order and share-locks their files' rows, skipping a file whose row a
+// publish holds (its rows wait for a later round). It resolves, against the
+// symbol table as its statements read it, the rows' references of the
+// lane's keys whose file is still at the row's version, and every stored
+// reference of the lane that looks up a name a row changed; it writes the
+// targets and deletes the rows it read. A publish or job that commits after
+// the round read something has a row of its own, read by a later round of
+// the lane. Rounds of different lanes write different references
+// (LaneOf their key), so they need no order between them.
+func Round(ctx context.Context, db Beginner, lane int, lim Limits) (*Summary, error) {
+	if lane < 0 || lane >= Lanes {
+		return nil, fmt.Errorf("error running a link round: lane %d is not in [0, %d)", lane, Lanes)
+	}
 	start := time.Now()
 	tx, err := indexplans.Begin(ctx, db)
 	if err != nil {
 		return nil, fmt.Errorf("error beginning a link round: %w", err)
 	}
 	defer func() { _ = tx.Rollback(ctx) }()
-	rows, err := readRows(ctx, tx, lim)
+	rows, err := readRows(ctx, tx, lane, lim)
 	if err != nil {
 		return nil, err
 	}
 	if len(rows) == 0 {
-		return waiting(ctx, tx, lim.Delay)
+		return waiting(ctx, tx, lane, lim.Delay)
 	}
 	sum := &Summary{}
 	apply, done, err := lockFiles(ctx, tx, rows, sum)
 	if err != nil {
 		return nil, err
 	}
-	own := ownRefs(apply, sum)
+	own := ownRefs(apply, lane, sum)
 	// The round's snapshot, taken before it reads the symbol table: every
 	// publish it sees, the round's reading sees.
 	var round int64
 	if err := tx.QueryRow(ctx, `
-		INSERT INTO link_rounds (snapshot, files, reresolved, freshness_seconds) VALUES (pg_current_snapshot(), 0, 0, '{}')
-		RETURNING id`).Scan(&round); err != nil {
+		INSERT INTO link_rounds (snapshot, files, reresolved, freshness_seconds, lane, began_at, locked_at)
+		VALUES (pg_current_snapshot(), 0, 0, '{}', $1, now(), $2)
+		RETURNING id`, lane, rows[0].readAt).Scan(&round); err != nil {
 		return nil, fmt.Errorf("error starting a link round: %w", err)
 	}
-	others, err := readChanged(ctx, tx, done, own)
+	others, err := readChanged(ctx, tx, lane, done, own)
 	if err != nil {
 		return nil, err
 	}
@@ -155,7 +164,7 @@ func Round(ctx context.Context, db Beginner, lim Limits) (*Summary, error) {
 	for _, r := range apply {
 		sum.Final = append(sum.Final, Final{Repository: r.repo, FileID: r.fileID, Freshness: time.Since(r.publishedAt)})
 	}
-	if err := write(ctx, tx, round, resolve(own, others, cands, sum), done, sum); err != nil {
+	if err := write(ctx, tx, lane, round, resolve(own, others, cands, sum), done, sum); err != nil {
 		return nil, err
 	}
 	if err := tx.Commit(ctx); err != nil {
@@ -165,21 +174,23 @@ func Round(ctx context.Context, db Beginner, lim Limits) (*Summary, error) {
 	return sum, nil
 }
 
-// readRows takes the linker lock and reads up to lim.Rows queued rows at
-// least lim.Delay old, in job order.
-func readRows(ctx context.Context, tx pgx.Tx, lim Limits) ([]row, error) {
-	if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock($1)`, linkerLock); err != nil {
-		return nil, fmt.Errorf("error taking the linker lock: %w", err)
+// readRows takes lane's linker lock and reads up to lim.Rows of its queued
+// rows at least lim.Delay old, in job order.
+func readRows(ctx context.Context, tx pgx.Tx, lane int, lim Limits) ([]row, error) {
+	if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock($1)`, linkerKey(lane)); err != nil {
+		return nil, fmt.Errorf("error taking the linker lock of lane %d: %w", lane, err)
 	}
 	rs, err := tx.Query(ctx, `
-		SELECT job_id, repository, file_id, file_version, publish_xid, replace, published_at, changed, ref_sources, ref_names, ref_types
-		FROM link_queue WHERE published_at <= clock_timestamp() - $2::interval ORDER BY job_id LIMIT $1`, lim.Rows, lim.Delay)
+		SELECT job_id, repository, file_id, file_version, publish_xid, replace, published_at, changed, ref_sources, ref_names, ref_types,
+		       statement_timestamp()
+		FROM link_queue WHERE lane = $3 AND published_at <= clock_timestamp() - $2::interval ORDER BY job_id LIMIT $1`,
+		lim.Rows, lim.Delay, lane)
 	if err != nil {
 		return nil, fmt.Errorf("error reading link_queue: %w", err)
 	}
 	out, err := pgx.CollectRows(rs, func(r pgx.CollectableRow) (row, error) {
 		var x row
-		err := r.Scan(&x.jobID, &x.repo, &x.fileID, &x.fileVersion, &x.publishXID, &x.replace, &x.publishedAt, &x.changed, &x.srcs, &x.names, &x.types)
+		err := r.Scan(&x.jobID, &x.repo, &x.fileID, &x.fileVersion, &x.publishXID, &x.replace, &x.publishedAt, &x.changed, &x.srcs, &x.names, &x.types, &x.readAt)
 		return x, err
 	})
 	if err != nil {
@@ -189,14 +200,14 @@ func readRows(ctx context.Context, tx pgx.Tx, lim Limits) ([]row, error) {
 }
 
 // waiting returns the Summary of a round that read no row: Wait is how long
-// until the oldest queued row is delay old, zero when none is queued.
-func waiting(ctx context.Context, tx pgx.Tx, delay time.Duration) (*Summary, error) {
+// until the lane's oldest queued row is delay old, zero when none is queued.
+func waiting(ctx context.Context, tx pgx.Tx, lane int, delay time.Duration) (*Summary, error) {
 	if delay <= 0 {
 		return &Summary{}, nil
 	}
 	var wait *time.Duration
-	if err := tx.QueryRow(ctx, `SELECT min(published_at) + $1::interval - clock_timestamp() FROM link_queue`,
-		delay).Scan(&wait); err != nil {
+	if err := tx.QueryRow(ctx, `SELECT min(published_at) + $1::interval - clock_timestamp() FROM link_queue WHERE lane = $2`,
+		delay, lane).Scan(&wait); err != nil {
 		return nil, fmt.Errorf("error reading link_queue's oldest row: %w", err)
 	}
 	if wait == nil {
@@ -277,14 +288,19 @@ func lockFiles(ctx context.Context, tx pgx.Tx, rows []row, sum *Summary) (apply,
 	return apply, done, nil
 }
 
-// ownRefs returns the references of the rows to apply, one per key, a
-// later row's replacing an earlier one's.
-func ownRefs(apply []row, sum *Summary) map[refKey]stored {
+// ownRefs returns the references of lane's keys of the rows to apply, one
+// per key, a later row's replacing an earlier one's. (Queue puts only those
+// in the lane's row; a row queued before lanes, copied to every lane, holds
+// them all.)
+func ownRefs(apply []row, lane int, sum *Summary) map[refKey]stored {
 	own := map[refKey]stored{}
 	files := map[fileKey]bool{}
 	for _, r := range apply {
 		files[fileKey{r.repo, r.fileID}] = true
 		for i := range r.srcs {
+			if LaneOf(resolver.ReferenceKey(r.names[i])) != lane {
+				continue
+			}
 			s := stored{repo: r.repo, src: r.srcs[i], file: r.fileID, name: r.names[i], typ: r.types[i], jobID: r.jobID}
 			own[s.key()] = s
 		}
@@ -319,13 +335,15 @@ func changedKeys(rows []row) (keys []changedKey, xids map[changedKey][]int64) {
 	}), xids
 }
 
-// unseenBy returns, for each of xids, the last round whose snapshot did not
-// see that publish: rounds run one at a time and each one's snapshot is
-// taken after the one before, so every round up to it missed the publish
-// and every later one saw it. A publish no kept round missed gets the round
+// unseenBy returns, for each of xids, the last round of lane whose snapshot
+// did not see that publish: a lane's rounds run one at a time and each
+// one's snapshot is taken after the one before, so every round of the lane
+// up to it missed the publish and every later one saw it. The rounds from
+// before lanes (lane NULL) ran one at a time before any lane's, so they
+// count as every lane's. A publish no kept round missed gets the round
 // before the oldest kept (a reference of a deleted round counts as having
 // missed it); an unknown one, every round.
-func unseenBy(ctx context.Context, tx pgx.Tx, xids []int64) (map[int64]int64, error) {
+func unseenBy(ctx context.Context, tx pgx.Tx, lane int, xids []int64) (map[int64]int64, error) {
 	out := make(map[int64]int64, len(xids))
 	var known []string
 	for _, x := range xids {
@@ -341,9 +359,10 @@ func unseenBy(ctx context.Context, tx pgx.Tx, xids []int64) (map[int64]int64, er
 	}
 	rows, err := tx.Query(ctx, `
 		SELECT u.xid::bigint, coalesce(
-			(SELECT id FROM link_rounds WHERE NOT pg_visible_in_snapshot(u.xid::xid8, snapshot) ORDER BY id DESC LIMIT 1),
-			(SELECT min(id) - 1 FROM link_rounds), 0)
-		FROM unnest($1::text[]) AS u(xid)`, known)
+			(SELECT id FROM link_rounds WHERE (lane = $2 OR lane IS NULL) AND NOT pg_visible_in_snapshot(u.xid::xid8, snapshot)
+			 ORDER BY id DESC LIMIT 1),
+			(SELECT min(id) - 1 FROM link_rounds WHERE lane = $2 OR lane IS NULL), 0)
+		FROM unnest($1::text[]) AS u(xid)`, known, lane)
 	if err != nil {
 		return nil, fmt.Errorf("error finding the rounds that missed %d publishes: %w", len(known), err)
 	}
@@ -358,14 +377,16 @@ func unseenBy(ctx context.Context, tx pgx.Tx, xids []int64) (map[int64]int64, er
 // sets up its keys in time quadratic in their number.
 const dependsChunk = 1000
 
-// readChanged reads the stored references that look up a key one of done
-// changed in its repository and were resolved by a round that missed the
-// publish (unseenBy). They are read by key and, for derived references,
-// through depends; those among own are left out (own replaces them). A
-// changed symbol ("sym:…") reaches the other repositories' references by
-// that symbol too: they resolve to it when their own repository has none
+// readChanged reads lane's stored references that look up a key one of
+// done changed in its repository and were resolved by a round of the lane
+// that missed the publish (unseenBy). They are read by key (the lane's
+// changed keys) and, for derived references, through depends (every
+// changed key: a derived reference's own key may be in any lane); those
+// among own are left out (own replaces them). A changed symbol ("sym:…")
+// reaches the other repositories' references by that symbol too: they
+// resolve to it when their own repository has none
 // (resolver.LookupElsewhere).
-func readChanged(ctx context.Context, tx pgx.Tx, done []row, own map[refKey]stored) ([]stored, error) {
+func readChanged(ctx context.Context, tx pgx.Tx, lane int, done []row, own map[refKey]stored) ([]stored, error) {
 	keys, xidsOf := changedKeys(done)
 	if len(keys) == 0 {
 		return nil, nil
@@ -374,7 +395,7 @@ func readChanged(ctx context.Context, tx pgx.Tx, done []row, own map[refKey]stor
 	for _, xs := range xidsOf {
 		all = append(all, xs...)
 	}
-	unseen, err := unseenBy(ctx, tx, all)
+	unseen, err := unseenBy(ctx, tx, lane, all)
 	if err != nil {
 		return nil, err
 	}
@@ -393,7 +414,7 @@ func readChanged(ctx context.Context, tx pgx.Tx, done []row, own map[refKey]stor
 		return func(rows pgx.Rows) error {
 			var s stored
 			_, err := pgx.ForEachRow(rows, []any{&s.repo, &s.src, &s.file, &s.name, &s.typ, &s.target, &s.targetRepo}, func() error {
-				if repo != nil && s.repo != *repo {
+				if repo != nil && s.repo != *repo || LaneOf(resolver.ReferenceKey(s.name)) != lane {
 					return nil
 				}
 				k := s.key()
@@ -408,10 +429,14 @@ func readChanged(ctx context.Context, tx pgx.Tx, done []row, own map[refKey]stor
 	}
 	read := readIn(nil)
 	repos, names := make([]string, len(keys)), make([]string, len(keys))
-	var symbols []string
-	var symbolBounds []int64
+	var laneRepos, laneKeys, symbols []string
+	var laneBounds, symbolBounds []int64
 	for i, k := range keys {
 		repos[i], names[i] = k.repo, k.key
+		if LaneOf(k.key) != lane {
+			continue
+		}
+		laneRepos, laneKeys, laneBounds = append(laneRepos, k.repo), append(laneKeys, k.key), append(laneBounds, bounds[i])
 		if strings.HasPrefix(k.key, resolver.SymbolPrefix) {
 			symbols, symbolBounds = append(symbols, k.key), append(symbolBounds, bounds[i])
 		}
@@ -421,7 +446,7 @@ func readChanged(ctx context.Context, tx pgx.Tx, done []row, own map[refKey]stor
 		FROM unnest($1::text[], $2::text[], $3::bigint[]) AS u(repo, key, bound)
 		CROSS JOIN LATERAL (SELECT * FROM poi_references r
 		                    WHERE r.repository = u.repo AND r.key = u.key AND r.resolved_round <= u.bound OFFSET 0) r`,
-		repos, names, bounds).Query(read)
+		laneRepos, laneKeys, laneBounds).Query(read)
 	if len(symbols) > 0 {
 		// Every repository's references by a changed symbol (the read above
 		// repeats for the publish's own, which read skips).
