@@ -16,7 +16,7 @@
 // the target resolver.Lookup gives it against the final symbol table: the
 // references a publish's change can move are those that look the name up
 // by their key, all in the name's lane, and the derived ones that depend
-// on it, found by every lane among its own.
+// on it, all in lane 0 (LaneOf).
 package link
 
 import (
@@ -45,9 +45,14 @@ const (
 // agree on it, and changing it needs a migration that re-queues the rows.
 const Lanes = 8
 
-// LaneOf is the lane of a reference key (resolver.ReferenceKey): FNV-1a of
-// the key, modulo Lanes.
+// LaneOf is the lane of a reference key (resolver.ReferenceKey): lane 0 for
+// a key that begins with "{" (a derived Go reference is its own key, and
+// only lane 0 reads derived references through the names they depend
+// on), otherwise FNV-1a of the key, modulo Lanes.
 func LaneOf(key string) int {
+	if strings.HasPrefix(key, "{") {
+		return 0
+	}
 	h := fnv.New32a()
 	_, _ = h.Write([]byte(key))
 	return int(h.Sum32() % Lanes)
@@ -121,39 +126,39 @@ type Entry struct {
 }
 
 // Queue queues e's link_queue rows on b, to run in the job's transaction,
-// and returns their lanes: one row for each lane that has one of Refs (by
-// its key), in every lane when e changed a name (each lane resolves its
-// own references to it again), in lane 0 when neither (the row still
-// reports the publish linked).
+// and returns their lanes: a row in each lane that has one of Refs or one
+// of the changed names (by its key, LaneOf), holding those; lane 0's row,
+// queued whenever e changed a name, holds every changed name (lane 0 reads
+// the derived references that depend on any of them). With neither, one
+// row in lane 0 still reports the publish linked.
 func Queue(b *pgx.Batch, e Entry) []int {
-	type cols struct{ srcs, names, types []string }
+	type cols struct{ srcs, names, types, changed []string }
 	var byLane [Lanes]*cols
-	for _, r := range e.Refs {
-		l := LaneOf(resolver.ReferenceKey(r.Name))
+	at := func(l int) *cols {
 		if byLane[l] == nil {
-			byLane[l] = &cols{}
+			byLane[l] = &cols{srcs: []string{}, names: []string{}, types: []string{}, changed: []string{}}
 		}
-		c := byLane[l]
+		return byLane[l]
+	}
+	for _, r := range e.Refs {
+		c := at(LaneOf(resolver.ReferenceKey(r.Name)))
 		c.srcs, c.names, c.types = append(c.srcs, r.Source), append(c.names, r.Name), append(c.types, string(r.Type))
 	}
-	changed := e.Changed
-	if changed == nil {
-		changed = []string{}
+	for _, k := range e.Changed {
+		if l := LaneOf(k); l != 0 {
+			c := at(l)
+			c.changed = append(c.changed, k)
+		}
+	}
+	if len(e.Changed) > 0 || byLane[0] != nil || slices.IndexFunc(byLane[:], func(c *cols) bool { return c != nil }) < 0 {
+		at(0).changed = append(at(0).changed, e.Changed...)
 	}
 	var lanes []int
 	for l, c := range byLane {
-		if c != nil || len(changed) > 0 {
-			lanes = append(lanes, l)
-		}
-	}
-	if len(lanes) == 0 {
-		lanes = []int{0}
-	}
-	for _, l := range lanes {
-		c := byLane[l]
 		if c == nil {
-			c = &cols{srcs: []string{}, names: []string{}, types: []string{}}
+			continue
 		}
+		lanes = append(lanes, l)
 		b.Queue(`
 		INSERT INTO link_queue (job_id, file_id, file_version, replace, published_at, changed, ref_sources, ref_names, ref_types,
 		                        publish_xid, repository, lane)
@@ -161,7 +166,7 @@ func Queue(b *pgx.Batch, e Entry) []int {
 		ON CONFLICT (repository, job_id, lane) DO UPDATE SET file_version = excluded.file_version, replace = excluded.replace,
 			changed = excluded.changed, ref_sources = excluded.ref_sources, ref_names = excluded.ref_names,
 			ref_types = excluded.ref_types`,
-			e.JobID, e.FileID, e.FileVersion, e.Replace, e.PublishedAt, changed, c.srcs, c.names, c.types, e.PublishXID, e.Repository, l)
+			e.JobID, e.FileID, e.FileVersion, e.Replace, e.PublishedAt, c.changed, c.srcs, c.names, c.types, e.PublishXID, e.Repository, l)
 	}
 	return lanes
 }

@@ -380,9 +380,9 @@ const dependsChunk = 1000
 // readChanged reads lane's stored references that look up a key one of
 // done changed in its repository and were resolved by a round of the lane
 // that missed the publish (unseenBy). They are read by key (the lane's
-// changed keys) and, for derived references, through depends (every
-// changed key: a derived reference's own key may be in any lane); those
-// among own are left out (own replaces them). A changed symbol ("sym:…")
+// changed keys) and, in lane 0, which holds every derived reference, through
+// depends (every changed key); those among own are left out (own replaces
+// them). A changed symbol ("sym:…")
 // reaches the other repositories' references by that symbol too: they
 // resolve to it when their own repository has none
 // (resolver.LookupElsewhere).
@@ -457,12 +457,13 @@ func readChanged(ctx context.Context, tx pgx.Tx, lane int, done []row, own map[r
 			                    WHERE r.key = u.key AND r.key LIKE 'sym:%' AND r.resolved_round <= u.bound OFFSET 0) r`,
 			symbols, symbolBounds).Query(read)
 	}
+	// Derived references are all in lane 0 (LaneOf); it alone reads them.
 	// One statement per dependsChunk keys of a repository, each bounded by
 	// its latest round. The repository is not a condition of the statement:
 	// the planner would scan the primary key's entries of the whole
 	// repository beside the GIN index (a BitmapAnd); the rows of other
 	// repositories are left out as they are read.
-	for i := 0; i < len(keys); {
+	for i := 0; lane == 0 && i < len(keys); {
 		j := i + 1
 		for j < len(keys) && j-i < dependsChunk && keys[j].repo == keys[i].repo {
 			j++

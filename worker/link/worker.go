@@ -99,6 +99,13 @@ func (w *Worker) Work(ctx context.Context, job *river.Job[Args]) error {
 		}
 		handover := time.Since(start) > w.cfg.Handover
 		if sum.Rows > 0 && !handover {
+			if sum.Rows < lim.Rows/2 && w.cfg.Delay > 0 {
+				select {
+				case <-ctx.Done():
+					return ctx.Err()
+				case <-time.After(w.cfg.Delay):
+				}
+			}
 			continue
 		}
 		if wait := cmp.Or(sum.Wait, postponed(sum, w.cfg.Postponed)); wait > 0 && !handover {
