@@ -11,10 +11,11 @@
 -- (link.LaneOf), so each copy links its share. link_queue_lane_job_id_idx
 -- serves a lane's rounds, which read their rows in job order.
 --
--- link_rounds: lane is the round's lane. Rounds from before this migration
--- keep lane NULL: they ran one at a time before any lane's round, so every
--- lane counts them as its own when it finds the rounds that missed a
--- publish. began_at (the round's transaction start) and locked_at (when it
+-- link_rounds: lanes are the lanes the round held (a round holds its job's
+-- lane and every other lane no round holds). Rounds from before this
+-- migration keep lanes NULL: they ran one at a time before any lane's
+-- round, so every lane counts them as its own when it finds the rounds
+-- that missed a publish. began_at (the round's transaction start) and locked_at (when it
 -- had its lane's lock and read its rows), with linked_at (now the clock at
 -- its last statement, just before it commits), say how long each round
 -- waited for its lane and held it: relay-bench's serial shares.
@@ -37,10 +38,10 @@ ALTER TABLE link_queue ALTER COLUMN lane DROP DEFAULT,
 DROP INDEX link_queue_job_id_idx;
 CREATE INDEX link_queue_lane_job_id_idx ON link_queue (lane, job_id);
 
-ALTER TABLE link_rounds ADD COLUMN lane smallint, ADD COLUMN began_at timestamptz, ADD COLUMN locked_at timestamptz;
+ALTER TABLE link_rounds ADD COLUMN lanes smallint[], ADD COLUMN began_at timestamptz, ADD COLUMN locked_at timestamptz;
 
 -- +goose Down
-ALTER TABLE link_rounds DROP COLUMN lane, DROP COLUMN began_at, DROP COLUMN locked_at;
+ALTER TABLE link_rounds DROP COLUMN lanes, DROP COLUMN began_at, DROP COLUMN locked_at;
 
 WITH refs AS (
     SELECT q.repository, q.job_id,

@@ -212,7 +212,7 @@ var DownEffects = map[int64]DownEffect{
 		Note: "relay_callers and relay_callees plan every call again; no data lost",
 	},
 	32: {
-		DropsDerivedColumns: []string{"link_queue.lane", "link_rounds.lane", "link_rounds.began_at", "link_rounds.locked_at"},
+		DropsDerivedColumns: []string{"link_queue.lane", "link_rounds.lanes", "link_rounds.began_at", "link_rounds.locked_at"},
 		MergesRowsOf:        []string{"link_queue"},
 		Note:                "merges each job's link_queue rows (one per linker lane) back into one; no data lost",
 	},

@@ -55,7 +55,7 @@ func serialShares(ctx context.Context, pool *pgxpool.Pool, wall float64) (*Seria
 	rows, err := pool.Query(ctx, `
 		SELECT lane, count(*), coalesce(sum(extract(epoch FROM linked_at - locked_at)), 0)::float8,
 		       coalesce(sum(extract(epoch FROM locked_at - began_at)), 0)::float8
-		FROM link_rounds WHERE lane IS NOT NULL GROUP BY lane ORDER BY lane`)
+		FROM link_rounds CROSS JOIN LATERAL unnest(lanes) AS lane GROUP BY lane ORDER BY lane`)
 	if err != nil {
 		return nil, fmt.Errorf("error reading link rounds: %w", err)
 	}

@@ -48,7 +48,7 @@ func TestLinker_RowQueuedWhileTheLinkJobFinishesIsLinked(t *testing.T) {
 	Queue(b, Entry{JobID: 1, FileID: "a.js", FileVersion: new(int64(1)), Replace: true, PublishedAt: time.Now(),
 		Changed: []string{"a"}, Refs: []Ref{{Source: "a1", Reference: resolver.Reference{Name: "b", Type: resolver.Calls}}}})
 	require.NoError(t, queuer.SendBatch(ctx, b).Close())
-	_, err = queuer.Exec(ctx, `SELECT pg_advisory_xact_lock_shared($1)`, gateKey(0))
+	_, err = queuer.Exec(ctx, `SELECT pg_advisory_xact_lock_shared($1)`, gateLock)
 	require.NoError(t, err)
 
 	w := NewWorker(db.Pool, Config{}, testdb.Logger(t), nil)
@@ -65,7 +65,7 @@ func TestLinker_RowQueuedWhileTheLinkJobFinishesIsLinked(t *testing.T) {
 	require.Eventually(t, func() bool {
 		return testdb.Count(t, db.Pool, `
 			SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND NOT granted AND mode = 'ExclusiveLock'
-			  AND (classid::bigint << 32 | objid::bigint) = $1`, gateKey(0)) > 0
+			  AND (classid::bigint << 32 | objid::bigint) = $1`, gateLock) > 0
 	}, 30*time.Second, 5*time.Millisecond, "the link job never waited for the gate")
 	require.NoError(t, queuer.Commit(ctx))
 

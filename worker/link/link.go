@@ -23,6 +23,7 @@ import (
 	"context"
 	"fmt"
 	"hash/fnv"
+	"runtime"
 	"slices"
 	"strings"
 	"time"
@@ -44,6 +45,14 @@ const (
 // key) decides which lane's rounds resolve it again, so every process must
 // agree on it, and changing it needs a migration that re-queues the rows.
 const Lanes = 8
+
+// Workers is how many link jobs a worker process runs at once: half the
+// CPUs it may use (GOMAXPROCS), at least 1, at most Lanes. A round takes
+// every lane no other round holds (Round), so one link worker links every
+// lane in rounds as large as one linker's, and more share the lanes out;
+// more rounds at once than CPUs to run them would only contend for the
+// same indexes.
+func Workers() int { return max(1, min(Lanes, runtime.GOMAXPROCS(0)/2)) }
 
 // LaneOf is the lane of a reference key (resolver.ReferenceKey): lane 0 for
 // a key that begins with "{" (a derived Go reference is its own key, and
@@ -74,22 +83,21 @@ func (Args) InsertOpts() river.InsertOpts {
 }
 
 // The advisory lock keys the linker and the jobs that hand it work take
-// (transaction-scoped, so they hold through a transaction pooler), one of
-// each per lane: linkerLock + lane, gateLock + lane.
+// (transaction-scoped, so they hold through a transaction pooler): a
+// linker lock per lane (linkerLock + lane) and one gate.
 const (
 	// linkerLock is held, exclusively, by a lane's round: one at a time in
 	// each lane.
 	linkerLock int64 = 0x72656c61796c6e6b // "relaylnk"
-	// gateLock is held shared by every transaction that queues work in the
-	// lane and looks for its link job (EnsureTx), exclusively by the lane's
-	// link job while it checks that nothing is queued and completes: a row
-	// queued while the link job finishes is seen by it, or finds it
-	// finished and inserts the next one.
+	// gateLock is held shared by every transaction that queues work and
+	// looks for link jobs (EnsureTx), exclusively by a lane's link job
+	// while it checks that its lane is empty and completes: a row queued
+	// while the link job finishes is seen by it, or finds it finished and
+	// inserts the next one.
 	gateLock int64 = 0x72656c6179676174 // "relaygat"
 )
 
 func linkerKey(lane int) int64 { return linkerLock + int64(lane) }
-func gateKey(lane int) int64   { return gateLock + int64(lane) }
 
 // Ref is one reference a job hands the linker: its source POI and the
 // reference.
@@ -154,42 +162,43 @@ func Queue(b *pgx.Batch, e Entry) []int {
 		at(0).changed = append(at(0).changed, e.Changed...)
 	}
 	var lanes []int
+	var changed, srcs, names, types []string
 	for l, c := range byLane {
 		if c == nil {
 			continue
 		}
 		lanes = append(lanes, l)
-		b.Queue(`
+		// Each lane's arrays as one text literal (arrays of arrays must be
+		// rectangular), so that one statement inserts every lane's row.
+		changed, srcs = append(changed, arrayLiteral(c.changed)), append(srcs, arrayLiteral(c.srcs))
+		names, types = append(names, arrayLiteral(c.names)), append(types, arrayLiteral(c.types))
+	}
+	b.Queue(`
 		INSERT INTO link_queue (job_id, file_id, file_version, replace, published_at, changed, ref_sources, ref_names, ref_types,
 		                        publish_xid, repository, lane)
-		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)
+		SELECT $1, $2, $3, $4, $5, u.changed::text[], u.srcs::text[], u.names::text[], u.types::text[], $10, $11, u.lane
+		FROM unnest($6::text[], $7::text[], $8::text[], $9::text[], $12::smallint[]) AS u(changed, srcs, names, types, lane)
 		ON CONFLICT (repository, job_id, lane) DO UPDATE SET file_version = excluded.file_version, replace = excluded.replace,
 			changed = excluded.changed, ref_sources = excluded.ref_sources, ref_names = excluded.ref_names,
 			ref_types = excluded.ref_types`,
-			e.JobID, e.FileID, e.FileVersion, e.Replace, e.PublishedAt, c.changed, c.srcs, c.names, c.types, e.PublishXID, e.Repository, l)
-	}
+		e.JobID, e.FileID, e.FileVersion, e.Replace, e.PublishedAt, changed, srcs, names, types, e.PublishXID, e.Repository, lanes)
 	return lanes
 }
 
 // EnsureTx makes sure that a link job will read what tx queued in lanes
-// (Queue's result): it takes their gate locks shared (held until tx ends)
-// and inserts, with the River client in ctx (a worker's,
+// (Queue's result): it takes the gate lock shared (held until tx ends) and
+// inserts, with the River client in ctx (a worker's,
 // river.ClientFromContext), a link job for each of them that has none
 // waiting or running. A running link job completes only after it has taken
-// its lane's gate exclusively and found the lane empty, so it either sees
-// tx's rows or has completed before tx looks, and tx inserts the next.
+// the gate exclusively and found its lane empty, so it either sees tx's
+// rows or has completed before tx looks, and tx inserts the next.
 func EnsureTx(ctx context.Context, tx pgx.Tx, lanes []int) error {
 	lanes = slices.Sorted(slices.Values(lanes))
 	lanes = slices.Compact(lanes)
-	keys := make([]int64, len(lanes))
-	for i, l := range lanes {
-		keys[i] = gateKey(l)
-	}
-	// Two statements: the look must read a snapshot taken after the locks
-	// were granted (a statement's snapshot is taken when it starts). The
-	// locks are taken in lane order, as every transaction takes them.
-	if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock_shared(k) FROM unnest($1::bigint[]) AS k`, keys); err != nil {
-		return fmt.Errorf("error taking the link gates: %w", err)
+	// Two statements: the look must read a snapshot taken after the lock
+	// was granted (a statement's snapshot is taken when it starts).
+	if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock_shared($1)`, gateLock); err != nil {
+		return fmt.Errorf("error taking the link gate: %w", err)
 	}
 	var waiting []int
 	if err := tx.QueryRow(ctx, `
@@ -215,6 +224,28 @@ func EnsureTx(ctx context.Context, tx pgx.Tx, lanes []int) error {
 		return fmt.Errorf("error inserting link jobs: %w", err)
 	}
 	return nil
+}
+
+// arrayLiteral writes ss as a PostgreSQL text[] literal, every element
+// quoted.
+func arrayLiteral(ss []string) string {
+	var b strings.Builder
+	b.WriteByte('{')
+	for i, s := range ss {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		b.WriteByte('"')
+		for _, r := range s {
+			if r == '"' || r == '\\' {
+				b.WriteByte('\\')
+			}
+			b.WriteRune(r)
+		}
+		b.WriteByte('"')
+	}
+	b.WriteByte('}')
+	return b.String()
 }
 
 // EveryLane is a link job for each lane, to insert where no worker's

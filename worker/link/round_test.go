@@ -31,25 +31,41 @@ func queueCallers(t *testing.T, db *pgxpool.Pool) {
 	require.NoError(t, db.SendBatch(ctx, b).Close())
 }
 
-// roundEvery runs a round in every lane and returns their summaries added
-// up (Wait: the shortest).
+// roundEvery runs a round from lane 0, which takes every lane (no other
+// round holds one).
 func roundEvery(t *testing.T, db Beginner, lim Limits) (*Summary, error) {
 	t.Helper()
-	all := &Summary{}
-	for lane := range Lanes {
-		sum, err := Round(context.Background(), db, lane, lim)
-		if err != nil {
-			return nil, err
-		}
-		all.Rows, all.Postponed, all.Files = all.Rows+sum.Rows, all.Postponed+sum.Postponed, all.Files+sum.Files
-		all.References, all.Relationships = all.References+sum.References, all.Relationships+sum.Relationships
-		all.Unknown, all.Ambiguous, all.Reresolved = all.Unknown+sum.Unknown, all.Ambiguous+sum.Ambiguous, all.Reresolved+sum.Reresolved
-		all.Final = append(all.Final, sum.Final...)
-		if sum.Wait > 0 && (all.Wait == 0 || sum.Wait < all.Wait) {
-			all.Wait = sum.Wait
-		}
+	return Round(context.Background(), db, 0, lim)
+}
+
+// A round takes its home lane, waiting for it, and every other lane no
+// round holds; a lane another round holds is left to that round.
+func TestRound_TakesTheLanesNoOtherRoundHolds(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	db := testdb.New(t)
+	queueCallers(t, db.Pool)
+	other, err := db.Pool.Begin(ctx)
+	require.NoError(t, err)
+	defer func() { _ = other.Rollback(ctx) }()
+	busy := LaneOf("a") // b.js's row (b1 calls a)
+	_, err = other.Exec(ctx, `SELECT pg_advisory_xact_lock($1)`, linkerKey(busy))
+	require.NoError(t, err)
+
+	home := (busy + 1) % Lanes
+	sum, err := Round(ctx, db.Pool, home, Limits{Rows: RoundRowsDefault})
+	require.NoError(t, err)
+	if LaneOf("b") == busy {
+		require.Zero(t, sum.Rows, "both rows are in the lane another round holds")
+	} else {
+		require.Equal(t, 1, sum.Rows, "a.js's row linked, b.js's left to the lane's holder")
 	}
-	return all, nil
+	require.Equal(t, 1, testdb.Count(t, db.Pool, `SELECT count(*) FROM link_queue WHERE file_id = 'b.js'`))
+	require.NoError(t, other.Rollback(ctx))
+	require.NoError(t, Drain(ctx, db.Pool))
+	require.Equal(t, 2, testdb.Count(t, db.Pool, `SELECT count(*) FROM relationships`))
+	require.Equal(t, 1, testdb.Count(t, db.Pool, `SELECT count(*) FROM link_rounds WHERE $1 = ANY(lanes) AND NOT $2 = ANY(lanes)`, int16(home), int16(busy)),
+		"the first round held its home lane, not the busy one")
 }
 
 // A round leaves the rows of a file whose row a publish holds for a later

@@ -72,7 +72,8 @@ func NewWorker(db Beginner, cfg Config, logger *slog.Logger, obs Observer) *Work
 // of its own but the context's.
 func (w *Worker) Timeout(*river.Job[Args]) time.Duration { return -1 }
 
-// Work runs rounds of the job's lane until the lane is empty, waiting for rows younger
+// Work runs rounds from the job's lane (each also takes every other lane
+// no round holds: Round) until the lane is empty, waiting for rows younger
 // than Delay, then completes the job under the gate lock (finish); after
 // Handover it completes and inserts the next link job in one transaction
 // instead. A round that fails on a conflict
@@ -93,19 +94,12 @@ func (w *Worker) Work(ctx context.Context, job *river.Job[Args]) error {
 		}
 		if sum.Rows > 0 {
 			w.obs.Linked(sum)
-			w.logger.DebugContext(ctx, "link round", slog.Int("rows", sum.Rows), slog.Int("files", sum.Files),
+			w.logger.DebugContext(ctx, "link round", slog.Int("lane", job.Args.Lane), slog.Int("rows", sum.Rows), slog.Int("files", sum.Files),
 				slog.Int("references", sum.References), slog.Int64("relationships", sum.Relationships),
 				slog.Int("reresolved_references", sum.Reresolved), slog.Duration("duration", sum.Duration))
 		}
 		handover := time.Since(start) > w.cfg.Handover
 		if sum.Rows > 0 && !handover {
-			if sum.Rows < lim.Rows/2 && w.cfg.Delay > 0 {
-				select {
-				case <-ctx.Done():
-					return ctx.Err()
-				case <-time.After(w.cfg.Delay):
-				}
-			}
 			continue
 		}
 		if wait := cmp.Or(sum.Wait, postponed(sum, w.cfg.Postponed)); wait > 0 && !handover {
@@ -125,9 +119,9 @@ func (w *Worker) Work(ctx context.Context, job *river.Job[Args]) error {
 
 // finish completes job if its lane is empty, or when handover is set by
 // inserting the lane's next link job with it, and reports whether it did.
-// It holds the lane's linker and gate locks exclusively: every transaction
-// that queued a row in the lane and saw this job waiting or running has
-// committed, so its row is seen here.
+// It holds the lane's linker lock and the gate exclusively: every
+// transaction that queued a row in the lane and saw this job waiting or
+// running has committed, so its row is seen here.
 func (w *Worker) finish(ctx context.Context, job *river.Job[Args], handover bool) (bool, error) {
 	tx, err := w.db.Begin(ctx)
 	if err != nil {
@@ -137,7 +131,7 @@ func (w *Worker) finish(ctx context.Context, job *river.Job[Args], handover bool
 	// The look is a statement of its own, so that its snapshot is taken
 	// after the locks were granted.
 	lane := job.Args.Lane
-	if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock($1), pg_advisory_xact_lock($2)`, linkerKey(lane), gateKey(lane)); err != nil {
+	if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock($1), pg_advisory_xact_lock($2)`, linkerKey(lane), gateLock); err != nil {
 		return false, fmt.Errorf("error finishing link job: %w", err)
 	}
 	var queued bool
