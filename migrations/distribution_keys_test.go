@@ -26,8 +26,8 @@ var (
 		"failed_pois_status_class_idx":        true,
 		"failed_pois_status_failed_at_idx":    true,
 		"failed_pois_status_file_id_idx":      true,
-		// A River job's rows, deleted when the linker's round is done.
-		"link_queue_job_id_idx": true,
+		// A linker lane's rows in job order, read across repositories.
+		"link_queue_lane_job_id_idx": true,
 		// Supplied references by symbol, which may cross repositories, and
 		// the references into a deleted POI of another repository.
 		"pois_symbol_idx":                  true,

@@ -28,6 +28,9 @@ type DownEffect struct {
 	RebuildsColumns []string `json:"rebuilds_columns,omitempty"`
 	// DeletesFrom are the tables it deletes rows from.
 	DeletesFrom []string `json:"deletes_from,omitempty"`
+	// MergesRowsOf are tables whose rows it merges: it deletes rows after
+	// copying what they hold into the rows it keeps, so nothing is lost.
+	MergesRowsOf []string `json:"merges_rows_of,omitempty"`
 	// Note says in one line what the rollback does, for the prompt and docs.
 	Note string `json:"note"`
 	// Unknown marks a version this build has no entry for (applied by a
@@ -53,6 +56,7 @@ func (e DownEffect) Tables() []string {
 		out = append(out, table)
 	}
 	out = append(out, e.DeletesFrom...)
+	out = append(out, e.MergesRowsOf...)
 	slices.Sort(out)
 	return slices.Compact(out)
 }
@@ -208,8 +212,9 @@ var DownEffects = map[int64]DownEffect{
 		Note: "relay_callers and relay_callees plan every call again; no data lost",
 	},
 	32: {
-		DropsDerivedColumns: []string{"link_rounds.began_at", "link_rounds.locked_at"},
-		Note:                "link rounds no longer record how long they waited for the linker lock and held it; no data lost",
+		DropsDerivedColumns: []string{"link_queue.lane", "link_rounds.lanes", "link_rounds.began_at", "link_rounds.locked_at"},
+		MergesRowsOf:        []string{"link_queue"},
+		Note:                "merges each job's link_queue rows (one per linker lane) back into one; no data lost",
 	},
 }
 

@@ -91,7 +91,7 @@ func NewClient(pool *pgxpool.Pool, cfg *Config, logger *slog.Logger, opts *Optio
 
 	all := map[string]river.QueueConfig{
 		outbox.QueueResolve: {MaxWorkers: cfg.Concurrency},
-		link.QueueLink:      {MaxWorkers: 1},
+		link.QueueLink:      {MaxWorkers: link.Workers()},
 		mapreduce.Queue:     {MaxWorkers: cfg.MapReduceParallel},
 		QueueMaintenance:    {MaxWorkers: 1},
 	}

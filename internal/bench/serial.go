@@ -13,23 +13,32 @@ import (
 )
 
 // Serial is how much of a run's wall time went to the sections that run
-// one at a time. The one on the path of every batch is the linker lock
-// (worker/link): link_rounds says how long each round waited for it and
-// held it (to the clock of its last statement, just before it commits).
-// Rounds that found link_queue empty are not recorded; they hold the lock
-// for one read.
+// one at a time: each linker lane's lock, from link_rounds (a round's wait
+// for its lane and its hold of it, read to the clock of its last
+// statement). Rounds that found their lane empty are not recorded; they
+// hold the lock for one read.
 type Serial struct {
-	// Rounds is how many link rounds the run committed.
-	Rounds int `json:"rounds"`
-	// LinkerHeldShare and LinkerWaitShare are the rounds' hold of the
-	// linker lock and their wait for it, over the run's wall time.
-	LinkerHeldShare float64 `json:"linker_held_share"`
-	LinkerWaitShare float64 `json:"linker_wait_share"`
-	// LinkerSeconds is the rounds' hold, added up.
-	LinkerSeconds float64 `json:"linker_seconds"`
+	// Lanes are the lanes that ran a round, by lane.
+	Lanes []LaneShare `json:"lanes"`
+	// MaxHeldShare and MaxWaitShare are the largest of Lanes': the serial
+	// share that bounds the run (Amdahl).
+	MaxHeldShare float64 `json:"max_held_share"`
+	MaxWaitShare float64 `json:"max_wait_share"`
+	// LinkSeconds is every round's hold, added up over the lanes.
+	LinkSeconds float64 `json:"link_seconds"`
 	// Waits are the wait events sampled (--sample-waits), most frequent
 	// first.
 	Waits []WaitSample `json:"waits,omitempty"`
+}
+
+// LaneShare is one lane's rounds in a run.
+type LaneShare struct {
+	Lane   int `json:"lane"`
+	Rounds int `json:"rounds"`
+	// HeldShare and WaitShare are its rounds' hold of the lane's lock and
+	// their wait for it, over the run's wall time.
+	HeldShare float64 `json:"held_share"`
+	WaitShare float64 `json:"wait_share"`
 }
 
 // WaitSample is one wait event (or "cpu") and statement seen among the
@@ -40,28 +49,29 @@ type WaitSample struct {
 	Samples   int    `json:"samples"`
 }
 
-// lastRound is the id of the last link round committed so far (0: none):
-// a run's rounds are those after it.
-func lastRound(ctx context.Context, pool *pgxpool.Pool) (int64, error) {
-	var id int64
-	if err := pool.QueryRow(ctx, `SELECT coalesce(max(id), 0) FROM link_rounds`).Scan(&id); err != nil {
-		return 0, fmt.Errorf("error reading link rounds: %w", err)
-	}
-	return id, nil
-}
-
-// serialShares reads the link rounds after round after (the run's) and
-// sets their shares of wall seconds.
-func serialShares(ctx context.Context, pool *pgxpool.Pool, after int64, wall float64) (*Serial, error) {
-	s := &Serial{}
-	var wait float64
-	if err := pool.QueryRow(ctx, `
-		SELECT count(*), coalesce(sum(extract(epoch FROM linked_at - locked_at)), 0)::float8,
+// serialShares reads the run's link rounds (the database holds only this
+// run's) and sets each lane's shares of wall seconds.
+func serialShares(ctx context.Context, pool *pgxpool.Pool, wall float64) (*Serial, error) {
+	rows, err := pool.Query(ctx, `
+		SELECT lane, count(*), coalesce(sum(extract(epoch FROM linked_at - locked_at)), 0)::float8,
 		       coalesce(sum(extract(epoch FROM locked_at - began_at)), 0)::float8
-		FROM link_rounds WHERE id > $1 AND locked_at IS NOT NULL`, after).Scan(&s.Rounds, &s.LinkerSeconds, &wait); err != nil {
+		FROM link_rounds CROSS JOIN LATERAL unnest(lanes) AS lane GROUP BY lane ORDER BY lane`)
+	if err != nil {
 		return nil, fmt.Errorf("error reading link rounds: %w", err)
 	}
-	s.LinkerHeldShare, s.LinkerWaitShare = ratio(s.LinkerSeconds, wall), ratio(wait, wall)
+	s := &Serial{Lanes: []LaneShare{}}
+	var l LaneShare
+	var held, wait float64
+	_, err = pgx.ForEachRow(rows, []any{&l.Lane, &l.Rounds, &held, &wait}, func() error {
+		l.HeldShare, l.WaitShare = ratio(held, wall), ratio(wait, wall)
+		s.Lanes = append(s.Lanes, l)
+		s.LinkSeconds += held
+		s.MaxHeldShare, s.MaxWaitShare = max(s.MaxHeldShare, l.HeldShare), max(s.MaxWaitShare, l.WaitShare)
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("error reading link rounds: %w", err)
+	}
 	return s, nil
 }
 
@@ -141,8 +151,12 @@ func printSerial(w interface{ Write([]byte) (int, error) }, s *Serial) {
 	if s == nil {
 		return
 	}
-	fmt.Fprintf(w, "  serial sections, of wall time: the linker lock held %.1f%% and waited for %.1f%% (%d rounds, %.2f s)\n",
-		100*s.LinkerHeldShare, 100*s.LinkerWaitShare, s.Rounds, s.LinkerSeconds)
+	var lanes []string
+	for _, l := range s.Lanes {
+		lanes = append(lanes, fmt.Sprintf("%d: %.1f%%+%.1f%%", l.Lane, 100*l.HeldShare, 100*l.WaitShare))
+	}
+	fmt.Fprintf(w, "  serial sections (linker lanes, held+waited, of wall time): max held %.1f%%, max waited %.1f%%; %.2f s of rounds in all; %s\n",
+		100*s.MaxHeldShare, 100*s.MaxWaitShare, s.LinkSeconds, strings.Join(lanes, ", "))
 	for _, x := range s.Waits {
 		fmt.Fprintf(w, "    %5d  %-28s %s\n", x.Samples, x.Event, x.Statement)
 	}

@@ -59,10 +59,15 @@ type Options struct {
 const riverConns = 4
 
 // workerExtraConns is what a worker process runs beside its batches on the
-// pool: the SQL publish queue's drain loops, the link job, the connection
+// pool: the SQL publish queue's drain loops, a link job per lane, the connection
 // its heartbeat holds (liveness.Liveness.Run) and the one --until-idle's
 // queue reads hold (worker.WaitIdle).
-const workerExtraConns = outbox.DrainLoopsDefault + 3
+const workerExtraConns = outbox.DrainLoopsDefault + linkLanes + 2
+
+// linkLanes is worker/link.Lanes, which this package cannot import (link's
+// tests open databases through it); TestOptionsFromConfig_PoolFitsTheWorkersAndRiver
+// keeps the two equal.
+const linkLanes = 8
 
 // OptionsFromConfig picks the pool settings out of relay's configuration.
 // The pool holds a connection for every batch a worker runs at once, for

@@ -46,7 +46,8 @@ type Deleted struct {
 	// QueuedAnalyses counts its analyses queued by the SQL publish API
 	// (publish_queue), never published.
 	QueuedAnalyses int64 `json:"queued_analyses"`
-	// LinkQueue counts its link_queue rows not yet linked.
+	// LinkQueue counts the jobs whose link_queue rows (one per lane) are
+	// not yet linked.
 	LinkQueue        int64 `json:"link_queue"`
 	RejectedAnalyses int64 `json:"rejected_analyses"`
 	// FailedPOIs counts its failed_pois rows deleted (Options.PurgeFailed);
@@ -79,7 +80,7 @@ const previewSQL = `
 	       (SELECT count(*) FROM pois WHERE repository = $1),
 	       (SELECT count(*) FROM poi_references WHERE repository = $1),
 	       (SELECT count(*) FROM publish_queue WHERE repository = $1),
-	       (SELECT count(*) FROM link_queue WHERE repository = $1),
+	       (SELECT count(DISTINCT job_id) FROM link_queue WHERE repository = $1),
 	       (SELECT count(*) FROM rejected_analyses WHERE repository = $1),
 	       (SELECT count(*) FROM failed_pois WHERE repository = $1 AND status <> 'reprocessing'),
 	       (SELECT count(*) FROM failed_pois WHERE repository = $1 AND status = 'reprocessing'),
@@ -174,7 +175,8 @@ func isConflict(err error) bool {
 // statement (one snapshot: the symbols queued are those of exactly the
 // POIs deleted; the pois trigger runs once, and each file's cascade finds
 // its POIs gone) and inserts the delete's link_queue row with their
-// symbols ($2 is resolver.SymbolPrefix). It returns the counts, the
+// symbols, one in every lane ($2 is resolver.SymbolPrefix, $3 link.Lanes).
+// It returns the counts, the
 // references of other repositories that targeted the repository (before
 // the trigger cleared them) and the row's job_id.
 const deleteSQL = `
@@ -183,28 +185,28 @@ const deleteSQL = `
 	     f AS (DELETE FROM files WHERE repository = $1 RETURNING 1),
 	     x AS (SELECT pg_current_xact_id()::text::bigint AS xid),
 	     q AS (INSERT INTO link_queue (job_id, repository, file_id, file_version, replace, published_at, changed,
-	                                   ref_sources, ref_names, ref_types, publish_xid)
+	                                   ref_sources, ref_names, ref_types, publish_xid, lane)
 	           SELECT -x.xid, $1, '', NULL, false, now(),
-	                  ARRAY(SELECT DISTINCT $2 || symbol FROM p WHERE symbol IS NOT NULL), '{}', '{}', '{}', x.xid
-	           FROM x
+	                  ARRAY(SELECT DISTINCT $2 || symbol FROM p WHERE symbol IS NOT NULL), '{}', '{}', '{}', x.xid, l
+	           FROM x CROSS JOIN generate_series(0, $3 - 1) AS l
 	           RETURNING job_id)
 	SELECT (SELECT count(*) FROM f), (SELECT count(*) FROM p), (SELECT count(*) FROM r),
 	       (SELECT count(*) FROM poi_references
 	        WHERE target_repository = $1 AND target_poi_id IS NOT NULL AND repository <> $1),
-	       (SELECT job_id FROM q)`
+	       (SELECT min(job_id) FROM q)`
 
 // mergeQueuedSQL deletes repository $1's other link_queue rows ($2 is the
 // delete's own) and adds the symbols they changed ($3 is
-// resolver.SymbolPrefix) to the delete's row: their references are gone,
+// resolver.SymbolPrefix) to the delete's rows: their references are gone,
 // but other repositories' references by those symbols may not have been
 // resolved again yet. It returns the rows deleted and the symbols queued.
 const mergeQueuedSQL = `
-	WITH gone AS (DELETE FROM link_queue WHERE repository = $1 AND job_id <> $2 RETURNING changed)
+	WITH gone AS (DELETE FROM link_queue WHERE repository = $1 AND job_id <> $2 RETURNING job_id, changed)
 	UPDATE link_queue l SET changed = ARRAY(
 		SELECT k FROM unnest(l.changed) AS k
 		UNION SELECT k FROM gone, unnest(gone.changed) AS k WHERE starts_with(k, $3))
 	WHERE l.repository = $1 AND l.job_id = $2
-	RETURNING (SELECT count(*) FROM gone), cardinality(l.changed)`
+	RETURNING (SELECT count(DISTINCT job_id) FROM gone), cardinality(l.changed)`
 
 // requeuedSQL counts the other repositories' references by the symbols of
 // the delete's link_queue row (through poi_references_symbol_key_idx).
@@ -213,7 +215,7 @@ const requeuedSQL = `
 	CROSS JOIN LATERAL unnest(l.changed) AS k
 	CROSS JOIN LATERAL (SELECT 1 FROM poi_references r
 	                    WHERE r.key = k AND r.key LIKE 'sym:%' AND r.repository <> $1 OFFSET 0) r
-	WHERE l.repository = $1 AND l.job_id = $2`
+	WHERE l.repository = $1 AND l.job_id = $2 AND l.lane = 0`
 
 func (s *Store) deleteTx(ctx context.Context, name string, opts Options) (*Deleted, error) {
 	start := time.Now()
@@ -247,7 +249,7 @@ func (s *Store) deleteTx(ctx context.Context, name string, opts Options) (*Delet
 		slog.Int64("queued_analyses", d.QueuedAnalyses), slog.Duration("elapsed", time.Since(start)))
 
 	var jobID int64
-	if err := tx.QueryRow(ctx, deleteSQL, name, resolver.SymbolPrefix).Scan(&d.Files, &d.POIs, &d.References,
+	if err := tx.QueryRow(ctx, deleteSQL, name, resolver.SymbolPrefix, link.Lanes).Scan(&d.Files, &d.POIs, &d.References,
 		&d.ReferencesCleared, &jobID); err != nil {
 		return nil, fmt.Errorf("error deleting files, POIs and references: %w", err)
 	}
@@ -268,11 +270,12 @@ func (s *Store) deleteTx(ctx context.Context, name string, opts Options) (*Delet
 			return nil, fmt.Errorf("error counting the references to resolve again: %w", err)
 		}
 		// Inserted unconditionally (link.EnsureTx needs a worker's
-		// context): a link job inserted in this transaction reads the row
-		// once it commits; a link job already waiting makes this one
-		// redundant, and it completes at once finding nothing queued.
-		if _, err := s.jobs.InsertTx(ctx, tx, link.Args{}, nil); err != nil {
-			return nil, fmt.Errorf("error inserting a link job: %w", err)
+		// context): a link job inserted in this transaction reads its
+		// lane's row once it commits; a link job already waiting makes
+		// this one redundant, and it completes at once finding nothing
+		// queued.
+		if _, err := s.jobs.InsertManyTx(ctx, tx, link.EveryLane()); err != nil {
+			return nil, fmt.Errorf("error inserting link jobs: %w", err)
 		}
 	}
 	log.InfoContext(ctx, "deleting repository: link queue updated", slog.Int64("link_queue", d.LinkQueue),

@@ -16,6 +16,7 @@ import (
 	"github.com/relay-dev/relay/internal/workerconfig"
 	"github.com/relay-dev/relay/outbox"
 	"github.com/relay-dev/relay/worker"
+	"github.com/relay-dev/relay/worker/link"
 )
 
 type testBundle struct {
@@ -271,9 +272,10 @@ func TestDelete_KeepsTheSymbolsOfQueuedLinkRows(t *testing.T) {
 	b.publish(t, "acme/c", "s.go", fn("c1", "s.go", "m/S"), fn("c2", "s.go", ""))
 	_, err := b.db.Pool.Exec(ctx, `
 		INSERT INTO link_queue (job_id, repository, file_id, file_version, replace, published_at, changed, ref_sources, ref_names,
-		                        ref_types, publish_xid)
-		VALUES (424242, 'acme/c', 'gone.go', NULL, false, now(), '{sym:m/T,T,id:x}', '{}', '{}', '{}', 0),
-		       (424243, 'acme/other', 'o.go', NULL, false, now(), '{sym:m/U}', '{}', '{}', '{}', 0)`)
+		                        ref_types, publish_xid, lane)
+		SELECT j, r, f, NULL, false, now(), c, '{}', '{}', '{}', 0, l
+		FROM (VALUES (424242, 'acme/c', 'gone.go', '{sym:m/T,T,id:x}'::text[]), (424243, 'acme/other', 'o.go', '{sym:m/U}'))
+			AS q(j, r, f, c), generate_series(0, $1 - 1) AS l`, link.Lanes)
 	require.NoError(t, err)
 
 	d, err := b.store.Delete(ctx, "acme/c", repositories.Options{})
@@ -281,13 +283,14 @@ func TestDelete_KeepsTheSymbolsOfQueuedLinkRows(t *testing.T) {
 	require.Equal(t, int64(1), d.LinkQueue)
 	var jobID, xid int64
 	var changed []string
-	require.NoError(t, b.db.Pool.QueryRow(ctx, `SELECT job_id, publish_xid, changed FROM link_queue WHERE repository = 'acme/c'`).
+	require.Equal(t, link.Lanes, b.count(t, `SELECT count(*) FROM link_queue WHERE repository = 'acme/c'`), "the delete's row, in every lane")
+	require.NoError(t, b.db.Pool.QueryRow(ctx, `SELECT job_id, publish_xid, changed FROM link_queue WHERE repository = 'acme/c' AND lane = 0`).
 		Scan(&jobID, &xid, &changed))
 	require.Equal(t, -xid, jobID)
 	require.Positive(t, xid)
 	require.ElementsMatch(t, []string{"sym:m/S", "sym:m/T"}, changed)
-	require.Equal(t, 1, b.count(t, `SELECT count(*) FROM link_queue WHERE repository = 'acme/other'`))
-	require.Equal(t, 1, b.count(t, `SELECT count(*) FROM river_job WHERE kind = 'link' AND state = 'available'`))
+	require.Equal(t, link.Lanes, b.count(t, `SELECT count(*) FROM link_queue WHERE repository = 'acme/other'`))
+	require.Equal(t, link.Lanes, b.count(t, `SELECT count(*) FROM river_job WHERE kind = 'link' AND state = 'available'`), "a link job per lane")
 
 	b.start(t)
 	b.drain(t)

@@ -23,7 +23,7 @@ import (
 // JobInserter inserts a River job in a transaction; *river.Client[pgx.Tx]
 // is one (an insert-only client is enough).
 type JobInserter interface {
-	InsertTx(ctx context.Context, tx pgx.Tx, args river.JobArgs, opts *river.InsertOpts) (*rivertype.JobInsertResult, error)
+	InsertManyTx(ctx context.Context, tx pgx.Tx, params []river.InsertManyParams) ([]*rivertype.JobInsertResult, error)
 }
 
 // Store reads and deletes repositories.
@@ -33,7 +33,7 @@ type Store struct {
 	logger *slog.Logger
 }
 
-// New returns a Store over pool. jobs inserts the link job a Delete needs;
+// New returns a Store over pool. jobs inserts the link jobs a Delete needs;
 // it may be nil for a Store that only lists.
 func New(pool *pgxpool.Pool, jobs JobInserter, logger *slog.Logger) *Store {
 	return &Store{pool: pool, jobs: jobs, logger: logger}

@@ -1,19 +1,30 @@
 // Package link is relay's linker: the one place where stored references get
 // their targets (docs/design.md, "Resolution protocol").
 //
+// Linking runs in Lanes lanes. A stored reference belongs to the lane of
+// its key (LaneOf), and only that lane's rounds write it; the lanes run
+// side by side, and the rounds of one lane one at a time.
+//
 // A resolve_file job hands the linker its file's references and the names
-// its publish changed (Queue, one link_queue row, in the job's transaction)
-// and makes sure a link job is on its way (EnsureTx). The link job, one at a
-// time, runs rounds: each reads queued rows, resolves with resolver.Lookup
-// the rows' references and every stored reference that looks up a name a
-// row changed, writes the targets and deletes the rows it read, in one
-// transaction. So once no link job is left, every stored reference has the
-// target resolver.Lookup gives it against the final symbol table.
+// its publish changed (Queue: one link_queue row per lane that has work, in
+// the job's transaction) and makes sure a link job is on its way for each
+// of those lanes (EnsureTx). A lane's link job runs rounds: each reads the
+// lane's queued rows, resolves with resolver.Lookup the rows' references
+// of the lane's keys and every stored reference of the lane that looks up
+// a name a row changed, writes the targets and deletes the rows it read, in
+// one transaction. So once no link job is left, every stored reference has
+// the target resolver.Lookup gives it against the final symbol table: the
+// references a publish's change can move are those that look the name up
+// by their key, all in the name's lane, and the derived ones that depend
+// on it, all in lane 0 (LaneOf).
 package link
 
 import (
 	"context"
 	"fmt"
+	"hash/fnv"
+	"runtime"
+	"slices"
 	"strings"
 	"time"
 
@@ -29,8 +40,38 @@ const (
 	QueueLink = "relay_link"
 )
 
-// Args are the link job's arguments: none; the work is in link_queue.
-type Args struct{}
+// Lanes is how many lanes link references side by side. It is part of the
+// schema's meaning, not a setting: a stored reference's lane (LaneOf its
+// key) decides which lane's rounds resolve it again, so every process must
+// agree on it, and changing it needs a migration that re-queues the rows.
+const Lanes = 8
+
+// Workers is how many link jobs a worker process runs at once: half the
+// CPUs it may use (GOMAXPROCS), at least 1, at most Lanes. A round takes
+// every lane no other round holds (Round), so one link worker links every
+// lane in rounds as large as one linker's, and more share the lanes out;
+// more rounds at once than CPUs to run them would only contend for the
+// same indexes.
+func Workers() int { return max(1, min(Lanes, runtime.GOMAXPROCS(0)/2)) }
+
+// LaneOf is the lane of a reference key (resolver.ReferenceKey): lane 0 for
+// a key that begins with "{" (a derived Go reference is its own key, and
+// only lane 0 reads derived references through the names they depend
+// on), otherwise FNV-1a of the key, modulo Lanes.
+func LaneOf(key string) int {
+	if strings.HasPrefix(key, "{") {
+		return 0
+	}
+	h := fnv.New32a()
+	_, _ = h.Write([]byte(key))
+	return int(h.Sum32() % Lanes)
+}
+
+// Args are the link job's arguments: its lane; the work is in link_queue.
+// A job inserted without one (before lanes) links lane 0.
+type Args struct {
+	Lane int `json:"lane"`
+}
 
 // Kind is Kind.
 func (Args) Kind() string { return Kind }
@@ -42,17 +83,21 @@ func (Args) InsertOpts() river.InsertOpts {
 }
 
 // The advisory lock keys the linker and the jobs that hand it work take
-// (transaction-scoped, so they hold through a transaction pooler).
+// (transaction-scoped, so they hold through a transaction pooler): a
+// linker lock per lane (linkerLock + lane) and one gate.
 const (
-	// linkerLock is held, exclusively, by a linker round: one at a time.
+	// linkerLock is held, exclusively, by a lane's round: one at a time in
+	// each lane.
 	linkerLock int64 = 0x72656c61796c6e6b // "relaylnk"
 	// gateLock is held shared by every transaction that queues work and
-	// looks for a link job (EnsureTx), exclusively by a link job while it
-	// checks that nothing is queued and completes: a row queued while the
-	// link job finishes is seen by it, or finds it finished and inserts the
-	// next one.
+	// looks for link jobs (EnsureTx), exclusively by a lane's link job
+	// while it checks that its lane is empty and completes: a row queued
+	// while the link job finishes is seen by it, or finds it finished and
+	// inserts the next one.
 	gateLock int64 = 0x72656c6179676174 // "relaygat"
 )
+
+func linkerKey(lane int) int64 { return linkerLock + int64(lane) }
 
 // Ref is one reference a job hands the linker: its source POI and the
 // reference.
@@ -88,56 +133,130 @@ type Entry struct {
 	Refs    []Ref
 }
 
-// Queue queues e's link_queue row on b, to run in the job's transaction.
-func Queue(b *pgx.Batch, e Entry) {
-	srcs, names, types := make([]string, len(e.Refs)), make([]string, len(e.Refs)), make([]string, len(e.Refs))
-	for i, r := range e.Refs {
-		srcs[i], names[i], types[i] = r.Source, r.Name, string(r.Type)
+// Queue queues e's link_queue rows on b, to run in the job's transaction,
+// and returns their lanes: a row in each lane that has one of Refs or one
+// of the changed names (by its key, LaneOf), holding those; lane 0's row,
+// queued whenever e changed a name, holds every changed name (lane 0 reads
+// the derived references that depend on any of them). With neither, one
+// row in lane 0 still reports the publish linked.
+func Queue(b *pgx.Batch, e Entry) []int {
+	type cols struct{ srcs, names, types, changed []string }
+	var byLane [Lanes]*cols
+	at := func(l int) *cols {
+		if byLane[l] == nil {
+			byLane[l] = &cols{srcs: []string{}, names: []string{}, types: []string{}, changed: []string{}}
+		}
+		return byLane[l]
 	}
-	changed := e.Changed
-	if changed == nil {
-		changed = []string{}
+	for _, r := range e.Refs {
+		c := at(LaneOf(resolver.ReferenceKey(r.Name)))
+		c.srcs, c.names, c.types = append(c.srcs, r.Source), append(c.names, r.Name), append(c.types, string(r.Type))
+	}
+	for _, k := range e.Changed {
+		if l := LaneOf(k); l != 0 {
+			c := at(l)
+			c.changed = append(c.changed, k)
+		}
+	}
+	if len(e.Changed) > 0 || byLane[0] != nil || slices.IndexFunc(byLane[:], func(c *cols) bool { return c != nil }) < 0 {
+		at(0).changed = append(at(0).changed, e.Changed...)
+	}
+	var lanes []int
+	var changed, srcs, names, types []string
+	for l, c := range byLane {
+		if c == nil {
+			continue
+		}
+		lanes = append(lanes, l)
+		// Each lane's arrays as one text literal (arrays of arrays must be
+		// rectangular), so that one statement inserts every lane's row.
+		changed, srcs = append(changed, arrayLiteral(c.changed)), append(srcs, arrayLiteral(c.srcs))
+		names, types = append(names, arrayLiteral(c.names)), append(types, arrayLiteral(c.types))
 	}
 	b.Queue(`
 		INSERT INTO link_queue (job_id, file_id, file_version, replace, published_at, changed, ref_sources, ref_names, ref_types,
-		                        publish_xid, repository)
-		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)
-		ON CONFLICT (repository, job_id) DO UPDATE SET file_version = excluded.file_version, replace = excluded.replace,
+		                        publish_xid, repository, lane)
+		SELECT $1, $2, $3, $4, $5, u.changed::text[], u.srcs::text[], u.names::text[], u.types::text[], $10, $11, u.lane
+		FROM unnest($6::text[], $7::text[], $8::text[], $9::text[], $12::smallint[]) AS u(changed, srcs, names, types, lane)
+		ON CONFLICT (repository, job_id, lane) DO UPDATE SET file_version = excluded.file_version, replace = excluded.replace,
 			changed = excluded.changed, ref_sources = excluded.ref_sources, ref_names = excluded.ref_names,
 			ref_types = excluded.ref_types`,
-		e.JobID, e.FileID, e.FileVersion, e.Replace, e.PublishedAt, changed, srcs, names, types, e.PublishXID, e.Repository)
+		e.JobID, e.FileID, e.FileVersion, e.Replace, e.PublishedAt, changed, srcs, names, types, e.PublishXID, e.Repository, lanes)
+	return lanes
 }
 
-// EnsureTx makes sure that a link job will read what tx queued: it takes the
-// gate lock shared (held until tx ends) and, unless a link job is already
-// waiting or running, inserts one with the River client in ctx (a worker's,
-// river.ClientFromContext). A running link job completes only after it has
-// taken the gate exclusively and found link_queue empty, so it either sees
-// tx's rows or has completed before tx looks, and tx inserts the next.
-func EnsureTx(ctx context.Context, tx pgx.Tx) error {
+// EnsureTx makes sure that a link job will read what tx queued in lanes
+// (Queue's result): it takes the gate lock shared (held until tx ends) and
+// inserts, with the River client in ctx (a worker's,
+// river.ClientFromContext), a link job for each of them that has none
+// waiting or running. A running link job completes only after it has taken
+// the gate exclusively and found its lane empty, so it either sees tx's
+// rows or has completed before tx looks, and tx inserts the next.
+func EnsureTx(ctx context.Context, tx pgx.Tx, lanes []int) error {
+	lanes = slices.Sorted(slices.Values(lanes))
+	lanes = slices.Compact(lanes)
 	// Two statements: the look must read a snapshot taken after the lock
 	// was granted (a statement's snapshot is taken when it starts).
 	if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock_shared($1)`, gateLock); err != nil {
 		return fmt.Errorf("error taking the link gate: %w", err)
 	}
-	var waiting bool
+	var waiting []int
 	if err := tx.QueryRow(ctx, `
-		SELECT EXISTS (SELECT 1 FROM river_job
-		               WHERE state IN ('available', 'running', 'retryable', 'scheduled', 'pending') AND queue = $1 AND kind = $2)`,
+		SELECT coalesce(array_agg(DISTINCT coalesce((args->>'lane')::int, 0)), '{}') FROM river_job
+		WHERE state IN ('available', 'running', 'retryable', 'scheduled', 'pending') AND queue = $1 AND kind = $2`,
 		QueueLink, Kind).Scan(&waiting); err != nil {
-		return fmt.Errorf("error looking for a link job: %w", err)
+		return fmt.Errorf("error looking for link jobs: %w", err)
 	}
-	if waiting {
+	var params []river.InsertManyParams
+	for _, l := range lanes {
+		if !slices.Contains(waiting, l) {
+			params = append(params, river.InsertManyParams{Args: Args{Lane: l}})
+		}
+	}
+	if len(params) == 0 {
 		return nil
 	}
 	client, err := river.ClientFromContextSafely[pgx.Tx](ctx)
 	if err != nil {
-		return fmt.Errorf("error inserting a link job: %w", err)
+		return fmt.Errorf("error inserting link jobs: %w", err)
 	}
-	if _, err := client.InsertTx(ctx, tx, Args{}, nil); err != nil {
-		return fmt.Errorf("error inserting a link job: %w", err)
+	if _, err := client.InsertManyTx(ctx, tx, params); err != nil {
+		return fmt.Errorf("error inserting link jobs: %w", err)
 	}
 	return nil
+}
+
+// arrayLiteral writes ss as a PostgreSQL text[] literal, every element
+// quoted.
+func arrayLiteral(ss []string) string {
+	var b strings.Builder
+	b.WriteByte('{')
+	for i, s := range ss {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		b.WriteByte('"')
+		for _, r := range s {
+			if r == '"' || r == '\\' {
+				b.WriteByte('\\')
+			}
+			b.WriteRune(r)
+		}
+		b.WriteByte('"')
+	}
+	b.WriteByte('}')
+	return b.String()
+}
+
+// EveryLane is a link job for each lane, to insert where no worker's
+// context is at hand (EnsureTx needs one): a job whose lane already has one
+// waiting finds its lane empty and completes at once.
+func EveryLane() []river.InsertManyParams {
+	params := make([]river.InsertManyParams, Lanes)
+	for l := range params {
+		params[l] = river.InsertManyParams{Args: Args{Lane: l}}
+	}
+	return params
 }
 
 // keysOf returns the reference keys of names (resolver.ReferenceKey).

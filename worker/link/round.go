@@ -82,9 +82,28 @@ type row struct {
 	changed     []string
 	srcs, names []string
 	types       []string
-	// readAt is when the round read it (the linker lock held).
+	// readAt is when the round read it (the lanes' locks held).
 	readAt time.Time
+	// lane is the row's lane: the round links its references of that
+	// lane's keys only.
+	lane int
 }
+
+// lanes is a set of lanes a round holds.
+type lanes [Lanes]bool
+
+func (h lanes) list() []int32 {
+	var out []int32
+	for l, in := range h {
+		if in {
+			out = append(out, int32(l))
+		}
+	}
+	return out
+}
+
+// holds reports whether h holds the lane of reference key k.
+func (h lanes) holds(k string) bool { return h[LaneOf(k)] }
 
 // stored is a reference to resolve and store: its key, source file and
 // the target it has now (nil when new or unresolved).
@@ -105,31 +124,45 @@ func (s stored) ref() resolver.Reference {
 	return resolver.Reference{Name: s.name, Type: resolver.RelType(s.typ)}
 }
 
-// Round runs one linker round in one transaction (below). It returns a
-// Summary with Rows and Postponed zero when link_queue held no row at least
-// lim.Delay old, and Wait set when it held younger ones.
+// Round runs one link round in one transaction (below), in lane home and
+// in every other lane whose lock it gets without waiting. It returns a
+// Summary with Rows and Postponed zero when those lanes held no row at
+// least lim.Delay old, and Wait set when they held younger ones.
 //
-// A round holds the linker lock (one round at a time), reads up to lim.Rows
-// queued rows at least lim.Delay old in job order and share-locks their files' rows, skipping a
+// A round holds its lanes' linker locks (one round at a time in a lane):
+// it waits for home's, and takes the others that no round holds, so one
+// link worker links every lane in one round and several share the lanes
+// out. It reads up to lim.Rows of its lanes' queued rows at least
+// lim.Delay old in job order and share-locks their files' rows, skipping a
 // file whose row a publish holds (its rows wait for a later round). It
-// resolves, against the symbol table as its statements read it, the rows'
-// references whose file is still at the row's version, and every stored
-// reference that looks up a name a row changed; it writes the targets and
-// deletes the rows it read. A publish or job that commits after the round
-// read something has a row of its own, read by a later round.
-func Round(ctx context.Context, db Beginner, lim Limits) (*Summary, error) {
+// resolves, against the symbol table as its statements read it, each
+// row's references of its lane's keys whose file is still at the row's
+// version, and every stored reference of its lanes that looks up a name a
+// row changed; it writes the targets and deletes the rows it read. A
+// publish or job that commits after the round read something has a row of
+// its own, read by a later round of the lane. Rounds that hold no lane in
+// common write different references (LaneOf their key), so they need no
+// order between them.
+func Round(ctx context.Context, db Beginner, home int, lim Limits) (*Summary, error) {
+	if home < 0 || home >= Lanes {
+		return nil, fmt.Errorf("error running a link round: lane %d is not in [0, %d)", home, Lanes)
+	}
 	start := time.Now()
 	tx, err := indexplans.Begin(ctx, db)
 	if err != nil {
 		return nil, fmt.Errorf("error beginning a link round: %w", err)
 	}
 	defer func() { _ = tx.Rollback(ctx) }()
-	rows, err := readRows(ctx, tx, lim)
+	held, err := lockLanes(ctx, tx, home)
+	if err != nil {
+		return nil, err
+	}
+	rows, err := readRows(ctx, tx, held, lim)
 	if err != nil {
 		return nil, err
 	}
 	if len(rows) == 0 {
-		return waiting(ctx, tx, lim.Delay)
+		return waiting(ctx, tx, held, lim.Delay)
 	}
 	sum := &Summary{}
 	apply, done, err := lockFiles(ctx, tx, rows, sum)
@@ -141,12 +174,12 @@ func Round(ctx context.Context, db Beginner, lim Limits) (*Summary, error) {
 	// publish it sees, the round's reading sees.
 	var round int64
 	if err := tx.QueryRow(ctx, `
-		INSERT INTO link_rounds (snapshot, files, reresolved, freshness_seconds, began_at, locked_at)
-		VALUES (pg_current_snapshot(), 0, 0, '{}', now(), $1)
-		RETURNING id`, rows[0].readAt).Scan(&round); err != nil {
+		INSERT INTO link_rounds (snapshot, files, reresolved, freshness_seconds, lanes, began_at, locked_at)
+		VALUES (pg_current_snapshot(), 0, 0, '{}', $1, now(), $2)
+		RETURNING id`, held.list(), rows[0].readAt).Scan(&round); err != nil {
 		return nil, fmt.Errorf("error starting a link round: %w", err)
 	}
-	others, err := readChanged(ctx, tx, done, own)
+	others, err := readChanged(ctx, tx, held, done, own)
 	if err != nil {
 		return nil, err
 	}
@@ -155,10 +188,14 @@ func Round(ctx context.Context, db Beginner, lim Limits) (*Summary, error) {
 	if err != nil {
 		return nil, err
 	}
+	final := map[int64]bool{}
 	for _, r := range apply {
-		sum.Final = append(sum.Final, Final{Repository: r.repo, FileID: r.fileID, Freshness: time.Since(r.publishedAt)})
+		if !final[r.jobID] { // one publish's rows of several lanes
+			final[r.jobID] = true
+			sum.Final = append(sum.Final, Final{Repository: r.repo, FileID: r.fileID, Freshness: time.Since(r.publishedAt)})
+		}
 	}
-	if err := write(ctx, tx, round, resolve(own, others, cands, sum), done, sum); err != nil {
+	if err := write(ctx, tx, held, round, resolve(own, others, cands, sum), done, sum); err != nil {
 		return nil, err
 	}
 	if err := tx.Commit(ctx); err != nil {
@@ -168,22 +205,41 @@ func Round(ctx context.Context, db Beginner, lim Limits) (*Summary, error) {
 	return sum, nil
 }
 
-// readRows takes the linker lock and reads up to lim.Rows queued rows at
-// least lim.Delay old, in job order.
-func readRows(ctx context.Context, tx pgx.Tx, lim Limits) ([]row, error) {
-	if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock($1)`, linkerLock); err != nil {
-		return nil, fmt.Errorf("error taking the linker lock: %w", err)
+// lockLanes takes home's linker lock, waiting for it, and every other
+// lane's that no transaction holds, and returns the lanes held. The other
+// locks are tried, never waited for, so rounds cannot deadlock on them.
+func lockLanes(ctx context.Context, tx pgx.Tx, home int) (lanes, error) {
+	var held lanes
+	if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock($1)`, linkerKey(home)); err != nil {
+		return held, fmt.Errorf("error taking the linker lock of lane %d: %w", home, err)
 	}
+	held[home] = true
+	var others []int32
+	if err := tx.QueryRow(ctx, `
+		SELECT coalesce(array_agg(l ORDER BY l), '{}') FROM generate_series(0, $2 - 1) AS l
+		WHERE l <> $1 AND pg_try_advisory_xact_lock($3::bigint + l)`, home, Lanes, linkerLock).Scan(&others); err != nil {
+		return held, fmt.Errorf("error taking the linker locks of other lanes: %w", err)
+	}
+	for _, l := range others {
+		held[l] = true
+	}
+	return held, nil
+}
+
+// readRows reads up to lim.Rows of the queued rows of held lanes at least
+// lim.Delay old, in job order.
+func readRows(ctx context.Context, tx pgx.Tx, held lanes, lim Limits) ([]row, error) {
 	rs, err := tx.Query(ctx, `
 		SELECT job_id, repository, file_id, file_version, publish_xid, replace, published_at, changed, ref_sources, ref_names, ref_types,
-		       statement_timestamp()
-		FROM link_queue WHERE published_at <= clock_timestamp() - $2::interval ORDER BY job_id LIMIT $1`, lim.Rows, lim.Delay)
+		       statement_timestamp(), lane
+		FROM link_queue WHERE lane = ANY($3) AND published_at <= clock_timestamp() - $2::interval ORDER BY job_id, lane LIMIT $1`,
+		lim.Rows, lim.Delay, held.list())
 	if err != nil {
 		return nil, fmt.Errorf("error reading link_queue: %w", err)
 	}
 	out, err := pgx.CollectRows(rs, func(r pgx.CollectableRow) (row, error) {
 		var x row
-		err := r.Scan(&x.jobID, &x.repo, &x.fileID, &x.fileVersion, &x.publishXID, &x.replace, &x.publishedAt, &x.changed, &x.srcs, &x.names, &x.types, &x.readAt)
+		err := r.Scan(&x.jobID, &x.repo, &x.fileID, &x.fileVersion, &x.publishXID, &x.replace, &x.publishedAt, &x.changed, &x.srcs, &x.names, &x.types, &x.readAt, &x.lane)
 		return x, err
 	})
 	if err != nil {
@@ -193,14 +249,15 @@ func readRows(ctx context.Context, tx pgx.Tx, lim Limits) ([]row, error) {
 }
 
 // waiting returns the Summary of a round that read no row: Wait is how long
-// until the oldest queued row is delay old, zero when none is queued.
-func waiting(ctx context.Context, tx pgx.Tx, delay time.Duration) (*Summary, error) {
+// until the oldest queued row of held lanes is delay old, zero when none is
+// queued.
+func waiting(ctx context.Context, tx pgx.Tx, held lanes, delay time.Duration) (*Summary, error) {
 	if delay <= 0 {
 		return &Summary{}, nil
 	}
 	var wait *time.Duration
-	if err := tx.QueryRow(ctx, `SELECT min(published_at) + $1::interval - clock_timestamp() FROM link_queue`,
-		delay).Scan(&wait); err != nil {
+	if err := tx.QueryRow(ctx, `SELECT min(published_at) + $1::interval - clock_timestamp() FROM link_queue WHERE lane = ANY($2)`,
+		delay, held.list()).Scan(&wait); err != nil {
 		return nil, fmt.Errorf("error reading link_queue's oldest row: %w", err)
 	}
 	if wait == nil {
@@ -281,14 +338,19 @@ func lockFiles(ctx context.Context, tx pgx.Tx, rows []row, sum *Summary) (apply,
 	return apply, done, nil
 }
 
-// ownRefs returns the references of the rows to apply, one per key, a
-// later row's replacing an earlier one's.
+// ownRefs returns the references of the rows to apply, each row's of its
+// lane's keys only, one per key, a later row's replacing an earlier one's.
+// (Queue puts only those in a lane's row; a row queued before lanes,
+// copied to every lane, holds them all.)
 func ownRefs(apply []row, sum *Summary) map[refKey]stored {
 	own := map[refKey]stored{}
 	files := map[fileKey]bool{}
 	for _, r := range apply {
 		files[fileKey{r.repo, r.fileID}] = true
 		for i := range r.srcs {
+			if LaneOf(resolver.ReferenceKey(r.names[i])) != r.lane {
+				continue
+			}
 			s := stored{repo: r.repo, src: r.srcs[i], file: r.fileID, name: r.names[i], typ: r.types[i], jobID: r.jobID}
 			own[s.key()] = s
 		}
@@ -323,36 +385,48 @@ func changedKeys(rows []row) (keys []changedKey, xids map[changedKey][]int64) {
 	}), xids
 }
 
-// unseenBy returns, for each of xids, the last round whose snapshot did not
-// see that publish: rounds run one at a time and each one's snapshot is
-// taken after the one before, so every round up to it missed the publish
-// and every later one saw it. A publish no kept round missed gets the round
-// before the oldest kept (a reference of a deleted round counts as having
-// missed it); an unknown one, every round.
-func unseenBy(ctx context.Context, tx pgx.Tx, xids []int64) (map[int64]int64, error) {
-	out := make(map[int64]int64, len(xids))
+// laneXID is a publish's transaction id seen from a lane.
+type laneXID struct {
+	lane int
+	xid  int64
+}
+
+// unseenBy returns, for each of pairs, the last round holding its lane
+// whose snapshot did not see its publish: a lane's rounds run one at a
+// time and each one's snapshot is taken after the one before, so every
+// round of the lane up to it missed the publish and every later one saw
+// it. The rounds from before lanes (lanes NULL) ran one at a time before
+// any lane's, so they count as every lane's. A publish no kept round of
+// the lane missed gets the round before the lane's oldest kept (a
+// reference of a deleted round counts as having missed it); an unknown
+// one, every round.
+func unseenBy(ctx context.Context, tx pgx.Tx, pairs []laneXID) (map[laneXID]int64, error) {
+	out := make(map[laneXID]int64, len(pairs))
+	var lns []int32
 	var known []string
-	for _, x := range xids {
-		if x == unknownXID {
-			out[x] = math.MaxInt64
-		} else if _, ok := out[x]; !ok {
-			out[x] = 0
-			known = append(known, strconv.FormatInt(x, 10))
+	for _, p := range pairs {
+		if p.xid == unknownXID {
+			out[p] = math.MaxInt64
+		} else if _, ok := out[p]; !ok {
+			out[p] = 0
+			lns, known = append(lns, int32(p.lane)), append(known, strconv.FormatInt(p.xid, 10))
 		}
 	}
 	if len(known) == 0 {
 		return out, nil
 	}
 	rows, err := tx.Query(ctx, `
-		SELECT u.xid::bigint, coalesce(
-			(SELECT id FROM link_rounds WHERE NOT pg_visible_in_snapshot(u.xid::xid8, snapshot) ORDER BY id DESC LIMIT 1),
-			(SELECT min(id) - 1 FROM link_rounds), 0)
-		FROM unnest($1::text[]) AS u(xid)`, known)
+		SELECT u.lane, u.xid::bigint, coalesce(
+			(SELECT id FROM link_rounds WHERE (u.lane = ANY(lanes) OR lanes IS NULL) AND NOT pg_visible_in_snapshot(u.xid::xid8, snapshot)
+			 ORDER BY id DESC LIMIT 1),
+			(SELECT min(id) - 1 FROM link_rounds WHERE u.lane = ANY(lanes) OR lanes IS NULL), 0)
+		FROM unnest($1::smallint[], $2::text[]) AS u(lane, xid)`, lns, known)
 	if err != nil {
 		return nil, fmt.Errorf("error finding the rounds that missed %d publishes: %w", len(known), err)
 	}
-	var xid, round int64
-	if _, err := pgx.ForEachRow(rows, []any{&xid, &round}, func() error { out[xid] = round; return nil }); err != nil {
+	var p laneXID
+	var round int64
+	if _, err := pgx.ForEachRow(rows, []any{&p.lane, &p.xid, &round}, func() error { out[p] = round; return nil }); err != nil {
 		return nil, fmt.Errorf("error finding the rounds that missed %d publishes: %w", len(known), err)
 	}
 	return out, nil
@@ -362,32 +436,57 @@ func unseenBy(ctx context.Context, tx pgx.Tx, xids []int64) (map[int64]int64, er
 // sets up its keys in time quadratic in their number.
 const dependsChunk = 1000
 
-// readChanged reads the stored references that look up a key one of done
-// changed in its repository and were resolved by a round that missed the
-// publish (unseenBy). They are read by key and, for derived references,
-// through depends; those among own are left out (own replaces them). A
-// changed symbol ("sym:…") reaches the other repositories' references by
+// readChanged reads the stored references of held lanes that look up a
+// key one of done changed in its repository and were resolved by a round
+// of their lane that missed the publish (unseenBy). They are read by key
+// (the changed keys of held lanes) and, when lane 0 is held (it holds
+// every derived reference), through depends (every changed name, which
+// lane 0's rows carry); those among own are left out (own replaces them).
+// A changed symbol ("sym:…") reaches the other repositories' references by
 // that symbol too: they resolve to it when their own repository has none
 // (resolver.LookupElsewhere).
-func readChanged(ctx context.Context, tx pgx.Tx, done []row, own map[refKey]stored) ([]stored, error) {
-	keys, xidsOf := changedKeys(done)
-	if len(keys) == 0 {
+func readChanged(ctx context.Context, tx pgx.Tx, held lanes, done []row, own map[refKey]stored) ([]stored, error) {
+	all, xidsOf := changedKeys(done)
+	var keys []changedKey
+	for _, k := range all {
+		if held.holds(k.key) {
+			keys = append(keys, k)
+		}
+	}
+	var deps []row
+	if held[0] {
+		for _, r := range done {
+			if r.lane == 0 {
+				deps = append(deps, r)
+			}
+		}
+	}
+	depKeys, _ := changedKeys(deps)
+	if len(keys) == 0 && len(depKeys) == 0 {
 		return nil, nil
 	}
-	var all []int64
-	for _, xs := range xidsOf {
-		all = append(all, xs...)
+	var pairs []laneXID
+	for _, k := range keys {
+		for _, x := range xidsOf[k] {
+			pairs = append(pairs, laneXID{LaneOf(k.key), x})
+		}
 	}
-	unseen, err := unseenBy(ctx, tx, all)
+	for _, k := range depKeys {
+		for _, x := range xidsOf[k] {
+			pairs = append(pairs, laneXID{0, x})
+		}
+	}
+	unseen, err := unseenBy(ctx, tx, pairs)
 	if err != nil {
 		return nil, err
 	}
-	// A key changed by several publishes: the latest round that missed any.
-	bounds := make([]int64, len(keys))
-	for i, k := range keys {
+	// A key changed by several publishes: the latest round of the lane that
+	// missed any.
+	bound := func(k changedKey, lane int) (b int64) {
 		for _, x := range xidsOf[k] {
-			bounds[i] = max(bounds[i], unseen[x])
+			b = max(b, unseen[laneXID{lane, x}])
 		}
+		return b
 	}
 	b := &pgx.Batch{}
 	seen := map[refKey]bool{}
@@ -397,7 +496,7 @@ func readChanged(ctx context.Context, tx pgx.Tx, done []row, own map[refKey]stor
 		return func(rows pgx.Rows) error {
 			var s stored
 			_, err := pgx.ForEachRow(rows, []any{&s.repo, &s.src, &s.file, &s.name, &s.typ, &s.target, &s.targetRepo}, func() error {
-				if repo != nil && s.repo != *repo {
+				if repo != nil && s.repo != *repo || !held.holds(resolver.ReferenceKey(s.name)) {
 					return nil
 				}
 				k := s.key()
@@ -411,21 +510,23 @@ func readChanged(ctx context.Context, tx pgx.Tx, done []row, own map[refKey]stor
 		}
 	}
 	read := readIn(nil)
-	repos, names := make([]string, len(keys)), make([]string, len(keys))
+	repos, names, bounds := make([]string, len(keys)), make([]string, len(keys)), make([]int64, len(keys))
 	var symbols []string
 	var symbolBounds []int64
 	for i, k := range keys {
-		repos[i], names[i] = k.repo, k.key
+		repos[i], names[i], bounds[i] = k.repo, k.key, bound(k, LaneOf(k.key))
 		if strings.HasPrefix(k.key, resolver.SymbolPrefix) {
 			symbols, symbolBounds = append(symbols, k.key), append(symbolBounds, bounds[i])
 		}
 	}
-	b.Queue(`
+	if len(keys) > 0 {
+		b.Queue(`
 		SELECT r.repository, r.source_poi_id, r.source_file_id, r.name, r.type, r.target_poi_id, r.target_repository
 		FROM unnest($1::text[], $2::text[], $3::bigint[]) AS u(repo, key, bound)
 		CROSS JOIN LATERAL (SELECT * FROM poi_references r
 		                    WHERE r.repository = u.repo AND r.key = u.key AND r.resolved_round <= u.bound OFFSET 0) r`,
-		repos, names, bounds).Query(read)
+			repos, names, bounds).Query(read)
+	}
 	if len(symbols) > 0 {
 		// Every repository's references by a changed symbol (the read above
 		// repeats for the publish's own, which read skips).
@@ -436,19 +537,25 @@ func readChanged(ctx context.Context, tx pgx.Tx, done []row, own map[refKey]stor
 			                    WHERE r.key = u.key AND r.key LIKE 'sym:%' AND r.resolved_round <= u.bound OFFSET 0) r`,
 			symbols, symbolBounds).Query(read)
 	}
-	// One statement per dependsChunk keys of a repository, each bounded by
-	// its latest round. The repository is not a condition of the statement:
-	// the planner would scan the primary key's entries of the whole
-	// repository beside the GIN index (a BitmapAnd); the rows of other
-	// repositories are left out as they are read.
-	for i := 0; i < len(keys); {
-		j := i + 1
-		for j < len(keys) && j-i < dependsChunk && keys[j].repo == keys[i].repo {
+	// Derived references, all in lane 0 (LaneOf): one statement per
+	// dependsChunk keys of a repository, each bounded by its latest round
+	// of lane 0. The repository is not a condition of the statement: the
+	// planner would scan the primary key's entries of the whole repository
+	// beside the GIN index (a BitmapAnd); the rows of other repositories
+	// are left out as they are read.
+	for i := 0; i < len(depKeys); {
+		j, hi := i+1, bound(depKeys[i], 0)
+		for j < len(depKeys) && j-i < dependsChunk && depKeys[j].repo == depKeys[i].repo {
+			hi = max(hi, bound(depKeys[j], 0))
 			j++
+		}
+		chunk := make([]string, 0, j-i)
+		for _, k := range depKeys[i:j] {
+			chunk = append(chunk, k.key)
 		}
 		b.Queue(`SELECT repository, source_poi_id, source_file_id, name, type, target_poi_id, target_repository FROM poi_references
 			WHERE depends && $1::text[] AND depends IS NOT NULL AND resolved_round <= $2`,
-			names[i:j], slices.Max(bounds[i:j])).Query(readIn(&keys[i].repo))
+			chunk, hi).Query(readIn(&depKeys[i].repo))
 		i = j
 	}
 	if err := tx.SendBatch(ctx, b).Close(); err != nil {

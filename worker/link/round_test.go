@@ -31,6 +31,43 @@ func queueCallers(t *testing.T, db *pgxpool.Pool) {
 	require.NoError(t, db.SendBatch(ctx, b).Close())
 }
 
+// roundEvery runs a round from lane 0, which takes every lane (no other
+// round holds one).
+func roundEvery(t *testing.T, db Beginner, lim Limits) (*Summary, error) {
+	t.Helper()
+	return Round(context.Background(), db, 0, lim)
+}
+
+// A round takes its home lane, waiting for it, and every other lane no
+// round holds; a lane another round holds is left to that round.
+func TestRound_TakesTheLanesNoOtherRoundHolds(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	db := testdb.New(t)
+	queueCallers(t, db.Pool)
+	other, err := db.Pool.Begin(ctx)
+	require.NoError(t, err)
+	defer func() { _ = other.Rollback(ctx) }()
+	busy := LaneOf("a") // b.js's row (b1 calls a)
+	_, err = other.Exec(ctx, `SELECT pg_advisory_xact_lock($1)`, linkerKey(busy))
+	require.NoError(t, err)
+
+	home := (busy + 1) % Lanes
+	sum, err := Round(ctx, db.Pool, home, Limits{Rows: RoundRowsDefault})
+	require.NoError(t, err)
+	if LaneOf("b") == busy {
+		require.Zero(t, sum.Rows, "both rows are in the lane another round holds")
+	} else {
+		require.Equal(t, 1, sum.Rows, "a.js's row linked, b.js's left to the lane's holder")
+	}
+	require.Equal(t, 1, testdb.Count(t, db.Pool, `SELECT count(*) FROM link_queue WHERE file_id = 'b.js'`))
+	require.NoError(t, other.Rollback(ctx))
+	require.NoError(t, Drain(ctx, db.Pool))
+	require.Equal(t, 2, testdb.Count(t, db.Pool, `SELECT count(*) FROM relationships`))
+	require.Equal(t, 1, testdb.Count(t, db.Pool, `SELECT count(*) FROM link_rounds WHERE $1 = ANY(lanes) AND NOT $2 = ANY(lanes)`, int16(home), int16(busy)),
+		"the first round held its home lane, not the busy one")
+}
+
 // A round leaves the rows of a file whose row a publish holds for a later
 // round (it neither waits for the publish nor drops them), links the other
 // files' rows, and links the postponed rows once the publish ends.
@@ -46,7 +83,7 @@ func TestRound_PostponesTheRowsOfAFileBeingPublished(t *testing.T) {
 	_, err = publish.Exec(ctx, `SELECT 1 FROM files WHERE file_id = 'a.js' FOR UPDATE`)
 	require.NoError(t, err)
 
-	sum, err := Round(ctx, db.Pool, Limits{Rows: RoundRowsDefault})
+	sum, err := roundEvery(t, db.Pool, Limits{Rows: RoundRowsDefault})
 	require.NoError(t, err)
 	require.Equal(t, 1, sum.Rows, "b.js's row linked")
 	require.Equal(t, 1, sum.Postponed, "a.js's row left for a later round")
@@ -73,23 +110,23 @@ func TestRound_LinksARowOnlyOnceItIsDelayOld(t *testing.T) {
 	require.NoError(t, err)
 
 	lim := Limits{Rows: RoundRowsDefault, Delay: 10 * time.Minute}
-	sum, err := Round(ctx, db.Pool, lim)
+	sum, err := roundEvery(t, db.Pool, lim)
 	require.NoError(t, err)
 	require.Equal(t, 1, sum.Rows, "a.js's row, an hour old, linked")
 	require.Equal(t, 1, testdb.Count(t, db.Pool, `SELECT count(*) FROM relationships WHERE source_poi_id = 'a1' AND target_poi_id = 'b1'`))
 
-	sum, err = Round(ctx, db.Pool, lim)
+	sum, err = roundEvery(t, db.Pool, lim)
 	require.NoError(t, err)
 	require.Zero(t, sum.Rows, "b.js's row, a minute old, waits")
 	require.InDelta(t, 9*time.Minute, sum.Wait, float64(time.Minute), "the wait until b.js's row is 10 minutes old")
 	require.Equal(t, 1, testdb.Count(t, db.Pool, `SELECT count(*) FROM link_queue WHERE file_id = 'b.js'`))
 
-	sum, err = Round(ctx, db.Pool, Limits{Rows: RoundRowsDefault, Delay: 30 * time.Second})
+	sum, err = roundEvery(t, db.Pool, Limits{Rows: RoundRowsDefault, Delay: 30 * time.Second})
 	require.NoError(t, err)
 	require.Equal(t, 1, sum.Rows, "b.js's row linked once it is old enough")
 	require.Equal(t, 1, testdb.Count(t, db.Pool, `SELECT count(*) FROM relationships WHERE source_poi_id = 'b1' AND target_poi_id = 'a1'`))
 
-	sum, err = Round(ctx, db.Pool, lim)
+	sum, err = roundEvery(t, db.Pool, lim)
 	require.NoError(t, err)
 	require.Equal(t, Summary{}, *sum, "an empty queue: nothing to link, nothing to wait for")
 }

@@ -175,7 +175,7 @@ const roundRetention = 24 * time.Hour
 // records the round, in one round trip: the rows' own references inserted
 // (or replacing a stored one), each other reference rewritten when its
 // target changed, in key order.
-func write(ctx context.Context, tx pgx.Tx, round int64, res []resolution, done []row, sum *Summary) error {
+func write(ctx context.Context, tx pgx.Tx, held lanes, round int64, res []resolution, done []row, sum *Summary) error {
 	var own, upd columns
 	for _, r := range res {
 		switch {
@@ -219,18 +219,23 @@ func write(ctx context.Context, tx pgx.Tx, round int64, res []resolution, done [
 			WHERE r.repository = u.repo AND r.source_poi_id = u.src AND r.type = u.type AND r.name = u.name`,
 			upd.src, upd.name, upd.typ, upd.tgt, upd.tgtFile, round, upd.repo, upd.tgtRepo)
 	}
-	jobs := make([]int64, len(done))
+	jobs, lns := make([]int64, len(done)), make([]int32, len(done))
 	for i, r := range done {
-		jobs[i] = r.jobID
+		jobs[i], lns[i] = r.jobID, int32(r.lane)
 	}
-	b.Queue(`DELETE FROM link_queue WHERE job_id = ANY($1)`, jobs)
+	b.Queue(`DELETE FROM link_queue q USING unnest($1::bigint[], $2::smallint[]) AS u(job, lane) WHERE q.job_id = u.job AND q.lane = u.lane`,
+		jobs, lns)
 	fresh := make([]float64, len(sum.Final))
 	for i, f := range sum.Final {
 		fresh[i] = f.Freshness.Seconds()
 	}
 	b.Queue(`UPDATE link_rounds SET linked_at = clock_timestamp(), files = $2, reresolved = $3, freshness_seconds = $4 WHERE id = $1`,
 		round, sum.Files, sum.Reresolved, fresh)
-	b.Queue(`DELETE FROM link_rounds WHERE linked_at < now() - make_interval(secs => $1)`, roundRetention.Seconds())
+	// Only rounds holding lane 0 delete old rounds, one at a time, so that
+	// rounds never wait for each other's deletes.
+	if held[0] {
+		b.Queue(`DELETE FROM link_rounds WHERE linked_at < now() - make_interval(secs => $1)`, roundRetention.Seconds())
+	}
 	if err := tx.SendBatch(ctx, b).Close(); err != nil {
 		return fmt.Errorf("error writing %d references and %d re-resolved ones: %w", len(own.src), len(upd.src), err)
 	}

@@ -72,7 +72,8 @@ func NewWorker(db Beginner, cfg Config, logger *slog.Logger, obs Observer) *Work
 // of its own but the context's.
 func (w *Worker) Timeout(*river.Job[Args]) time.Duration { return -1 }
 
-// Work runs rounds until link_queue is empty, waiting for rows younger
+// Work runs rounds from the job's lane (each also takes every other lane
+// no round holds: Round) until the lane is empty, waiting for rows younger
 // than Delay, then completes the job under the gate lock (finish); after
 // Handover it completes and inserts the next link job in one transaction
 // instead. A round that fails on a conflict
@@ -83,7 +84,7 @@ func (w *Worker) Work(ctx context.Context, job *river.Job[Args]) error {
 	start := time.Now()
 	lim := Limits{Rows: w.cfg.RoundRows, Delay: w.cfg.Delay}
 	for {
-		sum, err := Round(ctx, w.db, lim)
+		sum, err := Round(ctx, w.db, job.Args.Lane, lim)
 		switch {
 		case isConflict(err):
 			w.logger.InfoContext(ctx, "link round conflicted with a publish; running it again", slog.String("error", err.Error()))
@@ -93,7 +94,7 @@ func (w *Worker) Work(ctx context.Context, job *river.Job[Args]) error {
 		}
 		if sum.Rows > 0 {
 			w.obs.Linked(sum)
-			w.logger.DebugContext(ctx, "link round", slog.Int("rows", sum.Rows), slog.Int("files", sum.Files),
+			w.logger.DebugContext(ctx, "link round", slog.Int("lane", job.Args.Lane), slog.Int("rows", sum.Rows), slog.Int("files", sum.Files),
 				slog.Int("references", sum.References), slog.Int64("relationships", sum.Relationships),
 				slog.Int("reresolved_references", sum.Reresolved), slog.Duration("duration", sum.Duration))
 		}
@@ -116,11 +117,11 @@ func (w *Worker) Work(ctx context.Context, job *river.Job[Args]) error {
 	}
 }
 
-// finish completes job if link_queue is empty, or when handover is set by
-// inserting the next link job with it, and reports whether it did. It
-// holds the linker lock and the gate lock exclusively: every transaction
-// that queued a row and saw this job waiting or running has committed, so
-// its row is seen here.
+// finish completes job if its lane is empty, or when handover is set by
+// inserting the lane's next link job with it, and reports whether it did.
+// It holds the lane's linker lock and the gate exclusively: every
+// transaction that queued a row in the lane and saw this job waiting or
+// running has committed, so its row is seen here.
 func (w *Worker) finish(ctx context.Context, job *river.Job[Args], handover bool) (bool, error) {
 	tx, err := w.db.Begin(ctx)
 	if err != nil {
@@ -129,11 +130,12 @@ func (w *Worker) finish(ctx context.Context, job *river.Job[Args], handover bool
 	defer func() { _ = tx.Rollback(ctx) }()
 	// The look is a statement of its own, so that its snapshot is taken
 	// after the locks were granted.
-	if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock($1), pg_advisory_xact_lock($2)`, linkerLock, gateLock); err != nil {
+	lane := job.Args.Lane
+	if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock($1), pg_advisory_xact_lock($2)`, linkerKey(lane), gateLock); err != nil {
 		return false, fmt.Errorf("error finishing link job: %w", err)
 	}
 	var queued bool
-	if err := tx.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM link_queue)`).Scan(&queued); err != nil {
+	if err := tx.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM link_queue WHERE lane = $1)`, lane).Scan(&queued); err != nil {
 		return false, fmt.Errorf("error finishing link job: %w", err)
 	}
 	if queued && !handover {
@@ -144,7 +146,7 @@ func (w *Worker) finish(ctx context.Context, job *river.Job[Args], handover bool
 		if err != nil {
 			return false, fmt.Errorf("error handing link_queue over: %w", err)
 		}
-		if _, err := client.InsertTx(ctx, tx, Args{}, nil); err != nil {
+		if _, err := client.InsertTx(ctx, tx, Args{Lane: lane}, nil); err != nil {
 			return false, fmt.Errorf("error handing link_queue over: %w", err)
 		}
 	}
@@ -185,19 +187,24 @@ func isConflict(err error) bool {
 	return false
 }
 
-// Drain runs rounds on db until link_queue is empty, without a River job
-// and without a delay: what a link job does, for tests and tools that work
-// jobs one by one.
+// Drain runs rounds on db, lane after lane, until link_queue is empty,
+// without a River job and without a delay: what the link jobs do, for
+// tests and tools that work jobs one by one.
 func Drain(ctx context.Context, db Beginner) error {
 	for {
-		sum, err := Round(ctx, db, Limits{Rows: RoundRowsDefault})
-		if isConflict(err) {
-			continue
+		busy := false
+		for lane := range Lanes {
+			sum, err := Round(ctx, db, lane, Limits{Rows: RoundRowsDefault})
+			if isConflict(err) {
+				busy = true
+				continue
+			}
+			if err != nil {
+				return err
+			}
+			busy = busy || sum.Rows > 0 || sum.Postponed > 0
 		}
-		if err != nil {
-			return err
-		}
-		if sum.Rows == 0 && sum.Postponed == 0 {
+		if !busy {
 			return nil
 		}
 	}

@@ -66,8 +66,8 @@ func TestPublish_RepublishRemovesReferencesMovedWhileItWaited(t *testing.T) {
 //
 // Forced: b1 calls helper, which nobody defines; c.js then defines it, and
 // the link round re-resolving b1's reference is stalled after its update
-// (a trigger on link_queue makes its delete wait for an advisory lock the
-// test holds). b.js is re-published without b1, and the delete trigger's
+// (a trigger on poi_references makes the update wait for an advisory lock
+// the test holds; only that lane's round updates a reference). b.js is re-published without b1, and the delete trigger's
 // removal of b1's references waits for the round. Once the round commits,
 // the waiting removal must still remove the reference.
 func TestPublish_RemovedPOILosesAReferenceALinkRoundMovedWhileItWaited(t *testing.T) {
@@ -83,8 +83,16 @@ func TestPublish_RemovedPOILosesAReferenceALinkRoundMovedWhileItWaited(t *testin
 	const stall = 4242
 	_, err := e.db.Pool.Exec(ctx, `
 		CREATE FUNCTION stall_link_round() RETURNS trigger LANGUAGE plpgsql AS $$
-		BEGIN PERFORM pg_advisory_xact_lock_shared(4242); RETURN NULL; END $$;
-		CREATE TRIGGER stall_link_round AFTER DELETE ON link_queue FOR EACH STATEMENT EXECUTE FUNCTION stall_link_round()`)
+		BEGIN
+			-- Only in a link round: its transaction holds a lane's linker
+			-- lock (worker/link's linkerLock + lane, "relaylnk").
+			IF EXISTS (SELECT FROM pg_locks WHERE pid = pg_backend_pid() AND locktype = 'advisory' AND mode = 'ExclusiveLock'
+			           AND (classid::bigint << 32 | objid::bigint) - x'72656c61796c6e6b'::bigint BETWEEN 0 AND 7) THEN
+				PERFORM pg_advisory_xact_lock_shared(4242);
+			END IF;
+			RETURN NULL;
+		END $$;
+		CREATE TRIGGER stall_link_round AFTER UPDATE ON poi_references FOR EACH STATEMENT EXECUTE FUNCTION stall_link_round()`)
 	require.NoError(t, err)
 	gate, err := e.db.Pool.Acquire(ctx)
 	require.NoError(t, err)

@@ -363,7 +363,7 @@ func (w *Worker) commit(ctx context.Context, job *river.Job[outbox.ResolveFileAr
 	if err := failed.QueueInsert(b, failures); err != nil {
 		return nil, err
 	}
-	link.Queue(b, entry)
+	lanes := link.Queue(b, entry)
 	if err := tx.SendBatch(ctx, b).Close(); err != nil {
 		if len(failures) > 0 {
 			// The safety net itself failed: say which POIs, and let River
@@ -377,7 +377,7 @@ func (w *Worker) commit(ctx context.Context, job *river.Job[outbox.ResolveFileAr
 		}
 		return nil, fmt.Errorf("error writing the batch's %d failed POIs and %d references: %w", len(failures), len(entry.Refs), err)
 	}
-	if err := link.EnsureTx(ctx, tx); err != nil {
+	if err := link.EnsureTx(ctx, tx, lanes); err != nil {
 		return nil, err
 	}
 	if err := tx.Commit(ctx); err != nil {
