@@ -121,6 +121,10 @@ func (b *bench) cliRun(ctx context.Context, bin string, inputs []string, dir str
 	if b.cfg.SampleWaits {
 		waits = sampleWaits(ctx, b.pool, 300*time.Millisecond)
 	}
+	after, err := lastRound(ctx, b.pool)
+	if err != nil {
+		return err
+	}
 	start := time.Now()
 	errs := make(chan error, len(inputs))
 	for _, input := range inputs {
@@ -149,8 +153,7 @@ func (b *bench) cliRun(ctx context.Context, bin string, inputs []string, dir str
 	}
 	run.TotalSeconds = time.Since(start).Seconds()
 	run.E2EPOIsPerSec = float64(run.POIs) / run.TotalSeconds
-	var err error
-	if run.Serial, err = serialShares(ctx, b.pool, run.TotalSeconds); err != nil {
+	if run.Serial, err = serialShares(ctx, b.pool, after, run.TotalSeconds); err != nil {
 		return err
 	}
 	if waits != nil {

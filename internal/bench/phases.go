@@ -160,7 +160,7 @@ func (b *bench) runCorpus(ctx context.Context, src source, perPOI, concurrent bo
 	}
 	res.TotalSeconds = time.Since(start).Seconds()
 	res.WorkSeconds = res.TotalSeconds
-	if res.Serial, err = serialShares(ctx, b.pool, res.TotalSeconds); err != nil {
+	if res.Serial, err = serialShares(ctx, b.pool, after, res.TotalSeconds); err != nil {
 		return nil, err
 	}
 	if waits != nil {

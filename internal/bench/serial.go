@@ -49,13 +49,23 @@ type WaitSample struct {
 	Samples   int    `json:"samples"`
 }
 
-// serialShares reads the run's link rounds (the database holds only this
-// run's) and sets each lane's shares of wall seconds.
-func serialShares(ctx context.Context, pool *pgxpool.Pool, wall float64) (*Serial, error) {
+// lastRound is the id of the last link round committed so far (0: none):
+// a run's rounds are those after it.
+func lastRound(ctx context.Context, pool *pgxpool.Pool) (int64, error) {
+	var id int64
+	if err := pool.QueryRow(ctx, `SELECT coalesce(max(id), 0) FROM link_rounds`).Scan(&id); err != nil {
+		return 0, fmt.Errorf("error reading link rounds: %w", err)
+	}
+	return id, nil
+}
+
+// serialShares reads the link rounds after round after (the run's) and
+// sets each lane's shares of wall seconds.
+func serialShares(ctx context.Context, pool *pgxpool.Pool, after int64, wall float64) (*Serial, error) {
 	rows, err := pool.Query(ctx, `
 		SELECT lane, count(*), coalesce(sum(extract(epoch FROM linked_at - locked_at)), 0)::float8,
 		       coalesce(sum(extract(epoch FROM locked_at - began_at)), 0)::float8
-		FROM link_rounds CROSS JOIN LATERAL unnest(lanes) AS lane GROUP BY lane ORDER BY lane`)
+		FROM link_rounds CROSS JOIN LATERAL unnest(lanes) AS lane WHERE id > $1 GROUP BY lane ORDER BY lane`, after)
 	if err != nil {
 		return nil, fmt.Errorf("error reading link rounds: %w", err)
 	}
