@@ -23,14 +23,14 @@ type CLIRun struct {
 	WorkerProcesses int `json:"worker_processes"`
 	// Publishers is how many `relay publish` processes ran at once, each
 	// with its share of the corpus's files.
-	Publishers      int     `json:"publishers"`
-	Files           int     `json:"files"`
-	POIs            int     `json:"pois"`
-	PublishSeconds  float64 `json:"publish_seconds"`
-	TotalSeconds    float64 `json:"total_seconds"`
-	E2EPOIsPerSec   float64 `json:"e2e_pois_per_sec"`
-	Relationships   int64   `json:"relationships"`
-	FailedPOIs      int64   `json:"failed_pois"`
+	Publishers     int     `json:"publishers"`
+	Files          int     `json:"files"`
+	POIs           int     `json:"pois"`
+	PublishSeconds float64 `json:"publish_seconds"`
+	TotalSeconds   float64 `json:"total_seconds"`
+	E2EPOIsPerSec  float64 `json:"e2e_pois_per_sec"`
+	Relationships  int64   `json:"relationships"`
+	FailedPOIs     int64   `json:"failed_pois"`
 	// Reresolved is the sum of the workers' relay_references_reresolved_total.
 	Reresolved int64 `json:"reresolved"`
 	// Serial is the run's serial sections' shares of its wall time.

@@ -31,6 +31,19 @@ func queueCallers(t *testing.T, db *pgxpool.Pool) {
 	require.NoError(t, db.SendBatch(ctx, b).Close())
 }
 
+// hold begins a transaction on db that runs sql and stays open until the
+// test rolls it back (or ends).
+func hold(t *testing.T, db *pgxpool.Pool, sql string, args ...any) pgx.Tx {
+	t.Helper()
+	ctx := context.Background()
+	tx, err := db.Begin(ctx)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = tx.Rollback(ctx) })
+	_, err = tx.Exec(ctx, sql, args...)
+	require.NoError(t, err)
+	return tx
+}
+
 // roundEvery runs a round from lane 0, which takes every lane (no other
 // round holds one).
 func roundEvery(t *testing.T, db Beginner, lim Limits) (*Summary, error) {
@@ -45,12 +58,8 @@ func TestRound_TakesTheLanesNoOtherRoundHolds(t *testing.T) {
 	ctx := context.Background()
 	db := testdb.New(t)
 	queueCallers(t, db.Pool)
-	other, err := db.Pool.Begin(ctx)
-	require.NoError(t, err)
-	defer func() { _ = other.Rollback(ctx) }()
 	busy := LaneOf("a") // b.js's row (b1 calls a)
-	_, err = other.Exec(ctx, `SELECT pg_advisory_xact_lock($1)`, linkerKey(busy))
-	require.NoError(t, err)
+	other := hold(t, db.Pool, `SELECT pg_advisory_xact_lock($1)`, linkerKey(busy))
 
 	home := (busy + 1) % Lanes
 	sum, err := Round(ctx, db.Pool, home, Limits{Rows: RoundRowsDefault})
@@ -77,11 +86,7 @@ func TestRound_PostponesTheRowsOfAFileBeingPublished(t *testing.T) {
 	db := testdb.New(t)
 	queueCallers(t, db.Pool)
 
-	publish, err := db.Pool.Begin(ctx)
-	require.NoError(t, err)
-	defer func() { _ = publish.Rollback(ctx) }()
-	_, err = publish.Exec(ctx, `SELECT 1 FROM files WHERE file_id = 'a.js' FOR UPDATE`)
-	require.NoError(t, err)
+	publish := hold(t, db.Pool, `SELECT 1 FROM files WHERE file_id = 'a.js' FOR UPDATE`)
 
 	sum, err := roundEvery(t, db.Pool, Limits{Rows: RoundRowsDefault})
 	require.NoError(t, err)
