@@ -2,18 +2,20 @@
 // their targets (docs/design.md, "Resolution protocol").
 //
 // Linking runs in Lanes lanes. A stored reference belongs to the lane of
-// its key (LaneOf), and only that lane's rounds write it; the lanes run
-// side by side, and the rounds of one lane one at a time.
+// its key (LaneOf), and only rounds holding that lane write it; a lane's
+// rounds run one at a time, and rounds holding different lanes side by
+// side.
 //
 // A resolve_file job hands the linker its file's references and the names
 // its publish changed (Queue: one link_queue row per lane that has work, in
 // the job's transaction) and makes sure a link job is on its way for each
-// of those lanes (EnsureTx). A lane's link job runs rounds: each reads the
-// lane's queued rows, resolves with resolver.Lookup the rows' references
-// of the lane's keys and every stored reference of the lane that looks up
-// a name a row changed, writes the targets and deletes the rows it read, in
-// one transaction. So once no link job is left, every stored reference has
-// the target resolver.Lookup gives it against the final symbol table: the
+// of those lanes (EnsureTx). A lane's link job runs rounds: each holds the
+// job's lane and every other lane no round holds (Round), reads their
+// queued rows, resolves with resolver.Lookup each row's references of its
+// lane's keys and every stored reference of its lanes that looks up a name
+// a row changed, writes the targets and deletes the rows it read, in one
+// transaction. So once no link job is left, every stored reference has the
+// target resolver.Lookup gives it against the final symbol table: the
 // references a publish's change can move are those that look the name up
 // by their key, all in the name's lane, and the derived ones that depend
 // on it, all in lane 0 (LaneOf).
