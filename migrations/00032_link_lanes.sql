@@ -26,15 +26,15 @@
 -- keeps every lane's references); no data lost.
 
 -- +goose Up
-ALTER TABLE link_queue ADD COLUMN lane smallint NOT NULL DEFAULT 0;
+ALTER TABLE link_queue ADD COLUMN lane smallint NOT NULL DEFAULT 0,
+    DROP CONSTRAINT link_queue_pkey, ADD PRIMARY KEY (repository, job_id, lane),
+    ADD CONSTRAINT link_queue_lane_check CHECK (lane >= 0 AND lane < 8);
 INSERT INTO link_queue (job_id, file_id, file_version, publish_xid, replace, published_at, changed, ref_sources, ref_names,
                         ref_types, repository, lane)
 SELECT q.job_id, q.file_id, q.file_version, q.publish_xid, q.replace, q.published_at, q.changed, q.ref_sources, q.ref_names,
        q.ref_types, q.repository, l
 FROM link_queue q CROSS JOIN generate_series(1, 7) AS l;
-ALTER TABLE link_queue ALTER COLUMN lane DROP DEFAULT,
-    DROP CONSTRAINT link_queue_pkey, ADD PRIMARY KEY (repository, job_id, lane),
-    ADD CONSTRAINT link_queue_lane_check CHECK (lane >= 0 AND lane < 8);
+ALTER TABLE link_queue ALTER COLUMN lane DROP DEFAULT;
 DROP INDEX link_queue_job_id_idx;
 CREATE INDEX link_queue_lane_job_id_idx ON link_queue (lane, job_id);
 
@@ -44,11 +44,14 @@ ALTER TABLE link_rounds ADD COLUMN lanes smallint[], ADD COLUMN began_at timesta
 ALTER TABLE link_rounds DROP COLUMN lanes, DROP COLUMN began_at, DROP COLUMN locked_at;
 
 WITH refs AS (
-    SELECT q.repository, q.job_id,
-           array_agg(u.src ORDER BY q.lane, u.o) AS srcs, array_agg(u.name ORDER BY q.lane, u.o) AS names,
-           array_agg(u.typ ORDER BY q.lane, u.o) AS types
-    FROM link_queue q CROSS JOIN LATERAL unnest(q.ref_sources, q.ref_names, q.ref_types) WITH ORDINALITY AS u(src, name, typ, o)
-    GROUP BY q.repository, q.job_id)
+    -- A reference held by several of a job's rows (rows copied to every lane
+    -- by the up) is kept once.
+    SELECT repository, job_id, array_agg(src ORDER BY lane, o) AS srcs, array_agg(name ORDER BY lane, o) AS names,
+           array_agg(typ ORDER BY lane, o) AS types
+    FROM (SELECT DISTINCT ON (q.repository, q.job_id, u.src, u.name, u.typ) q.repository, q.job_id, q.lane, u.o, u.src, u.name, u.typ
+          FROM link_queue q CROSS JOIN LATERAL unnest(q.ref_sources, q.ref_names, q.ref_types) WITH ORDINALITY AS u(src, name, typ, o)
+          ORDER BY q.repository, q.job_id, u.src, u.name, u.typ, q.lane, u.o) d
+    GROUP BY repository, job_id)
 UPDATE link_queue q SET ref_sources = r.srcs, ref_names = r.names, ref_types = r.types
 FROM refs r WHERE q.repository = r.repository AND q.job_id = r.job_id AND q.lane = (
     SELECT min(lane) FROM link_queue m WHERE m.repository = q.repository AND m.job_id = q.job_id);
