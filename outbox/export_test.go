@@ -13,7 +13,7 @@ var PublisherStatements = map[string]struct {
 }{
 	"deleteQueued":     {deleteQueuedSQL, []any{[]string{""}, []string{"src/f1.js"}}},
 	"lockFiles":        {lockFilesSQL, []any{[]string{""}, []string{"src/f1.js"}}},
-	"otherOwner":       {otherOwnerSQL, []any{[]string{""}, []string{"f1.p1"}, []string{"src/f1.js"}, []string{"src/f1.js"}, []string{""}}},
+	"otherOwner":       {otherOwnerSQL, []any{[]string{""}, []string{"f1.p1"}, []string{"src/f1.js"}, []string{"src/f1.js"}, []string{""}, []string{""}}},
 	"oldSymbols":       {oldSymbolsSQL, []any{[]string{""}, []string{"src/f1.js"}}},
 	"deleteRemoved":    {deleteRemovedSQL, []any{[]string{""}, []string{"src/f1.js"}, []string{"", ""}, []string{"f1.p1", "f1.p2"}, []string{"src/f1.js", "src/f1.js"}}},
 	"deleteReferences": {deleteReferencesSQL, []any{[]string{""}, []string{"src/f1.js"}}},

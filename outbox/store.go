@@ -112,7 +112,7 @@ func (s store) write(ctx context.Context, files []fileBatch) (xid int64, rej *Re
 			return err
 		})
 	b.Queue(supersedeFailedSQL, fileRepos, fileIDs)
-	b.Queue(otherOwnerSQL, repos, ids, owners, fileIDs, fileRepos).Rows(func(v [][]byte) error {
+	b.Queue(otherOwnerSQL, repos, ids, owners, fileIDs, fileRepos, slices.Compact(slices.Clone(fileRepos))).Rows(func(v [][]byte) error {
 		rej = &RejectError{Repository: string(v[0]), FileID: string(v[1]), POIID: string(v[3]), POIIndex: -1, OwnerFileID: string(v[2]),
 			Reason: fmt.Sprintf("id already belongs to a POI of file %q; POI ids must be unique within a repository", v[2])}
 		return nil
@@ -292,11 +292,19 @@ const (
 	// $1) that belongs to a file other than its own ($3) and not published
 	// with it (the files $4 of repositories $5): a file of this publish
 	// that had the id no longer has it (ids are unique across a publish's
-	// files), so the id moves.
+	// files), so the id moves. $6 are the publish's repositories, each
+	// once. The ids are read in one scan (the subquery, kept apart by OFFSET
+	// 0), not probed one by one: while the statistics still described a
+	// near-empty pois, the planner probed each id through pois_name_idx or
+	// pois_file_id_idx by the repository alone, scanning the repository's
+	// entries once per id (10-14 s for one publish of 2,500 POIs, with 4
+	// concurrent publishers; docs/scaling.md). Read in one scan, the worst
+	// plan reads the repository's entries once.
 	otherOwnerSQL = `
 	SELECT u.repo, u.file, p.file_id, p.poi_id
 	FROM unnest($1::text[], $2::text[], $3::text[]) WITH ORDINALITY AS u(repo, id, file, ord)
-	CROSS JOIN LATERAL (SELECT file_id, poi_id FROM pois WHERE repository = u.repo AND poi_id = u.id OFFSET 0) p
+	JOIN (SELECT repository, poi_id, file_id FROM pois WHERE repository = ANY($6::text[]) AND poi_id = ANY($2::text[]) OFFSET 0) p
+	  ON p.repository = u.repo AND p.poi_id = u.id
 	WHERE p.file_id <> u.file
 	  AND NOT EXISTS (SELECT FROM unnest($5::text[], $4::text[]) AS f(repo, file) WHERE f.repo = u.repo AND f.file = p.file_id)
 	ORDER BY u.ord LIMIT 1`
