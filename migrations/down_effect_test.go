@@ -178,10 +178,7 @@ func minus(a, b []string) []string {
 func TestDownEffects_MatchDatabase(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	db := testdb.New(t)
-	m, err := migrations.New(db.Pool, db.Schema, testdb.Logger(t))
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = m.Close() })
+	db, m := newMigrator(t)
 
 	plan, err := m.PlanDown(ctx, 0)
 	require.NoError(t, err)
@@ -231,10 +228,7 @@ func TestDownEffects_MatchDatabase(t *testing.T) {
 func TestMigrator_DropVersionTableRefusesWhileApplied(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	db := testdb.New(t)
-	m, err := migrations.New(db.Pool, db.Schema, testdb.Logger(t))
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = m.Close() })
+	db, m := newMigrator(t)
 	require.ErrorContains(t, m.DropVersionTable(ctx), "still applied")
 	require.Contains(t, shapeOf(t, db).tables, migrations.TableName)
 }
@@ -244,11 +238,8 @@ func TestMigrator_DropVersionTableRefusesWhileApplied(t *testing.T) {
 func TestMigrator_RowCountsStopAtTheLimit(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	db := testdb.New(t)
-	m, err := migrations.New(db.Pool, db.Schema, testdb.Logger(t))
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = m.Close() })
-	_, err = db.Pool.Exec(ctx, `INSERT INTO files (file_id) SELECT 'f' || i FROM generate_series(1, 7) i`)
+	db, m := newMigrator(t)
+	_, err := db.Pool.Exec(ctx, `INSERT INTO files (file_id) SELECT 'f' || i FROM generate_series(1, 7) i`)
 	require.NoError(t, err)
 	counts, err := m.RowCounts(ctx, []string{"files", "pois", "no_such_table", "relationships", "files_pkey"}, 5)
 	require.NoError(t, err)

@@ -8,7 +8,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/relay-dev/relay/internal/testdb"
-	"github.com/relay-dev/relay/migrations"
 )
 
 // Migration 29 gives the actionable failed_pois rows already there their
@@ -18,14 +17,9 @@ import (
 func TestMigrator_FailedPOIsFollowFileVersions(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	db := testdb.New(t)
-	m, err := migrations.New(db.Pool, db.Schema, testdb.Logger(t))
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = m.Close() })
-	_, err = m.DownTo(ctx, 26)
-	require.NoError(t, err)
+	db, m := migratedTo(t, 26)
 
-	_, err = db.Pool.Exec(ctx, `
+	_, err := db.Pool.Exec(ctx, `
 		INSERT INTO files (repository, file_id, version, published_at) VALUES
 			('', 'a.py', 2, now() - interval '1 hour'), ('', 'b.py', 1, now() - interval '3 hours');
 		INSERT INTO failed_pois (repository, original_job_id, file_id, poi_id, poi_index, failed_at, error_message,

@@ -7,7 +7,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/relay-dev/relay/internal/testdb"
-	"github.com/relay-dev/relay/migrations"
 )
 
 // Migration 32 copies each link_queue row queued before lanes to every
@@ -17,14 +16,9 @@ import (
 func TestMigrator_LinkQueueRowsFollowLanes(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	db := testdb.New(t)
-	m, err := migrations.New(db.Pool, db.Schema, testdb.Logger(t))
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = m.Close() })
-	_, err = m.DownTo(ctx, 31)
-	require.NoError(t, err)
+	db, m := migratedTo(t, 31)
 
-	_, err = db.Pool.Exec(ctx, `
+	_, err := db.Pool.Exec(ctx, `
 		INSERT INTO link_queue (job_id, file_id, file_version, publish_xid, replace, published_at, changed, ref_sources, ref_names,
 		                        ref_types, repository)
 		VALUES (7, 'a.js', 1, 0, true, now(), '{a,b}', '{s1,s2}', '{a,zz}', '{CALLS,CALLS}', 'r'),

@@ -53,15 +53,10 @@ func TestMigrator_UpDownUpRoundTrips(t *testing.T) {
 func TestMigrator_OneRowPerReferenceKeepsEveryEdge(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	db := testdb.New(t)
-	m, err := migrations.New(db.Pool, db.Schema, testdb.Logger(t))
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = m.Close() })
-	_, err = m.DownTo(ctx, 7)
-	require.NoError(t, err)
+	db, m := migratedTo(t, 7)
 
 	role := "relay_reader_" + db.Name[len("relay_test_db_"):]
-	_, err = db.Pool.Exec(ctx, `CREATE ROLE `+role+` NOLOGIN`)
+	_, err := db.Pool.Exec(ctx, `CREATE ROLE `+role+` NOLOGIN`)
 	require.NoError(t, err)
 	t.Cleanup(func() {
 		_, _ = db.Pool.Exec(context.Background(), `DROP OWNED BY `+role)

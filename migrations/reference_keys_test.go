@@ -7,8 +7,6 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/stretchr/testify/require"
 
-	"github.com/relay-dev/relay/internal/testdb"
-	"github.com/relay-dev/relay/migrations"
 	"github.com/relay-dev/relay/resolver"
 )
 
@@ -18,17 +16,12 @@ import (
 func TestMigrator_ReferenceKeysStoredInSQLAreReferenceKeys(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	db := testdb.New(t)
-	m, err := migrations.New(db.Pool, db.Schema, testdb.Logger(t))
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = m.Close() })
-	_, err = m.DownTo(ctx, 19)
-	require.NoError(t, err)
+	db, m := migratedTo(t, 19)
 
 	names := []string{"Close", ".Close", "().Close", "(.).Close", "store.Close", "(store).Close", "^.Close",
 		"(.Conn).Close", "(store.Conn).Close", "(^.Conn).Close", "(.conn).Close", "{newDB}.Query", "{q.F}.m",
 		"sym:github.com/x/db.Open", "id:f1#open", "render", "a.b.c", "(a.b).c.d", "(x).", "()", "(", ".", ""}
-	_, err = db.Pool.Exec(ctx, `INSERT INTO files (file_id) VALUES ('a.go');
+	_, err := db.Pool.Exec(ctx, `INSERT INTO files (file_id) VALUES ('a.go');
 		INSERT INTO pois (poi_id, file_id, name, type, line_number) VALUES ('a1', 'a.go', 'A', 'function', 1)`)
 	require.NoError(t, err)
 	_, err = db.Pool.Exec(ctx, `INSERT INTO poi_references (source_poi_id, source_file_id, name, type)
