@@ -3,6 +3,7 @@ package bench
 import (
 	"context"
 	"fmt"
+	"io"
 	"sort"
 	"strings"
 	"sync"
@@ -157,7 +158,7 @@ func (w *waitSampler) Stop(n int) ([]WaitSample, error) {
 }
 
 // printSerial writes s as the table's lines, indented.
-func printSerial(w interface{ Write([]byte) (int, error) }, s *Serial) {
+func printSerial(w io.Writer, s *Serial) {
 	if s == nil {
 		return
 	}

@@ -146,7 +146,7 @@ func Queue(b *pgx.Batch, e Entry) []int {
 	var byLane [Lanes]*cols
 	at := func(l int) *cols {
 		if byLane[l] == nil {
-			byLane[l] = &cols{srcs: []string{}, names: []string{}, types: []string{}, changed: []string{}}
+			byLane[l] = &cols{}
 		}
 		return byLane[l]
 	}
@@ -163,27 +163,32 @@ func Queue(b *pgx.Batch, e Entry) []int {
 	if len(e.Changed) > 0 || byLane[0] != nil || slices.IndexFunc(byLane[:], func(c *cols) bool { return c != nil }) < 0 {
 		at(0).changed = append(at(0).changed, e.Changed...)
 	}
+	// Every lane's arrays end to end, with each lane's bounds in them, so
+	// that one statement inserts every lane's row.
 	var lanes []int
 	var changed, srcs, names, types []string
+	var refsFrom, refsTo, changedFrom, changedTo []int32
 	for l, c := range byLane {
 		if c == nil {
 			continue
 		}
 		lanes = append(lanes, l)
-		// Each lane's arrays as one text literal (arrays of arrays must be
-		// rectangular), so that one statement inserts every lane's row.
-		changed, srcs = append(changed, arrayLiteral(c.changed)), append(srcs, arrayLiteral(c.srcs))
-		names, types = append(names, arrayLiteral(c.names)), append(types, arrayLiteral(c.types))
+		refsFrom, changedFrom = append(refsFrom, int32(len(srcs))), append(changedFrom, int32(len(changed)))
+		srcs, names, types = append(srcs, c.srcs...), append(names, c.names...), append(types, c.types...)
+		changed = append(changed, c.changed...)
+		refsTo, changedTo = append(refsTo, int32(len(srcs))), append(changedTo, int32(len(changed)))
 	}
 	b.Queue(`
 		INSERT INTO link_queue (job_id, file_id, file_version, replace, published_at, changed, ref_sources, ref_names, ref_types,
 		                        publish_xid, repository, lane)
-		SELECT $1, $2, $3, $4, $5, u.changed::text[], u.srcs::text[], u.names::text[], u.types::text[], $10, $11, u.lane
-		FROM unnest($6::text[], $7::text[], $8::text[], $9::text[], $12::smallint[]) AS u(changed, srcs, names, types, lane)
+		SELECT $1, $2, $3, $4, $5, ($6::text[])[u.c0 + 1:u.c1], ($7::text[])[u.r0 + 1:u.r1], ($8::text[])[u.r0 + 1:u.r1],
+		       ($9::text[])[u.r0 + 1:u.r1], $10, $11, u.lane
+		FROM unnest($12::smallint[], $13::int[], $14::int[], $15::int[], $16::int[]) AS u(lane, r0, r1, c0, c1)
 		ON CONFLICT (repository, job_id, lane) DO UPDATE SET file_version = excluded.file_version, replace = excluded.replace,
 			changed = excluded.changed, ref_sources = excluded.ref_sources, ref_names = excluded.ref_names,
 			ref_types = excluded.ref_types`,
-		e.JobID, e.FileID, e.FileVersion, e.Replace, e.PublishedAt, changed, srcs, names, types, e.PublishXID, e.Repository, lanes)
+		e.JobID, e.FileID, e.FileVersion, e.Replace, e.PublishedAt, nonNil(changed), nonNil(srcs), nonNil(names), nonNil(types),
+		e.PublishXID, e.Repository, lanes, refsFrom, refsTo, changedFrom, changedTo)
 	return lanes
 }
 
@@ -195,8 +200,6 @@ func Queue(b *pgx.Batch, e Entry) []int {
 // the gate exclusively and found its lane empty, so it either sees tx's
 // rows or has completed before tx looks, and tx inserts the next.
 func EnsureTx(ctx context.Context, tx pgx.Tx, lanes []int) error {
-	lanes = slices.Sorted(slices.Values(lanes))
-	lanes = slices.Compact(lanes)
 	// Two statements: the look must read a snapshot taken after the lock
 	// was granted (a statement's snapshot is taken when it starts).
 	if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock_shared($1)`, gateLock); err != nil {
@@ -228,26 +231,12 @@ func EnsureTx(ctx context.Context, tx pgx.Tx, lanes []int) error {
 	return nil
 }
 
-// arrayLiteral writes ss as a PostgreSQL text[] literal, every element
-// quoted.
-func arrayLiteral(ss []string) string {
-	var b strings.Builder
-	b.WriteByte('{')
-	for i, s := range ss {
-		if i > 0 {
-			b.WriteByte(',')
-		}
-		b.WriteByte('"')
-		for _, r := range s {
-			if r == '"' || r == '\\' {
-				b.WriteByte('\\')
-			}
-			b.WriteRune(r)
-		}
-		b.WriteByte('"')
+// nonNil is ss, or an empty slice for nil: pgx sends a nil slice as NULL.
+func nonNil(ss []string) []string {
+	if ss == nil {
+		return []string{}
 	}
-	b.WriteByte('}')
-	return b.String()
+	return ss
 }
 
 // EveryLane is a link job for each lane, to insert where no worker's

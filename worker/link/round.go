@@ -89,10 +89,10 @@ type row struct {
 	lane int
 }
 
-// lanes is a set of lanes a round holds.
-type lanes [Lanes]bool
+// laneSet is the lanes a round holds.
+type laneSet [Lanes]bool
 
-func (h lanes) list() []int32 {
+func (h laneSet) list() []int32 {
 	var out []int32
 	for l, in := range h {
 		if in {
@@ -103,7 +103,7 @@ func (h lanes) list() []int32 {
 }
 
 // holds reports whether h holds the lane of reference key k.
-func (h lanes) holds(k string) bool { return h[LaneOf(k)] }
+func (h laneSet) holds(k string) bool { return h[LaneOf(k)] }
 
 // stored is a reference to resolve and store: its key, source file and
 // the target it has now (nil when new or unresolved).
@@ -208,8 +208,8 @@ func Round(ctx context.Context, db Beginner, home int, lim Limits) (*Summary, er
 // lockLanes takes home's linker lock, waiting for it, and every other
 // lane's that no transaction holds, and returns the lanes held. The other
 // locks are tried, never waited for, so rounds cannot deadlock on them.
-func lockLanes(ctx context.Context, tx pgx.Tx, home int) (lanes, error) {
-	var held lanes
+func lockLanes(ctx context.Context, tx pgx.Tx, home int) (laneSet, error) {
+	var held laneSet
 	if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock($1)`, linkerKey(home)); err != nil {
 		return held, fmt.Errorf("error taking the linker lock of lane %d: %w", home, err)
 	}
@@ -226,9 +226,9 @@ func lockLanes(ctx context.Context, tx pgx.Tx, home int) (lanes, error) {
 	return held, nil
 }
 
-// readRows reads up to lim.Rows of the queued rows of held lanes at least
+// readRows reads up to lim.Rows of the queued rows of held laneSet at least
 // lim.Delay old, in job order.
-func readRows(ctx context.Context, tx pgx.Tx, held lanes, lim Limits) ([]row, error) {
+func readRows(ctx context.Context, tx pgx.Tx, held laneSet, lim Limits) ([]row, error) {
 	rs, err := tx.Query(ctx, `
 		SELECT job_id, repository, file_id, file_version, publish_xid, replace, published_at, changed, ref_sources, ref_names, ref_types,
 		       statement_timestamp(), lane
@@ -249,9 +249,9 @@ func readRows(ctx context.Context, tx pgx.Tx, held lanes, lim Limits) ([]row, er
 }
 
 // waiting returns the Summary of a round that read no row: Wait is how long
-// until the oldest queued row of held lanes is delay old, zero when none is
+// until the oldest queued row of held laneSet is delay old, zero when none is
 // queued.
-func waiting(ctx context.Context, tx pgx.Tx, held lanes, delay time.Duration) (*Summary, error) {
+func waiting(ctx context.Context, tx pgx.Tx, held laneSet, delay time.Duration) (*Summary, error) {
 	if delay <= 0 {
 		return &Summary{}, nil
 	}
@@ -436,16 +436,16 @@ func unseenBy(ctx context.Context, tx pgx.Tx, pairs []laneXID) (map[laneXID]int6
 // sets up its keys in time quadratic in their number.
 const dependsChunk = 1000
 
-// readChanged reads the stored references of held lanes that look up a
+// readChanged reads the stored references of held laneSet that look up a
 // key one of done changed in its repository and were resolved by a round
 // of their lane that missed the publish (unseenBy). They are read by key
-// (the changed keys of held lanes) and, when lane 0 is held (it holds
+// (the changed keys of held laneSet) and, when lane 0 is held (it holds
 // every derived reference), through depends (every changed name, which
 // lane 0's rows carry); those among own are left out (own replaces them).
 // A changed symbol ("sym:…") reaches the other repositories' references by
 // that symbol too: they resolve to it when their own repository has none
 // (resolver.LookupElsewhere).
-func readChanged(ctx context.Context, tx pgx.Tx, held lanes, done []row, own map[refKey]stored) ([]stored, error) {
+func readChanged(ctx context.Context, tx pgx.Tx, held laneSet, done []row, own map[refKey]stored) ([]stored, error) {
 	all, xidsOf := changedKeys(done)
 	var keys []changedKey
 	for _, k := range all {

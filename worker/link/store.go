@@ -175,7 +175,7 @@ const roundRetention = 24 * time.Hour
 // records the round, in one round trip: the rows' own references inserted
 // (or replacing a stored one), each other reference rewritten when its
 // target changed, in key order.
-func write(ctx context.Context, tx pgx.Tx, held lanes, round int64, res []resolution, done []row, sum *Summary) error {
+func write(ctx context.Context, tx pgx.Tx, held laneSet, round int64, res []resolution, done []row, sum *Summary) error {
 	var own, upd columns
 	for _, r := range res {
 		switch {
