@@ -17,7 +17,6 @@ import (
 
 	"github.com/relay-dev/relay/internal/goanalyze"
 	"github.com/relay-dev/relay/internal/testdb"
-	"github.com/relay-dev/relay/internal/workerconfig"
 	"github.com/relay-dev/relay/outbox"
 	"github.com/relay-dev/relay/worker"
 )
@@ -64,10 +63,10 @@ func relationsOf(t *testing.T, db *testdb.DB) (rels, failed []string) {
 func resolveAll(t *testing.T, db *testdb.DB) {
 	t.Helper()
 	ctx := context.Background()
-	cfg := workerconfig.From(db.Config())
-	client, err := worker.NewClient(db.Pool, cfg, testdb.Logger(t), nil)
+	cfg := worker.ConfigFrom(db.Config())
+	w, err := worker.New(db.Pool, cfg, testdb.Logger(t))
 	require.NoError(t, err)
-	require.NoError(t, worker.RunUntilIdle(ctx, client, worker.NewDrainer(db.Pool, client, cfg, testdb.Logger(t)), nil, db.Pool, testdb.Logger(t), nil))
+	require.NoError(t, w.RunUntilIdle(ctx, nil))
 }
 
 // TestSQLPublish_RealClients publishes a real source tree's analyses
@@ -94,7 +93,7 @@ func TestSQLPublish_RealClients(t *testing.T) {
 	// The Go publisher's result.
 	goDB := testdb.New(t)
 	require.NoError(t, pgx.BeginFunc(context.Background(), goDB.Pool, func(tx pgx.Tx) error {
-		client, err := worker.NewInsertClient(goDB.Pool, workerconfig.From(goDB.Config()), testdb.Logger(t))
+		client, err := worker.NewInsertClient(goDB.Pool, worker.ConfigFrom(goDB.Config()), testdb.Logger(t))
 		if err != nil {
 			return err
 		}

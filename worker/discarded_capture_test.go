@@ -10,7 +10,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/relay-dev/relay/internal/testdb"
-	"github.com/relay-dev/relay/internal/workerconfig"
 	"github.com/relay-dev/relay/outbox"
 	"github.com/relay-dev/relay/worker"
 )
@@ -22,11 +21,11 @@ func TestResolveFileWorker_ExhaustedBatchIsCapturedDurably(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	db := testdb.New(t)
-	cfg := workerconfig.From(db.Config())
+	cfg := worker.ConfigFrom(db.Config())
 	cfg.MaxAttempts = 1
-	client, err := worker.NewClient(db.Pool, cfg, testdb.Logger(t), nil)
+	w, err := worker.New(db.Pool, cfg, testdb.Logger(t))
 	require.NoError(t, err)
-	pub := outbox.New(client, &outbox.Config{MaxAttempts: 1}, testdb.Logger(t))
+	pub := outbox.New(w.Client(), &outbox.Config{MaxAttempts: 1}, testdb.Logger(t))
 
 	_, err = db.Pool.Exec(ctx, `
 		CREATE FUNCTION refuse() RETURNS trigger LANGUAGE plpgsql AS $$
@@ -45,7 +44,7 @@ func TestResolveFileWorker_ExhaustedBatchIsCapturedDurably(t *testing.T) {
 		return err
 	}))
 
-	require.NoError(t, worker.RunUntilIdle(ctx, client, nil, nil, db.Pool, testdb.Logger(t), nil))
+	require.NoError(t, w.RunUntilIdle(ctx, nil))
 	require.Equal(t, 1, testdb.Count(t, db.Pool, `SELECT count(*) FROM river_job WHERE id = $1 AND state = 'discarded'`, jobID))
 
 	var (
@@ -69,7 +68,7 @@ func TestResolveFileWorker_ExhaustedBatchIsCapturedDurably(t *testing.T) {
 	require.Equal(t, 1, testdb.Count(t, db.Pool, `SELECT count(*) FROM dead_letter_events WHERE action = 'item_added'`))
 
 	// Sweeping again captures nothing twice.
-	require.NoError(t, worker.RunUntilIdle(ctx, client, nil, nil, db.Pool, testdb.Logger(t), nil))
+	require.NoError(t, w.RunUntilIdle(ctx, nil))
 	require.Equal(t, 1, testdb.Count(t, db.Pool, `SELECT count(*) FROM dead_lettered_items`))
 }
 

@@ -13,7 +13,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/relay-dev/relay/internal/testdb"
-	"github.com/relay-dev/relay/internal/workerconfig"
 	"github.com/relay-dev/relay/outbox"
 	"github.com/relay-dev/relay/worker"
 )
@@ -81,12 +80,14 @@ func TestRunUntilIdle_WaitsForAFreeSlotToStartRiver(t *testing.T) {
 	}
 	defer release()
 
-	client, err := worker.NewClient(pool, workerconfig.From(db.Config()), testdb.Logger(t), &worker.Options{Queues: []string{outbox.QueueResolve}})
-	require.NoError(t, err)
 	logged := make(logLines, 64)
+	wcfg := worker.ConfigFrom(db.Config())
+	wcfg.Queues = []string{outbox.QueueResolve}
+	w, err := worker.New(pool, wcfg, slog.New(slog.NewTextHandler(logged, nil)))
+	require.NoError(t, err)
 	done := make(chan error, 1)
 	go func() {
-		done <- worker.RunUntilIdle(ctx, client, nil, nil, pool, slog.New(slog.NewTextHandler(logged, nil)), nil)
+		done <- w.RunUntilIdle(ctx, nil)
 	}()
 	deadline := time.After(time.Minute)
 	for waiting := false; !waiting; {

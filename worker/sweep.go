@@ -11,13 +11,13 @@ import (
 
 	"github.com/relay-dev/relay/deadletter"
 	"github.com/relay-dev/relay/deadletter/items"
-	"github.com/relay-dev/relay/internal/mapreduce"
 	"github.com/relay-dev/relay/outbox"
 )
 
 // SweepDiscardedArgs is the periodic job that captures discarded
-// resolve_file batches and MapReduce items into dead_lettered_items before
-// River's cleaner deletes them.
+// resolve_file batches, and what the worker's extensions' discarded jobs
+// left (MapReduce items), into dead_lettered_items before River's cleaner
+// deletes them; it also folds the dead-letter counts.
 type SweepDiscardedArgs struct{}
 
 // Kind is the River job kind.
@@ -28,20 +28,21 @@ func (SweepDiscardedArgs) InsertOpts() river.InsertOpts {
 	return river.InsertOpts{Queue: QueueMaintenance, UniqueOpts: river.UniqueOpts{ByArgs: true}, MaxAttempts: 3}
 }
 
-// SweepDiscardedWorker works SweepDiscardedArgs.
-type SweepDiscardedWorker struct {
+// sweepDiscardedWorker works SweepDiscardedArgs.
+type sweepDiscardedWorker struct {
 	river.WorkerDefaults[SweepDiscardedArgs]
-	pool   *pgxpool.Pool
-	logger *slog.Logger
+	pool       *pgxpool.Pool
+	logger     *slog.Logger
+	extensions []Extension
 }
 
-// Work captures every discarded resolve_file job and MapReduce item not
-// captured yet.
-func (w *SweepDiscardedWorker) Work(ctx context.Context, _ *river.Job[SweepDiscardedArgs]) error {
-	return sweepDiscarded(ctx, w.pool, w.logger)
+// Work captures every discarded resolve_file job, and every extension's
+// discarded jobs, not captured yet.
+func (w *sweepDiscardedWorker) Work(ctx context.Context, _ *river.Job[SweepDiscardedArgs]) error {
+	return sweepDiscarded(ctx, w.pool, w.logger, w.extensions)
 }
 
-func sweepDiscarded(ctx context.Context, pool *pgxpool.Pool, logger *slog.Logger) error {
+func sweepDiscarded(ctx context.Context, pool *pgxpool.Pool, logger *slog.Logger, extensions []Extension) error {
 	n, err := items.CaptureDiscarded(ctx, pool, outbox.KindResolveFile, outbox.ExpandArgs)
 	if err != nil {
 		err = fmt.Errorf("error sweeping discarded batches: %w", err)
@@ -54,5 +55,9 @@ func sweepDiscarded(ctx context.Context, pool *pgxpool.Pool, logger *slog.Logger
 	if cerr == nil && folded > 0 {
 		logger.DebugContext(ctx, "compacted the dead-letter counts", slog.Int64("rows", folded))
 	}
-	return errors.Join(err, cerr, mapreduce.Sweep(ctx, pool, logger))
+	errs := []error{err, cerr}
+	for _, ext := range extensions {
+		errs = append(errs, ext.Sweep(ctx, pool, logger))
+	}
+	return errors.Join(errs...)
 }

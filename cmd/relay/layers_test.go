@@ -20,7 +20,7 @@ var layers = map[string]int{
 	"config": 3, "worker/resolvefile": 3, "internal/repositories": 3,
 	"worker": 4, "internal/database": 4,
 	"internal/ops": 5, "internal/chaos": 5, "internal/accuracy": 6, "internal/testdb": 5, "internal/pgbouncer": 4,
-	"internal/workerconfig": 5, "internal/console": 6, "internal/testdb/cmd/createdb": 6, "internal/testdb/cmd/serverlock": 6,
+	"internal/console": 6, "internal/testdb/cmd/createdb": 6, "internal/testdb/cmd/serverlock": 6,
 	"internal/cli": 7, "internal/bench": 7, "internal/torture": 8,
 	"cmd/relay": 9, "cmd/relay-bench": 9, "cmd/relay-chaos": 9, "cmd/relay-eval": 9, "cmd/relay-torture": 9,
 }

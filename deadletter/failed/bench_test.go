@@ -7,7 +7,6 @@ import (
 
 	"github.com/relay-dev/relay/deadletter/failed"
 	"github.com/relay-dev/relay/internal/testdb"
-	"github.com/relay-dev/relay/internal/workerconfig"
 	"github.com/relay-dev/relay/worker"
 )
 
@@ -150,7 +149,7 @@ func BenchmarkFailedPOIs(b *testing.B) {
 // benchReprocess reprocesses 100,000 new rows (of repo, when set) per
 // iteration.
 func benchReprocess(ctx context.Context, b *testing.B, db *testdb.DB, repo *string) {
-	inserter, err := worker.NewInsertClient(db.Pool, workerconfig.From(db.Config()), testdb.Logger(b))
+	inserter, err := worker.NewInsertClient(db.Pool, worker.ConfigFrom(db.Config()), testdb.Logger(b))
 	if err != nil {
 		b.Fatal(err)
 	}

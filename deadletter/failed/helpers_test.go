@@ -8,16 +8,12 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/riverqueue/river"
-	"github.com/riverqueue/river/riverdriver/riverpgxv5"
 	"github.com/stretchr/testify/require"
 
 	"github.com/relay-dev/relay/deadletter/failed"
 	"github.com/relay-dev/relay/internal/testdb"
-	"github.com/relay-dev/relay/internal/workerconfig"
 	"github.com/relay-dev/relay/outbox"
 	"github.com/relay-dev/relay/worker"
-	"github.com/relay-dev/relay/worker/link"
-	"github.com/relay-dev/relay/worker/resolvefile"
 )
 
 // bundle is one test's database with relay's components over it.
@@ -34,7 +30,7 @@ type bundle struct {
 func setup(t *testing.T) *bundle {
 	t.Helper()
 	db := testdb.New(t)
-	inserter, err := worker.NewInsertClient(db.Pool, workerconfig.From(db.Config()), testdb.Logger(t))
+	inserter, err := worker.NewInsertClient(db.Pool, worker.ConfigFrom(db.Config()), testdb.Logger(t))
 	require.NoError(t, err)
 	return &bundle{
 		db: db, inserter: inserter,
@@ -62,23 +58,15 @@ func (b *bundle) work(t *testing.T) {
 
 // workUntilIdle is work returning its error, for a goroutine.
 func (b *bundle) workUntilIdle(t *testing.T) error {
-	cfg := b.db.Config()
-	logger := testdb.Logger(t)
-	workers := river.NewWorkers()
-	river.AddWorker(workers, resolvefile.NewWorker(b.db.Pool, resolvefile.Config{
-		POITimeout: cfg.POITimeout, JobTimeout: cfg.JobTimeout, ReprocessMaxAttempts: b.maxAttempts,
-	}, logger, nil))
-	river.AddWorker(workers, link.NewWorker(b.db.Pool, link.Config{}, logger, nil))
-	client, err := river.NewClient(riverpgxv5.New(b.db.Pool), &river.Config{
-		Logger: logger, Schema: cfg.DatabaseSchema, Workers: workers,
-		Queues: map[string]river.QueueConfig{outbox.QueueResolve: {MaxWorkers: 2}, link.QueueLink: {MaxWorkers: 1}},
-	})
+	cfg := worker.ConfigFrom(b.db.Config())
+	cfg.Concurrency, cfg.ReprocessMaxAttempts, cfg.Queues = 2, b.maxAttempts, []string{outbox.QueueResolve}
+	w, err := worker.New(b.db.Pool, cfg, testdb.Logger(t))
 	if err != nil {
 		return err
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
-	return worker.RunUntilIdle(ctx, client, nil, nil, b.db.Pool, logger, nil)
+	return w.RunUntilIdle(ctx, nil)
 }
 
 func (b *bundle) count(t *testing.T, sql string, args ...any) int {

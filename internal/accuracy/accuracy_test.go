@@ -12,7 +12,6 @@ import (
 
 	"github.com/relay-dev/relay/internal/goanalyze"
 	"github.com/relay-dev/relay/internal/testdb"
-	"github.com/relay-dev/relay/internal/workerconfig"
 	"github.com/relay-dev/relay/outbox"
 	"github.com/relay-dev/relay/resolver"
 	"github.com/relay-dev/relay/worker"
@@ -41,15 +40,15 @@ func TestResolve_EqualsDatabasePath(t *testing.T) {
 			require.NotEmpty(t, want)
 
 			db := testdb.New(t)
-			cfg := workerconfig.From(db.Config())
-			client, err := worker.NewClient(db.Pool, cfg, testdb.Logger(t), nil)
+			cfg := worker.ConfigFrom(db.Config())
+			w, err := worker.New(db.Pool, cfg, testdb.Logger(t))
 			require.NoError(t, err)
-			pub := outbox.New(client, nil, testdb.Logger(t))
+			pub := outbox.New(w.Client(), nil, testdb.Logger(t))
 			sum, err := goanalyze.Publish(ctx, db.Pool, pub, testTree, goanalyze.PublishConfig{References: mode})
 			require.NoError(t, err)
 			require.Empty(t, sum.Rejected)
 			require.Empty(t, sum.Warnings)
-			require.NoError(t, worker.RunUntilIdle(ctx, client, nil, nil, db.Pool, testdb.Logger(t), nil))
+			require.NoError(t, w.RunUntilIdle(ctx, nil))
 
 			rows, err := db.Pool.Query(ctx, `SELECT source_poi_id || ' ' || type || ' ' || target_poi_id FROM relationships ORDER BY 1`)
 			require.NoError(t, err)

@@ -15,7 +15,6 @@ import (
 
 	"github.com/relay-dev/relay/internal/goanalyze"
 	"github.com/relay-dev/relay/internal/testdb"
-	"github.com/relay-dev/relay/internal/workerconfig"
 	"github.com/relay-dev/relay/outbox"
 	"github.com/relay-dev/relay/worker"
 )
@@ -61,11 +60,11 @@ func testOrderIndependent(t *testing.T, opts goanalyze.Options) {
 		t.Run("seed", func(t *testing.T) {
 			t.Parallel()
 			db := testdb.New(t)
-			cfg := workerconfig.From(db.Config())
+			cfg := worker.ConfigFrom(db.Config())
 			cfg.Concurrency = 4
-			client, err := worker.NewClient(db.Pool, cfg, testdb.Logger(t), nil)
+			w, err := worker.New(db.Pool, cfg, testdb.Logger(t))
 			require.NoError(t, err)
-			pub := outbox.New(client, nil, testdb.Logger(t))
+			pub := outbox.New(w.Client(), nil, testdb.Logger(t))
 			publish := func(a outbox.Analysis) {
 				require.NoError(t, pgx.BeginFunc(ctx, db.Pool, func(tx pgx.Tx) error {
 					_, err := pub.PublishTx(ctx, tx, a)
@@ -75,11 +74,11 @@ func testOrderIndependent(t *testing.T, opts goanalyze.Options) {
 
 			order := slices.Clone(files)
 			rand.New(rand.NewPCG(seed, 19)).Shuffle(len(order), func(i, j int) { order[i], order[j] = order[j], order[i] })
-			require.NoError(t, client.Start(ctx))
+			require.NoError(t, w.Start(ctx))
 			t.Cleanup(func() {
 				stopCtx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 				defer cancel()
-				require.NoError(t, client.Stop(stopCtx))
+				require.NoError(t, w.Stop(stopCtx))
 			})
 			var wg sync.WaitGroup
 			for half := range 2 {

@@ -12,7 +12,6 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/relay-dev/relay/config"
-	"github.com/relay-dev/relay/internal/workerconfig"
 	"github.com/relay-dev/relay/outbox"
 	"github.com/relay-dev/relay/resolver"
 	"github.com/relay-dev/relay/worker"
@@ -225,7 +224,7 @@ type relationshipRow struct {
 
 // publishAndWork publishes files into a new database in one transaction,
 // as a service would with PublishManyTx, runs relay's worker on the
-// resolve queue until it is idle (worker.RunUntilIdle, as `relay worker
+// resolve queue until it is idle (worker.Worker.RunUntilIdle, as `relay worker
 // --until-idle`), and returns the CALLS relationships and the number of
 // dead-lettered POIs.
 func publishAndWork(ctx context.Context, opts PyCGOptions, files []outbox.Analysis) ([]relationshipRow, int, error) {
@@ -236,19 +235,20 @@ func publishAndWork(ctx context.Context, opts PyCGOptions, files []outbox.Analys
 	if db.Release != nil {
 		defer db.Release()
 	}
-	wcfg := workerconfig.From(db.Config)
-	client, err := worker.NewClient(db.Pool, wcfg, opts.Logger, &worker.Options{Queues: []string{outbox.QueueResolve}})
+	wcfg := worker.ConfigFrom(db.Config)
+	wcfg.Queues = []string{outbox.QueueResolve}
+	w, err := worker.New(db.Pool, wcfg, opts.Logger)
 	if err != nil {
 		return nil, 0, err
 	}
-	pub := outbox.New(client, &wcfg.Publish, opts.Logger)
+	pub := outbox.New(w.Client(), &wcfg.Publish, opts.Logger)
 	if err := pgx.BeginFunc(ctx, db.Pool, func(tx pgx.Tx) error {
 		_, err := pub.PublishManyTx(ctx, tx, files)
 		return err
 	}); err != nil {
 		return nil, 0, err
 	}
-	if err := worker.RunUntilIdle(ctx, client, nil, nil, db.Pool, opts.Logger, nil); err != nil {
+	if err := w.RunUntilIdle(ctx, nil); err != nil {
 		return nil, 0, err
 	}
 	var failed int

@@ -17,7 +17,6 @@ import (
 	"time"
 
 	"github.com/relay-dev/relay/config"
-	"github.com/relay-dev/relay/internal/workerconfig"
 	"github.com/relay-dev/relay/worker"
 )
 
@@ -130,7 +129,7 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if gcLog == nil {
 		gcLog = slog.New(slog.DiscardHandler)
 	}
-	gcPercent := worker.SetGCPercent(workerconfig.From(config.Default()), gcLog)
+	gcPercent := worker.SetGCPercent(worker.ConfigFrom(config.Default()), gcLog)
 	res, err := Run(ctx, cfg)
 	if err != nil {
 		fmt.Fprintf(stderr, "relay-bench: %v\n", err)

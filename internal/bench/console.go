@@ -11,7 +11,6 @@ import (
 
 	"github.com/relay-dev/relay/deadletter/failed"
 	"github.com/relay-dev/relay/internal/console"
-	"github.com/relay-dev/relay/internal/workerconfig"
 	"github.com/relay-dev/relay/worker"
 )
 
@@ -26,7 +25,7 @@ type PageTime struct {
 // the dead-letter phase's failed_pois table, straight through its handler
 // (no network), as `relay ui` serves them.
 func (b *bench) consolePages(ctx context.Context, d *DeadLetter) error {
-	jobs, err := worker.NewInsertClient(b.pool, workerconfig.From(b.workerConfig()), b.cfg.Logger)
+	jobs, err := worker.NewInsertClient(b.pool, worker.ConfigFrom(b.workerConfig()), b.cfg.Logger)
 	if err != nil {
 		return err
 	}

@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/relay-dev/relay/deadletter/failed"
-	"github.com/relay-dev/relay/internal/workerconfig"
 	"github.com/relay-dev/relay/worker"
 )
 
@@ -153,7 +152,7 @@ func medianMillis(fn func() error) (float64, error) {
 
 // reprocess runs `relay reprocess --status new --limit ReprocessRows`.
 func (b *bench) reprocess(ctx context.Context, d *DeadLetter) error {
-	inserter, err := worker.NewInsertClient(b.pool, workerconfig.From(b.workerConfig()), b.cfg.Logger)
+	inserter, err := worker.NewInsertClient(b.pool, worker.ConfigFrom(b.workerConfig()), b.cfg.Logger)
 	if err != nil {
 		return err
 	}

@@ -10,7 +10,6 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
-	"github.com/relay-dev/relay/internal/workerconfig"
 	"github.com/relay-dev/relay/outbox"
 	"github.com/relay-dev/relay/resolver"
 	"github.com/relay-dev/relay/worker"
@@ -108,9 +107,9 @@ func (b *bench) freshness(ctx context.Context, res *Result) error {
 			return callerAnalysis(k - main.files - 1), nil
 		}
 	}}
-	wcfg := workerconfig.From(b.workerConfig())
+	wcfg := worker.ConfigFrom(b.workerConfig())
 	obs := &freshnessObserver{hot: make(chan hotFinal, freshnessRenames+1)}
-	client, err := worker.NewClient(b.pool, wcfg, b.cfg.Logger, &worker.Options{RiverPool: b.riverPool, Observer: obs})
+	w, err := b.newWorker(wcfg, obs)
 	if err != nil {
 		return err
 	}
@@ -119,10 +118,10 @@ func (b *bench) freshness(ctx context.Context, res *Result) error {
 		return err
 	}
 	pub := outbox.New(inserter, &outbox.Config{}, b.cfg.Logger)
-	if err := client.Start(context.WithoutCancel(ctx)); err != nil {
-		return fmt.Errorf("error starting River client: %w", err)
+	if err := w.Start(ctx); err != nil {
+		return err
 	}
-	defer func() { _ = client.Stop(context.WithoutCancel(ctx)) }()
+	defer func() { _ = w.Stop(context.WithoutCancel(ctx)) }()
 	b.progress("  bulk load: %d files published while the worker runs", src.files)
 	if err := b.publish(ctx, src, pub, &RunResult{}); err != nil {
 		return err

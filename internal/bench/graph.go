@@ -17,7 +17,6 @@ import (
 
 	"github.com/relay-dev/relay/internal/console"
 	"github.com/relay-dev/relay/internal/graph"
-	"github.com/relay-dev/relay/internal/workerconfig"
 	"github.com/relay-dev/relay/worker"
 )
 
@@ -259,7 +258,7 @@ func (b *bench) graphPhase(ctx context.Context, res *Result) error {
 // HTTP, on random POIs and names (a first pass of each warms up, not
 // counted), the tree's root included among the pages.
 func (b *bench) graphPages(ctx context.Context, rnd *rand.Rand, n int) (page, complete Latency, err error) {
-	jobs, err := worker.NewInsertClient(b.pool, workerconfig.From(b.workerConfig()), b.cfg.Logger)
+	jobs, err := worker.NewInsertClient(b.pool, worker.ConfigFrom(b.workerConfig()), b.cfg.Logger)
 	if err != nil {
 		return page, complete, err
 	}

@@ -12,7 +12,6 @@ import (
 
 	"github.com/relay-dev/relay/config"
 	"github.com/relay-dev/relay/internal/goanalyze"
-	"github.com/relay-dev/relay/internal/workerconfig"
 	"github.com/relay-dev/relay/outbox"
 	"github.com/relay-dev/relay/worker"
 	"github.com/relay-dev/relay/worker/link"
@@ -106,7 +105,7 @@ func (b *bench) runCorpus(ctx context.Context, src source, perPOI, concurrent bo
 	}
 	rss := sampleRSS()
 	defer rss.Stop()
-	wcfg := workerconfig.From(b.workerConfig())
+	wcfg := worker.ConfigFrom(b.workerConfig())
 	inserter, err := worker.NewInsertClient(b.pool, wcfg, b.cfg.Logger)
 	if err != nil {
 		return nil, err
@@ -132,7 +131,7 @@ func (b *bench) runCorpus(ctx context.Context, src source, perPOI, concurrent bo
 		return res, b.count(ctx, res)
 	}
 
-	client, err := worker.NewClient(b.pool, wcfg, b.cfg.Logger, &worker.Options{RiverPool: b.riverPool, Observer: reresolved{res}})
+	w, err := b.newWorker(wcfg, reresolved{res})
 	if err != nil {
 		return nil, err
 	}
@@ -141,10 +140,10 @@ func (b *bench) runCorpus(ctx context.Context, src source, perPOI, concurrent bo
 		return nil, err
 	}
 	start := time.Now()
-	if err := client.Start(context.WithoutCancel(ctx)); err != nil {
-		return nil, fmt.Errorf("error starting River client: %w", err)
+	if err := w.Start(ctx); err != nil {
+		return nil, err
 	}
-	defer func() { _ = client.Stop(context.WithoutCancel(ctx)) }()
+	defer func() { _ = w.Stop(context.WithoutCancel(ctx)) }()
 	var waits *waitSampler
 	if b.cfg.SampleWaits {
 		waits = sampleWaits(ctx, b.pool, 300*time.Millisecond)
@@ -168,8 +167,8 @@ func (b *bench) runCorpus(ctx context.Context, src source, perPOI, concurrent bo
 			return nil, err
 		}
 	}
-	if err := client.Stop(context.WithoutCancel(ctx)); err != nil {
-		return nil, fmt.Errorf("error stopping River client: %w", err)
+	if err := w.Stop(context.WithoutCancel(ctx)); err != nil {
+		return nil, err
 	}
 	res.PeakRSSBytes = rss.Stop()
 	return res, b.count(ctx, res)
@@ -239,14 +238,22 @@ func (b *bench) publishBatches(src source, res *RunResult, flush func([]outbox.A
 	return flush(batch)
 }
 
+// newWorker is relay's worker with wcfg, River's statements on the
+// bench's River pool, telling obs about every batch and round.
+func (b *bench) newWorker(wcfg *worker.Config, obs worker.Observer) (*worker.Worker, error) {
+	cfg := *wcfg
+	cfg.RiverPool, cfg.Observer = b.riverPool, obs
+	return worker.New(b.pool, &cfg, b.cfg.Logger)
+}
+
 // work runs relay's worker until the queue is idle.
 func (b *bench) work(ctx context.Context, wcfg *worker.Config, res *RunResult) error {
-	client, err := worker.NewClient(b.pool, wcfg, b.cfg.Logger, &worker.Options{RiverPool: b.riverPool, Observer: reresolved{res}})
+	w, err := b.newWorker(wcfg, reresolved{res})
 	if err != nil {
 		return err
 	}
 	start := time.Now()
-	if err := worker.RunUntilIdle(ctx, client, worker.NewDrainer(b.pool, client, wcfg, b.cfg.Logger), nil, b.pool, b.cfg.Logger, b.workProgress()); err != nil {
+	if err := w.RunUntilIdle(ctx, b.workProgress()); err != nil {
 		return err
 	}
 	res.WorkSeconds = time.Since(start).Seconds()
@@ -432,7 +439,7 @@ func (b *bench) stdlib(ctx context.Context, res *Result) error {
 	}
 	rss := sampleRSS()
 	defer rss.Stop()
-	wcfg := workerconfig.From(b.workerConfig())
+	wcfg := worker.ConfigFrom(b.workerConfig())
 	inserter, err := worker.NewInsertClient(b.pool, wcfg, b.cfg.Logger)
 	if err != nil {
 		return err

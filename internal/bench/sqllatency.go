@@ -15,7 +15,6 @@ import (
 	"github.com/relay-dev/relay/config"
 	"github.com/relay-dev/relay/internal/database"
 	"github.com/relay-dev/relay/internal/pgbouncer"
-	"github.com/relay-dev/relay/internal/workerconfig"
 	"github.com/relay-dev/relay/outbox"
 	"github.com/relay-dev/relay/worker"
 )
@@ -58,7 +57,7 @@ func (b *bench) sqlLatency(ctx context.Context, res *Result) error {
 	l := &SQLLatency{}
 	var err error
 	b.progress("  connected to PostgreSQL: %d publishes", b.cfg.SQLLatencySamples)
-	if l.Direct, err = b.latencyRun(ctx, b.url, b.pool, b.riverPool, workerconfig.From(b.workerConfig())); err != nil {
+	if l.Direct, err = b.latencyRun(ctx, b.url, b.pool, b.riverPool, worker.ConfigFrom(b.workerConfig())); err != nil {
 		return err
 	}
 	b.progress("  direct: p50 %.3fs, p99 %.3fs, max %.3fs", l.Direct.P50, l.Direct.P99, l.Direct.Max)
@@ -106,7 +105,7 @@ func (b *bench) latencyBehindPgBouncer(ctx context.Context) (_ *LatencyRun, err 
 		return nil, err
 	}
 	defer riverPool.Close()
-	return b.latencyRun(ctx, url, pool, riverPool, workerconfig.From(cfg))
+	return b.latencyRun(ctx, url, pool, riverPool, worker.ConfigFrom(cfg))
 }
 
 // latencyRun starts a worker on pool and riverPool with wcfg, then
@@ -123,18 +122,17 @@ func (b *bench) latencyRun(ctx context.Context, url string, pool, riverPool *pgx
 		return nil, err
 	}
 	defer caller.Close(context.WithoutCancel(ctx))
-	client, err := worker.NewClient(pool, wcfg, b.cfg.Logger, &worker.Options{RiverPool: riverPool})
+	wcfg.RiverPool = riverPool
+	w, err := worker.New(pool, wcfg, b.cfg.Logger)
 	if err != nil {
 		return nil, err
 	}
-	events, unsubscribe := client.Subscribe(river.EventKindJobCompleted, river.EventKindJobFailed)
+	events, unsubscribe := w.Client().Subscribe(river.EventKindJobCompleted, river.EventKindJobFailed)
 	defer unsubscribe()
-	if err := client.Start(context.WithoutCancel(ctx)); err != nil {
-		return nil, fmt.Errorf("error starting River client: %w", err)
+	if err := w.Start(ctx); err != nil {
+		return nil, err
 	}
-	defer func() { _ = client.Stop(context.WithoutCancel(ctx)) }()
-	stopDrain := runDrainer(ctx, worker.NewDrainer(pool, client, wcfg, b.cfg.Logger))
-	defer stopDrain()
+	defer func() { _ = w.Stop(context.WithoutCancel(ctx)) }()
 
 	n := b.cfg.SQLLatencySamples
 	c := corpus{files: n + 1, poisPerFile: latencyPOIs}
@@ -161,9 +159,8 @@ func (b *bench) latencyRun(ctx context.Context, url string, pool, riverPool *pgx
 			lastLog = time.Now()
 		}
 	}
-	stopDrain()
-	if err := client.Stop(context.WithoutCancel(ctx)); err != nil {
-		return nil, fmt.Errorf("error stopping River client: %w", err)
+	if err := w.Stop(context.WithoutCancel(ctx)); err != nil {
+		return nil, err
 	}
 	run.Min, run.P50, run.P99, run.Max = percentile(samples, 0), percentile(samples, 0.5), percentile(samples, 0.99), percentile(samples, 1)
 	return run, nil

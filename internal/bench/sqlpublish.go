@@ -8,7 +8,6 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
-	"github.com/relay-dev/relay/internal/workerconfig"
 	"github.com/relay-dev/relay/outbox"
 	"github.com/relay-dev/relay/worker"
 )
@@ -86,20 +85,17 @@ func (b *bench) runSQLCorpus(ctx context.Context, src source) (*RunResult, error
 		return nil, err
 	}
 	defer caller.Close(context.WithoutCancel(ctx))
-	wcfg := workerconfig.From(b.workerConfig())
+	wcfg := worker.ConfigFrom(b.workerConfig())
 	res := &RunResult{Files: src.files, Concurrent: true}
-	client, err := worker.NewClient(b.pool, wcfg, b.cfg.Logger, &worker.Options{RiverPool: b.riverPool, Observer: reresolved{res}})
+	w, err := b.newWorker(wcfg, reresolved{res})
 	if err != nil {
 		return nil, err
 	}
-	drain := worker.NewDrainer(b.pool, client, wcfg, b.cfg.Logger)
 	start := time.Now()
-	if err := client.Start(context.WithoutCancel(ctx)); err != nil {
-		return nil, fmt.Errorf("error starting River client: %w", err)
+	if err := w.Start(ctx); err != nil {
+		return nil, err
 	}
-	defer func() { _ = client.Stop(context.WithoutCancel(ctx)) }()
-	stopDrain := runDrainer(ctx, drain)
-	defer stopDrain()
+	defer func() { _ = w.Stop(context.WithoutCancel(ctx)) }()
 	if err := b.publishSQL(ctx, caller, src, res); err != nil {
 		return nil, err
 	}
@@ -110,9 +106,8 @@ func (b *bench) runSQLCorpus(ctx context.Context, src source) (*RunResult, error
 	}
 	res.TotalSeconds = time.Since(start).Seconds()
 	res.WorkSeconds = res.TotalSeconds
-	stopDrain()
-	if err := client.Stop(context.WithoutCancel(ctx)); err != nil {
-		return nil, fmt.Errorf("error stopping River client: %w", err)
+	if err := w.Stop(context.WithoutCancel(ctx)); err != nil {
+		return nil, err
 	}
 	res.PeakRSSBytes = rss.Stop()
 	var rejected int
@@ -201,20 +196,4 @@ func (b *bench) resetSQL(ctx context.Context) error {
 		return fmt.Errorf("error emptying the publish queue: %w", err)
 	}
 	return b.reset(ctx)
-}
-
-// runDrainer runs d until the returned function is called, which returns
-// once d has stopped (as worker.Run and worker.RunUntilIdle run theirs); it
-// may be called more than once.
-func runDrainer(ctx context.Context, d *outbox.Drainer) (stop func()) {
-	ctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		_ = d.Run(ctx)
-	}()
-	return func() {
-		cancel()
-		<-done
-	}
 }

@@ -10,7 +10,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/relay-dev/relay/internal/goanalyze"
-	"github.com/relay-dev/relay/internal/workerconfig"
 	"github.com/relay-dev/relay/worker"
 )
 
@@ -134,7 +133,7 @@ then resolves every batch, as 'relay worker --until-idle' would.`,
 					return err
 				}
 			}
-			worker.SetGCPercent(workerconfig.From(a.cfg), a.logger)
+			worker.SetGCPercent(worker.ConfigFrom(a.cfg), a.logger)
 			pool, err := a.open(ctx, "analyze")
 			if err != nil {
 				return err
@@ -183,14 +182,13 @@ then resolves every batch, as 'relay worker --until-idle' would.`,
 				out.References = ReferencesSCIP
 			}
 			if work {
-				wcfg := workerconfig.From(a.cfg)
-				client, err := worker.NewClient(pool, wcfg, a.logger, nil)
+				w, err := worker.New(pool, worker.ConfigFrom(a.cfg), a.logger)
 				if err != nil {
 					return err
 				}
 				start := time.Now()
-				if err := a.announced(ctx, pool, client, func(ctx context.Context) error {
-					return worker.RunUntilIdle(ctx, client, worker.NewDrainer(pool, client, wcfg, a.logger), nil, pool, a.logger, nil)
+				if err := a.announced(ctx, pool, w.ID(), func(ctx context.Context) error {
+					return w.RunUntilIdle(ctx, nil)
 				}); err != nil {
 					return err
 				}

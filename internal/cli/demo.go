@@ -21,7 +21,6 @@ import (
 	"github.com/relay-dev/relay/config"
 	"github.com/relay-dev/relay/internal/database"
 	"github.com/relay-dev/relay/internal/embeddedpg"
-	"github.com/relay-dev/relay/internal/workerconfig"
 	"github.com/relay-dev/relay/migrations"
 	"github.com/relay-dev/relay/worker"
 )
@@ -153,7 +152,7 @@ func runDemo(ctx context.Context, a *app, throwaway bool) error {
 	if err != nil {
 		return err
 	}
-	worker.SetGCPercent(workerconfig.From(a.cfg), a.logger)
+	worker.SetGCPercent(worker.ConfigFrom(a.cfg), a.logger)
 	pool, err := a.open(ctx, "demo")
 	if err != nil {
 		return err
@@ -175,13 +174,12 @@ func runDemo(ctx context.Context, a *app, throwaway bool) error {
 		return err
 	}
 	fmt.Fprintf(out, "relay demo: published %d files, %d POIs in %d resolve_file jobs (one per file)\n", sum.Files, sum.POIs, sum.Jobs)
-	wcfg := workerconfig.From(a.cfg)
-	client, err := worker.NewClient(pool, wcfg, a.logger, nil)
+	w, err := worker.New(pool, worker.ConfigFrom(a.cfg), a.logger)
 	if err != nil {
 		return err
 	}
-	if err := a.announced(ctx, pool, client, func(ctx context.Context) error {
-		return worker.RunUntilIdle(ctx, client, worker.NewDrainer(pool, client, wcfg, a.logger), nil, pool, a.logger, nil)
+	if err := a.announced(ctx, pool, w.ID(), func(ctx context.Context) error {
+		return w.RunUntilIdle(ctx, nil)
 	}); err != nil {
 		return err
 	}

@@ -16,7 +16,6 @@ import (
 	"github.com/relay-dev/relay/deadletter/items"
 	"github.com/relay-dev/relay/internal/mapreduce"
 	"github.com/relay-dev/relay/internal/termout"
-	"github.com/relay-dev/relay/internal/workerconfig"
 	"github.com/relay-dev/relay/worker"
 )
 
@@ -444,7 +443,7 @@ retry refuses to start; without --wait 'relay worker' must give them all
 				if err != nil {
 					return err
 				}
-				client, err := worker.NewInsertClient(pool, workerconfig.From(a.cfg), a.logger)
+				client, err := worker.NewInsertClient(pool, worker.ConfigFrom(a.cfg), a.logger)
 				if err != nil {
 					return err
 				}

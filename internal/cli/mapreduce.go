@@ -19,7 +19,6 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
-	"github.com/riverqueue/river"
 	"github.com/spf13/cobra"
 
 	"github.com/relay-dev/relay/config"
@@ -27,7 +26,6 @@ import (
 	"github.com/relay-dev/relay/deadletter/items"
 	"github.com/relay-dev/relay/internal/agent"
 	"github.com/relay-dev/relay/internal/mapreduce"
-	"github.com/relay-dev/relay/internal/workerconfig"
 	"github.com/relay-dev/relay/worker"
 )
 
@@ -178,7 +176,7 @@ JOB_ID --wait' goes on with them (exit code 130).`,
 				return err
 			}
 			defer pool.Close()
-			client, err := worker.NewInsertClient(pool, workerconfig.From(a.cfg), a.logger)
+			client, err := worker.NewInsertClient(pool, worker.ConfigFrom(a.cfg), a.logger)
 			if err != nil {
 				return err
 			}
@@ -260,9 +258,10 @@ type agentSetup struct {
 	workdir string
 }
 
-// workerConfig is the MapReduce worker's configuration for these agents.
-func (s *agentSetup) workerConfig() *mapreduce.WorkerConfig {
-	return &mapreduce.WorkerConfig{Workdir: s.workdir, Env: s.env, User: s.user}
+// workerConfig is the MapReduce worker's configuration for these agents,
+// parallel of them at once.
+func (s *agentSetup) workerConfig(parallel int) mapreduce.WorkerConfig {
+	return mapreduce.WorkerConfig{Parallel: parallel, Workdir: s.workdir, Env: s.env, User: s.user}
 }
 
 // resolveAgents reads agent_env and agent_user: NAME entries take their
@@ -429,7 +428,7 @@ func interrupted(a *app, pool *pgxpool.Pool, jobID string) error {
 // them when the run started).
 const adoptInterval = 5 * time.Second
 
-// workInProcess runs an in-process River client on jobID's own queue
+// workInProcess runs an in-process worker on jobID's own queue
 // (mapreduce.WaitQueue), so that it works that job's items and no other's,
 // until jobID has no item left to run, with progress on stderr. Its agents
 // get what agents (agentsHere) says. The job's items waiting on any other
@@ -437,10 +436,7 @@ const adoptInterval = 5 * time.Second
 // starting agents and waits up to shutdown_timeout for running ones; a
 // second (a.env.StopNow) kills them.
 func workInProcess(ctx context.Context, a *app, pool *pgxpool.Pool, jobID string, agents *agentSetup, parallel int) (*mapreduce.Counts, error) {
-	cfg := workerconfig.From(a.cfg)
-	if parallel > 0 {
-		cfg.MapReduceParallel = parallel
-	}
+	cfg := worker.ConfigFrom(a.cfg)
 	// River's workers log from their own goroutines while progress is
 	// printed here: both go through one locked writer.
 	stderr := &lockedWriter{w: a.env.Stderr}
@@ -456,19 +452,16 @@ func workInProcess(ctx context.Context, a *app, pool *pgxpool.Pool, jobID string
 		return nil, err
 	}
 	killNow := make(chan struct{})
-	mr := agents.workerConfig()
-	mr.StopNow = killNow
-	client, err := worker.NewClient(pool, cfg, logger, &worker.Options{Queues: []string{mapreduce.Queue}, MapReduce: mr})
+	agentsAtOnce := a.cfg.MapReduceParallel
+	if parallel > 0 {
+		agentsAtOnce = parallel
+	}
+	mr := agents.workerConfig(agentsAtOnce)
+	mr.Queue, mr.StopNow = queue, killNow
+	cfg.Queues, cfg.Extensions = []string{queue}, []worker.Extension{mapreduce.NewAgents(mr)}
+	w, err := worker.New(pool, cfg, logger)
 	if err != nil {
 		return nil, err
-	}
-	// The shared queue is how worker.NewClient configures a MapReduce
-	// client; swap it for the job's own.
-	if err := client.Queues().Remove(ctx, mapreduce.Queue); err != nil {
-		return nil, fmt.Errorf("error configuring River client: %w", err)
-	}
-	if err := client.Queues().Add(queue, river.QueueConfig{MaxWorkers: cfg.MapReduceParallel}); err != nil {
-		return nil, fmt.Errorf("error configuring River client: %w", err)
 	}
 
 	done := make(chan struct{})
@@ -495,9 +488,9 @@ func workInProcess(ctx context.Context, a *app, pool *pgxpool.Pool, jobID string
 	start := time.Now()
 	last := time.Time{}
 	var counts *mapreduce.Counts
-	err = a.announced(ctx, pool, client, func(ctx context.Context) error {
+	err = a.announced(ctx, pool, w.ID(), func(ctx context.Context) error {
 		var err error
-		counts, err = mapreduce.RunUntilDone(ctx, client, pool, logger, jobID, func(c *mapreduce.Counts) {
+		counts, err = mapreduce.RunUntilDone(ctx, w, pool, logger, jobID, func(c *mapreduce.Counts) {
 			if time.Since(last) < 500*time.Millisecond && c.Live() > 0 {
 				return
 			}
@@ -725,7 +718,7 @@ must give them all (its agent_env).`,
 			if err := mapreduce.Sweep(ctx, pool, a.logger); err != nil {
 				a.logger.WarnContext(ctx, "could not capture discarded items first", "error", err.Error())
 			}
-			client, err := worker.NewInsertClient(pool, workerconfig.From(a.cfg), a.logger)
+			client, err := worker.NewInsertClient(pool, worker.ConfigFrom(a.cfg), a.logger)
 			if err != nil {
 				return err
 			}

@@ -19,7 +19,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/relay-dev/relay/config"
-	"github.com/relay-dev/relay/internal/workerconfig"
 	"github.com/relay-dev/relay/outbox"
 	"github.com/relay-dev/relay/worker"
 )
@@ -441,7 +440,7 @@ func byteSize(n int64) string {
 // analyze, outbox retry): an insert-only River client on pool and the
 // configured limits (max_job_bytes, max_poi_bytes, max_attempts).
 func (a *app) publisher(pool *pgxpool.Pool) (*outbox.Publisher, error) {
-	wcfg := workerconfig.From(a.cfg)
+	wcfg := worker.ConfigFrom(a.cfg)
 	client, err := worker.NewInsertClient(pool, wcfg, a.logger)
 	if err != nil {
 		return nil, err

@@ -12,7 +12,6 @@ import (
 
 	"github.com/relay-dev/relay/internal/repositories"
 	"github.com/relay-dev/relay/internal/termout"
-	"github.com/relay-dev/relay/internal/workerconfig"
 	"github.com/relay-dev/relay/worker"
 )
 
@@ -43,7 +42,7 @@ func (a *app) withRepositories(cmd *cobra.Command, jobs bool, fn func(ctx contex
 	defer pool.Close()
 	var inserter repositories.JobInserter
 	if jobs {
-		client, err := worker.NewInsertClient(pool, workerconfig.From(a.cfg), a.logger)
+		client, err := worker.NewInsertClient(pool, worker.ConfigFrom(a.cfg), a.logger)
 		if err != nil {
 			return err
 		}

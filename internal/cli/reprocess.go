@@ -15,7 +15,6 @@ import (
 
 	"github.com/relay-dev/relay/deadletter/failed"
 	"github.com/relay-dev/relay/internal/termout"
-	"github.com/relay-dev/relay/internal/workerconfig"
 	"github.com/relay-dev/relay/worker"
 )
 
@@ -92,7 +91,7 @@ recorded in dead_letter_events (action reprocess).
 			if err := a.requireRepository(ctx, pool, f.Repository); err != nil {
 				return err
 			}
-			client, err := worker.NewInsertClient(pool, workerconfig.From(a.cfg), a.logger)
+			client, err := worker.NewInsertClient(pool, worker.ConfigFrom(a.cfg), a.logger)
 			if err != nil {
 				return err
 			}

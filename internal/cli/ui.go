@@ -17,7 +17,6 @@ import (
 	"github.com/relay-dev/relay/deadletter/failed"
 	"github.com/relay-dev/relay/internal/console"
 	"github.com/relay-dev/relay/internal/ops"
-	"github.com/relay-dev/relay/internal/workerconfig"
 	"github.com/relay-dev/relay/worker"
 )
 
@@ -109,7 +108,7 @@ func uiAuth(cfg *config.Config) console.Auth {
 // newConsole builds the web console over pool, mounted under prefix, with
 // the reprocess settings `relay reprocess` uses.
 func newConsole(a *app, pool *pgxpool.Pool, prefix string) (*console.Console, error) {
-	client, err := worker.NewInsertClient(pool, workerconfig.From(a.cfg), a.logger)
+	client, err := worker.NewInsertClient(pool, worker.ConfigFrom(a.cfg), a.logger)
 	if err != nil {
 		return nil, err
 	}

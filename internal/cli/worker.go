@@ -7,9 +7,7 @@ import (
 	"log/slog"
 	"time"
 
-	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
-	"github.com/riverqueue/river"
 	"github.com/spf13/cobra"
 
 	"github.com/relay-dev/relay/internal/agent"
@@ -19,7 +17,6 @@ import (
 	"github.com/relay-dev/relay/internal/mapreduce"
 	"github.com/relay-dev/relay/internal/ops"
 	"github.com/relay-dev/relay/internal/slotwait"
-	"github.com/relay-dev/relay/internal/workerconfig"
 	"github.com/relay-dev/relay/migrations"
 	"github.com/relay-dev/relay/worker"
 )
@@ -69,7 +66,7 @@ MapReduce items are queued or agent_env or mapreduce_workdir is set.`,
 			if runAsErr != nil && !errors.Is(runAsErr, agent.ErrRunsAsRoot) {
 				return usageError{runAsErr}
 			}
-			worker.SetGCPercent(workerconfig.From(a.cfg), a.logger)
+			worker.SetGCPercent(worker.ConfigFrom(a.cfg), a.logger)
 			pool, err := a.open(ctx, "worker")
 			if err != nil {
 				return err
@@ -96,19 +93,18 @@ MapReduce items are queued or agent_env or mapreduce_workdir is set.`,
 					"River's statements commit with the server's synchronous_commit",
 					slog.String("river_synchronous_commit", a.cfg.RiverSynchronousCommit))
 			}
-			opts := &worker.Options{RiverPool: riverPool, MapReduce: agents.workerConfig()}
+			wcfg := worker.ConfigFrom(a.cfg)
+			wcfg.RiverPool = riverPool
+			wcfg.Extensions = []worker.Extension{mapreduce.NewAgents(agents.workerConfig(a.cfg.MapReduceParallel))}
 			var metrics *ops.Metrics
 			if a.cfg.HTTPAddr != "" {
 				metrics = ops.NewMetrics(pool, a.cfg.MetricsRefresh, a.logger)
-				opts.Observer = metrics
+				wcfg.Observer = metrics
 			}
-			wcfg := workerconfig.From(a.cfg)
-			client, err := worker.NewClient(pool, wcfg, a.logger, opts)
+			w, err := worker.New(pool, wcfg, a.logger)
 			if err != nil {
 				return err
 			}
-			drain := worker.NewDrainer(pool, client, wcfg, a.logger)
-			var state worker.ClientState
 			if a.cfg.HTTPAddr != "" {
 				health := ops.NewHealth(ops.HealthConfig{
 					Pool:     pool,
@@ -121,7 +117,7 @@ MapReduce items are queued or agent_env or mapreduce_workdir is set.`,
 						defer m.Close()
 						return m.Pending(ctx)
 					},
-					RiverRunning:         state.Running,
+					RiverRunning:         w.Running,
 					MaxNewFailedPOIs:     int64(a.cfg.HealthMaxNewFailedPOIs),
 					MaxDeadLetteredItems: int64(a.cfg.HealthMaxDeadLetteredItems),
 					Metrics:              metrics,
@@ -161,13 +157,13 @@ MapReduce items are queued or agent_env or mapreduce_workdir is set.`,
 				if err != nil {
 					return err
 				}
-				err = a.announced(ctx, pool, client, func(ctx context.Context) error {
-					return worker.RunUntilIdle(ctx, client, drain, &state, pool, a.logger, nil)
+				err = a.announced(ctx, pool, w.ID(), func(ctx context.Context) error {
+					return w.RunUntilIdle(ctx, nil)
 				})
 				if errors.Is(err, liveness.ErrLeaseLost) || (err != nil && ctx.Err() == nil) {
 					return err
 				}
-				s, serr := worker.SummarizeRun(context.WithoutCancel(ctx), pool, client.ID(), since)
+				s, serr := worker.SummarizeRun(context.WithoutCancel(ctx), pool, w.ID(), since)
 				if serr != nil {
 					a.logger.WarnContext(ctx, "no summary", slog.String("error", serr.Error()))
 					return nil
@@ -178,8 +174,8 @@ MapReduce items are queued or agent_env or mapreduce_workdir is set.`,
 			}
 			a.logger.InfoContext(ctx, "worker started", slog.Int("concurrency", a.cfg.WorkerConcurrency),
 				slog.Duration("rescue_stuck_jobs_after", a.cfg.RescueStuckJobsAfter))
-			return a.announced(ctx, pool, client, func(ctx context.Context) error {
-				return worker.Run(ctx, client, drain, &state, a.logger)
+			return a.announced(ctx, pool, w.ID(), func(ctx context.Context) error {
+				return w.Run(ctx)
 			})
 		},
 	}
@@ -187,14 +183,15 @@ MapReduce items are queued or agent_env or mapreduce_workdir is set.`,
 	return cmd
 }
 
-// announced runs run (which starts and stops client) with the process
-// announced in relay_workers (liveness.Liveness) for as long as run lasts, its
-// client's soft stop included. When the heartbeat cannot be renewed in time,
-// run's context ends with liveness.ErrLeaseLost as its cause (worker.Run then
+// announced runs run (which starts and stops the worker whose River client
+// is clientID) with the process announced in relay_workers
+// (liveness.Liveness) for as long as run lasts, its client's soft stop
+// included. When the heartbeat cannot be renewed in time, run's context
+// ends with liveness.ErrLeaseLost as its cause (worker.Worker.Run then
 // stops at once) and announced returns that error: other workers may have
 // returned this client's running jobs to the queue.
-func (a *app) announced(ctx context.Context, pool *pgxpool.Pool, client *river.Client[pgx.Tx], run func(context.Context) error) error {
-	live := &liveness.Liveness{Pool: pool, ClientID: client.ID(), Interval: a.cfg.WorkerHeartbeatInterval,
+func (a *app) announced(ctx context.Context, pool *pgxpool.Pool, clientID string, run func(context.Context) error) error {
+	live := &liveness.Liveness{Pool: pool, ClientID: clientID, Interval: a.cfg.WorkerHeartbeatInterval,
 		Timeout: a.cfg.WorkerHeartbeatTimeout, Logger: a.logger}
 	if err := slotwait.Wait(ctx, 0, a.logger, "relay_workers", func() error { return live.Announce(ctx) }); err != nil {
 		return err

@@ -24,7 +24,6 @@ import (
 	"github.com/relay-dev/relay/internal/console"
 	"github.com/relay-dev/relay/internal/mapreduce"
 	"github.com/relay-dev/relay/internal/testdb"
-	"github.com/relay-dev/relay/internal/workerconfig"
 	"github.com/relay-dev/relay/outbox"
 	"github.com/relay-dev/relay/worker"
 )
@@ -52,7 +51,7 @@ func newFixture(t *testing.T, edit func(*console.Config)) *fixture {
 		}
 	}
 	logger := testdb.Logger(t)
-	jobs, err := worker.NewInsertClient(db.Pool, workerconfig.From(cfg), logger)
+	jobs, err := worker.NewInsertClient(db.Pool, worker.ConfigFrom(cfg), logger)
 	require.NoError(t, err)
 	cc := console.Config{Pool: db.Pool, Jobs: jobs, HeartbeatTimeout: cfg.WorkerHeartbeatTimeout,
 		Database: config.RedactURL(db.URL), Logger: logger}
@@ -109,15 +108,24 @@ func (f *fixture) publish(t *testing.T, fileID string, pois ...json.RawMessage) 
 	}))
 }
 
-// work runs the production worker (every queue) until no job is left.
+// work runs the production worker (every queue, MapReduce's agents
+// included, as relay worker runs it) until no job is left.
 func (f *fixture) work(t *testing.T) {
 	t.Helper()
 	logger := testdb.Logger(t)
-	client, err := worker.NewClient(f.db.Pool, workerconfig.From(f.cfg), logger, &worker.Options{})
+	mr := mapreduce.WorkerConfig{Parallel: f.cfg.MapReduceParallel, Workdir: f.cfg.MapReduceWorkdir}
+	if f.cfg.AgentUser != "" {
+		u, err := agent.LookupUser(f.cfg.AgentUser)
+		require.NoError(t, err)
+		mr.User = u
+	}
+	wcfg := worker.ConfigFrom(f.cfg)
+	wcfg.Extensions = []worker.Extension{mapreduce.NewAgents(mr)}
+	w, err := worker.New(f.db.Pool, wcfg, logger)
 	require.NoError(t, err)
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
-	require.NoError(t, worker.RunUntilIdle(ctx, client, nil, nil, f.db.Pool, logger, nil))
+	require.NoError(t, w.RunUntilIdle(ctx, nil))
 }
 
 // seedDeadLettered registers MapReduce job jobID (agent "true") with

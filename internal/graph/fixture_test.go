@@ -19,7 +19,6 @@ import (
 
 	"github.com/relay-dev/relay/internal/goanalyze"
 	"github.com/relay-dev/relay/internal/testdb"
-	"github.com/relay-dev/relay/internal/workerconfig"
 	"github.com/relay-dev/relay/outbox"
 	"github.com/relay-dev/relay/resolver"
 	"github.com/relay-dev/relay/worker"
@@ -238,7 +237,7 @@ func newFixture(t *testing.T) *fixture {
 	t.Helper()
 	ctx := context.Background()
 	db := testdb.New(t)
-	cfg := workerconfig.From(db.Config())
+	cfg := worker.ConfigFrom(db.Config())
 	inserter, err := worker.NewInsertClient(db.Pool, cfg, testdb.Logger(t))
 	require.NoError(t, err)
 	pub := outbox.New(inserter, nil, testdb.Logger(t))
@@ -285,9 +284,9 @@ func newFixture(t *testing.T) *fixture {
 		_, err := pub.PublishManyTx(ctx, tx, analyses)
 		return err
 	}))
-	client, err := worker.NewClient(db.Pool, cfg, testdb.Logger(t), nil)
+	w, err := worker.New(db.Pool, cfg, testdb.Logger(t))
 	require.NoError(t, err)
-	require.NoError(t, worker.RunUntilIdle(ctx, client, worker.NewDrainer(db.Pool, client, cfg, testdb.Logger(t)), nil, db.Pool, testdb.Logger(t), nil))
+	require.NoError(t, w.RunUntilIdle(ctx, nil))
 	require.Zero(t, testdb.Count(t, db.Pool, `SELECT count(*) FROM failed_pois`))
 	return f
 }

@@ -21,8 +21,16 @@ import (
 	"github.com/relay-dev/relay/internal/liveness"
 )
 
-// WorkerConfig tunes ItemWorker.
+// WorkerConfig is what a process's MapReduce agents run with: the queue
+// they take items from, how many run at once, and the ItemWorker's
+// settings.
 type WorkerConfig struct {
+	// Queue is the River queue items are taken from. Empty: Queue, the
+	// shared one (a --wait run works its job's own, WaitQueue).
+	Queue string
+	// Parallel is how many agents run at once (mapreduce_parallel, or
+	// --parallel with --wait); at least 1.
+	Parallel int
 	// Workdir holds per-attempt working directories and logs (default
 	// agent.DefaultBaseDirFor(User): a private per-user directory, or
 	// agent.SharedBaseDir when agents run as another user). The agent
@@ -75,6 +83,38 @@ type ItemWorker struct {
 	cfg    WorkerConfig
 	logger *slog.Logger
 	host   string
+}
+
+// Agents is MapReduce's work in a worker process (a worker.Extension): the
+// mapreduce_item workers on its queue and the sweep of items whose River
+// job ended without reaching the DLQ.
+type Agents struct {
+	cfg WorkerConfig
+}
+
+// NewAgents returns the MapReduce work cfg describes.
+func NewAgents(cfg WorkerConfig) *Agents {
+	if cfg.Queue == "" {
+		cfg.Queue = Queue
+	}
+	return &Agents{cfg: cfg}
+}
+
+// Queues is the one queue the agents take items from, with cfg.Parallel
+// agents at once.
+func (a *Agents) Queues() map[string]river.QueueConfig {
+	return map[string]river.QueueConfig{a.cfg.Queue: {MaxWorkers: a.cfg.Parallel}}
+}
+
+// AddWorkers registers the mapreduce_item worker.
+func (a *Agents) AddWorkers(workers *river.Workers, pool *pgxpool.Pool, logger *slog.Logger) {
+	river.AddWorker(workers, NewItemWorker(pool, a.cfg, logger))
+}
+
+// Sweep captures the items whose River job ended without reaching the DLQ
+// (the package's Sweep).
+func (a *Agents) Sweep(ctx context.Context, pool *pgxpool.Pool, logger *slog.Logger) error {
+	return Sweep(ctx, pool, logger)
 }
 
 // NewItemWorker returns the mapreduce_item worker.

@@ -8,43 +8,42 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
-	"github.com/riverqueue/river"
 	"github.com/stretchr/testify/require"
 
 	"github.com/relay-dev/relay/internal/repositories"
 	"github.com/relay-dev/relay/internal/testdb"
-	"github.com/relay-dev/relay/internal/workerconfig"
 	"github.com/relay-dev/relay/outbox"
 	"github.com/relay-dev/relay/worker"
 	"github.com/relay-dev/relay/worker/link"
 )
 
 type testBundle struct {
-	db     *testdb.DB
-	client *river.Client[pgx.Tx]
-	pub    *outbox.Publisher
-	store  *repositories.Store
+	db    *testdb.DB
+	w     *worker.Worker
+	pub   *outbox.Publisher
+	store *repositories.Store
 }
 
-// setup gives the test its own database, a River client working relay's
-// queues (not started: start) and a Store inserting jobs with it.
+// setup gives the test its own database, a worker of relay's queues (not
+// started: start) and a Store inserting jobs with its client.
 func setup(t *testing.T) *testBundle {
 	t.Helper()
 	db := testdb.New(t)
 	logger := testdb.Logger(t)
-	client, err := worker.NewClient(db.Pool, workerconfig.From(db.Config()), logger, nil)
+	w, err := worker.New(db.Pool, worker.ConfigFrom(db.Config()), logger)
 	require.NoError(t, err)
-	return &testBundle{db: db, client: client, pub: outbox.New(client, nil, logger), store: repositories.New(db.Pool, client, logger)}
+	client := w.Client()
+	return &testBundle{db: db, w: w, pub: outbox.New(client, nil, logger), store: repositories.New(db.Pool, client, logger)}
 }
 
 // start starts the worker, stopped when the test ends.
 func (b *testBundle) start(t *testing.T) {
 	t.Helper()
-	require.NoError(t, b.client.Start(context.Background()))
+	require.NoError(t, b.w.Start(context.Background()))
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		defer cancel()
-		require.NoError(t, b.client.Stop(ctx))
+		require.NoError(t, b.w.Stop(ctx))
 	})
 }
 

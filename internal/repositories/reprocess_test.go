@@ -18,7 +18,7 @@ func (b *testBundle) reprocessBad(t *testing.T) {
 	_, err := b.db.Pool.Exec(context.Background(), `UPDATE failed_pois
 		SET original_poi_data = original_poi_data || '{"lineNumber": 99, "references": []}' WHERE poi_id = 'bad'`)
 	require.NoError(t, err)
-	res, err := failed.NewReprocessor(b.db.Pool, b.client, nil, testdb.Logger(t)).
+	res, err := failed.NewReprocessor(b.db.Pool, b.w.Client(), nil, testdb.Logger(t)).
 		Run(context.Background(), failed.Selection{Filter: failed.Filter{Status: failed.StatusNew}}, "tester", nil)
 	require.NoError(t, err)
 	require.EqualValues(t, 1, res.Jobs)
@@ -34,7 +34,7 @@ func TestDelete_ReprocessQueuedBeforeTheDeleteDoesNotRecreateTheRepository(t *te
 	b.publish(t, "acme/c", "s.go", fn("s1", "s.go", "m/S"), bad("bad", "s.go"))
 	b.start(t)
 	b.drain(t)
-	require.NoError(t, b.client.Stop(ctx))
+	require.NoError(t, b.w.Stop(ctx))
 	b.reprocessBad(t)
 	_, err := b.store.Delete(ctx, "acme/c", repositories.Options{})
 	require.NoError(t, err)
@@ -59,7 +59,7 @@ func TestDelete_ReprocessQueuedBeforeADeleteAndARepublishWritesNothing(t *testin
 	b.publish(t, "acme/c", "s.go", fn("s1", "s.go", "m/S"), bad("bad", "s.go"))
 	b.start(t)
 	b.drain(t)
-	require.NoError(t, b.client.Stop(ctx))
+	require.NoError(t, b.w.Stop(ctx))
 	b.reprocessBad(t)
 	_, err := b.store.Delete(ctx, "acme/c", repositories.Options{})
 	require.NoError(t, err)

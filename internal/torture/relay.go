@@ -14,15 +14,12 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
-	"github.com/riverqueue/river"
 
 	"github.com/relay-dev/relay/config"
 	"github.com/relay-dev/relay/internal/cli"
 	relaydb "github.com/relay-dev/relay/internal/database"
 	"github.com/relay-dev/relay/internal/liveness"
-	"github.com/relay-dev/relay/internal/workerconfig"
 	"github.com/relay-dev/relay/outbox"
 	"github.com/relay-dev/relay/worker"
 )
@@ -123,15 +120,15 @@ func (db *database) publishCLI(ctx context.Context, app, ndjson string) (*cli.Pu
 // relay_workers (so that it returns killed workers' batches). pool's
 // sessions name the worker.
 func (db *database) runWorker(ctx context.Context, pool *pgxpool.Pool, names *clientNames) error {
-	client, err := names.newClient(func() (*river.Client[pgx.Tx], error) {
-		return worker.NewClient(pool, db.wcfg, db.logger, &worker.Options{Queues: []string{outbox.QueueResolve}})
+	w, err := names.newWorker(func() (*worker.Worker, error) {
+		cfg := *db.wcfg
+		cfg.Queues, cfg.DrainLoops = []string{outbox.QueueResolve}, 2
+		return worker.New(pool, &cfg, db.logger)
 	})
 	if err != nil {
 		return err
 	}
-	drain := outbox.NewDrainer(pool, outbox.New(client, &db.wcfg.Publish, db.logger),
-		outbox.DrainConfig{Interval: drainInterval, Loops: 2}, db.logger)
-	live := &liveness.Liveness{Pool: pool, ClientID: client.ID(), Interval: heartbeatInterval, Timeout: heartbeatTimeout, Logger: db.logger}
+	live := &liveness.Liveness{Pool: pool, ClientID: w.ID(), Interval: heartbeatInterval, Timeout: heartbeatTimeout, Logger: db.logger}
 	if err := live.Announce(ctx); err != nil {
 		return err
 	}
@@ -145,7 +142,7 @@ func (db *database) runWorker(ctx context.Context, pool *pgxpool.Pool, names *cl
 			stopWork(err)
 		}
 	}()
-	err = worker.RunUntilIdle(workCtx, client, drain, nil, pool, db.logger, nil)
+	err = w.RunUntilIdle(workCtx, nil)
 	stopLive()
 	<-liveDone
 	if cause := context.Cause(workCtx); errors.Is(cause, liveness.ErrLeaseLost) {
@@ -160,10 +157,10 @@ type clientNames struct {
 	taken map[string]bool
 }
 
-// newClient makes a client with make until its id is new: River names a
+// newWorker makes a worker with make until its id is new: River names a
 // client after the host and the microsecond it was made, and workers made
 // in the same microsecond would share a name (and a heartbeat row).
-func (n *clientNames) newClient(make func() (*river.Client[pgx.Tx], error)) (*river.Client[pgx.Tx], error) {
+func (n *clientNames) newWorker(make func() (*worker.Worker, error)) (*worker.Worker, error) {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	if n.taken == nil {
@@ -237,7 +234,7 @@ func (p *process) kill() {
 // configuration, a publisher, and one pool per worker slot.
 func newDatabase(ctx context.Context, url, schema string, pool *pgxpool.Pool) (*database, error) {
 	db := &database{url: url, schema: schema, pool: pool, logger: slog.New(slog.DiscardHandler), cfg: relayConfig(url, schema)}
-	db.wcfg = workerconfig.From(db.cfg)
+	db.wcfg = worker.ConfigFrom(db.cfg)
 	client, err := worker.NewInsertClient(pool, db.wcfg, db.logger)
 	if err != nil {
 		return nil, err

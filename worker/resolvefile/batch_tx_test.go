@@ -9,7 +9,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/relay-dev/relay/internal/testdb"
-	"github.com/relay-dev/relay/internal/workerconfig"
 	"github.com/relay-dev/relay/outbox"
 	"github.com/relay-dev/relay/worker"
 )
@@ -32,15 +31,15 @@ func TestLinker_KeepsNoSessionState(t *testing.T) {
 		CREATE TRIGGER record_settings AFTER INSERT ON poi_references FOR EACH STATEMENT EXECUTE FUNCTION record_settings();`)
 	require.NoError(t, err)
 
-	client, err := worker.NewClient(db.Pool, workerconfig.From(db.Config()), testdb.Logger(t), nil)
+	w, err := worker.New(db.Pool, worker.ConfigFrom(db.Config()), testdb.Logger(t))
 	require.NoError(t, err)
-	pub := outbox.New(client, nil, testdb.Logger(t))
+	pub := outbox.New(w.Client(), nil, testdb.Logger(t))
 	require.NoError(t, pgx.BeginFunc(ctx, db.Pool, func(tx pgx.Tx) error {
 		_, err := pub.PublishTx(ctx, tx, outbox.Analysis{FileID: "src/s.js", POIs: []json.RawMessage{
 			fn("s1", "s", "src/s.js", "function s() { t(); }"), fn("t1", "t", "src/s.js", "function t() {}")}})
 		return err
 	}))
-	require.NoError(t, worker.RunUntilIdle(ctx, client, nil, nil, db.Pool, testdb.Logger(t), nil))
+	require.NoError(t, w.RunUntilIdle(ctx, nil))
 
 	var planCacheMode, appName, poolAppName string
 	require.NoError(t, db.Pool.QueryRow(ctx, `SELECT plan_cache_mode, application_name FROM seen`).
@@ -61,9 +60,9 @@ func TestResolveFileWorker_ReferencesStoredByAReprocessAreTakenOverOnAPool(t *te
 	t.Parallel()
 	ctx := context.Background()
 	db := testdb.New(t)
-	client, err := worker.NewClient(db.Pool, workerconfig.From(db.Config()), testdb.Logger(t), nil)
+	w, err := worker.New(db.Pool, worker.ConfigFrom(db.Config()), testdb.Logger(t))
 	require.NoError(t, err)
-	pub := outbox.New(client, nil, testdb.Logger(t))
+	pub := outbox.New(w.Client(), nil, testdb.Logger(t))
 	require.NoError(t, pgx.BeginFunc(ctx, db.Pool, func(tx pgx.Tx) error {
 		if _, err := pub.PublishTx(ctx, tx, outbox.Analysis{FileID: "src/m.js", POIs: []json.RawMessage{
 			fn("m1", "one", "src/m.js", "function one() { return two() + three(); }"),
@@ -76,7 +75,7 @@ func TestResolveFileWorker_ReferencesStoredByAReprocessAreTakenOverOnAPool(t *te
 			VALUES ('m1', 'src/m.js', 'two', 'two', 'CALLS')`)
 		return err
 	}))
-	require.NoError(t, worker.RunUntilIdle(ctx, client, nil, nil, db.Pool, testdb.Logger(t), nil))
+	require.NoError(t, w.RunUntilIdle(ctx, nil))
 
 	require.Equal(t, 1, testdb.Count(t, db.Pool, `SELECT count(*) FROM relationships WHERE source_poi_id = 'm1' AND target_poi_id = 'm2'`))
 	require.Equal(t, 2, testdb.Count(t, db.Pool, `SELECT count(*) FROM poi_references WHERE source_poi_id = 'm1'`))

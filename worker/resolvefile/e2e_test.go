@@ -17,7 +17,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/relay-dev/relay/internal/testdb"
-	"github.com/relay-dev/relay/internal/workerconfig"
 	"github.com/relay-dev/relay/outbox"
 	"github.com/relay-dev/relay/worker"
 )
@@ -59,17 +58,33 @@ func corpus(n int) []outbox.Analysis {
 type e2e struct {
 	db     *testdb.DB
 	pub    *outbox.Publisher
+	w      *worker.Worker
 	client *river.Client[pgx.Tx]
 }
 
 func setupE2E(t *testing.T, concurrency int) *e2e {
 	t.Helper()
 	db := testdb.New(t)
-	cfg := workerconfig.From(db.Config())
+	cfg := worker.ConfigFrom(db.Config())
 	cfg.Concurrency = concurrency
-	client, err := worker.NewClient(db.Pool, cfg, testdb.Logger(t), nil)
+	return newE2E(t, db, cfg)
+}
+
+// newE2E is a worker of db's built with cfg, and a publisher inserting
+// jobs with its client.
+func newE2E(t *testing.T, db *testdb.DB, cfg *worker.Config) *e2e {
+	t.Helper()
+	w, err := worker.New(db.Pool, cfg, testdb.Logger(t))
 	require.NoError(t, err)
-	return &e2e{db: db, pub: outbox.New(client, nil, testdb.Logger(t)), client: client}
+	return &e2e{db: db, pub: outbox.New(w.Client(), nil, testdb.Logger(t)), w: w, client: w.Client()}
+}
+
+// resolveQueue is db's worker settings for a worker of the resolve queue
+// alone.
+func resolveQueue(db *testdb.DB) *worker.Config {
+	cfg := worker.ConfigFrom(db.Config())
+	cfg.Queues = []string{outbox.QueueResolve}
+	return cfg
 }
 
 func (e *e2e) publish(t *testing.T, a outbox.Analysis) {
@@ -83,11 +98,11 @@ func (e *e2e) publish(t *testing.T, a outbox.Analysis) {
 
 func (e *e2e) start(t *testing.T) {
 	t.Helper()
-	require.NoError(t, e.client.Start(context.Background()))
+	require.NoError(t, e.w.Start(context.Background()))
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		defer cancel()
-		require.NoError(t, e.client.Stop(ctx))
+		require.NoError(t, e.w.Stop(ctx))
 	})
 }
 

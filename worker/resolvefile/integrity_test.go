@@ -7,9 +7,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/relay-dev/relay/internal/testdb"
-	"github.com/relay-dev/relay/internal/workerconfig"
 	"github.com/relay-dev/relay/outbox"
-	"github.com/relay-dev/relay/worker"
 )
 
 // Deleting POIs by hand (here through their file's row) removes the
@@ -20,9 +18,7 @@ import (
 func TestDeletingAFileRemovesItsReferencesAndEdgesBothWays(t *testing.T) {
 	t.Parallel()
 	db := testdb.New(t)
-	client, err := worker.NewClient(db.Pool, workerconfig.From(db.Config()), testdb.Logger(t), &worker.Options{Queues: []string{outbox.QueueResolve}})
-	require.NoError(t, err)
-	e := &e2e{db: db, pub: outbox.New(client, nil, testdb.Logger(t)), client: client}
+	e := newE2E(t, db, resolveQueue(db))
 	e.publish(t, outbox.Analysis{FileID: "src/a.js", POIs: pois(fn("a.a", "a", "src/a.js", "function a() { b(); missing(); }"))})
 	e.publish(t, outbox.Analysis{FileID: "src/b.js", POIs: pois(fn("b.b", "b", "src/b.js", "function b() { c(); }"))})
 	e.publish(t, outbox.Analysis{FileID: "src/c.js", POIs: pois(fn("c.c", "c", "src/c.js", "function c() { a(); }"))})
@@ -37,7 +33,7 @@ func TestDeletingAFileRemovesItsReferencesAndEdgesBothWays(t *testing.T) {
 	}
 	require.Equal(t, 2, countRefs("a.a"), "a.a refers to b and missing")
 
-	_, err = db.Pool.Exec(ctx, `DELETE FROM files WHERE file_id = $1`, "src/a.js")
+	_, err := db.Pool.Exec(ctx, `DELETE FROM files WHERE file_id = $1`, "src/a.js")
 	require.NoError(t, err)
 	require.Zero(t, countRefs("a.a"), "the deleted POI's references stayed")
 	require.Equal(t, []string{"b.b CALLS c.c"}, relationships(t, db.Pool),

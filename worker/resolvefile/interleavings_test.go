@@ -8,13 +8,12 @@ import (
 
 	"github.com/relay-dev/relay/internal/testdb"
 	"github.com/relay-dev/relay/outbox"
-	"github.com/relay-dev/relay/worker"
 )
 
 // runUntilIdle works every queued job with a fresh client of e's database.
 func (e *e2e) runUntilIdle(t *testing.T) {
 	t.Helper()
-	require.NoError(t, worker.RunUntilIdle(context.Background(), e.client, nil, nil, e.db.Pool, testdb.Logger(t), nil))
+	require.NoError(t, e.w.RunUntilIdle(context.Background(), nil))
 }
 
 // A re-publish removes every reference of the version it replaces, even one
@@ -109,7 +108,7 @@ func TestPublish_RemovedPOILosesAReferenceALinkRoundMovedWhileItWaited(t *testin
 	e.publish(t, outbox.Analysis{FileID: "src/c.js", POIs: pois(fn("c_h", "helper", "src/c.js", "function helper() {}"))})
 	linked := make(chan error, 1)
 	go func() {
-		linked <- worker.RunUntilIdle(ctx, e.client, nil, nil, e.db.Pool, testdb.Logger(t), nil)
+		linked <- e.w.RunUntilIdle(ctx, nil)
 	}()
 	round := testdb.WaitBlockedBy(t, e.db.Pool, gate.Conn().PgConn().PID())
 	require.Equal(t, 1, testdb.Count(t, e.db.Pool, `SELECT count(*) FROM pg_locks l JOIN pg_stat_activity a USING (pid)

@@ -10,7 +10,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/relay-dev/relay/internal/testdb"
-	"github.com/relay-dev/relay/internal/workerconfig"
 	"github.com/relay-dev/relay/outbox"
 	"github.com/relay-dev/relay/resolver"
 	"github.com/relay-dev/relay/worker"
@@ -43,15 +42,17 @@ func TestResolveFileWorker_BatchOfAReturnedJobDoesNotCommit(t *testing.T) {
 		})
 		return resolver.Extract(ctx, poi)
 	}
-	client, err := worker.NewClient(db.Pool, workerconfig.From(db.Config()), testdb.Logger(t), &worker.Options{Extract: extract})
+	cfg := worker.ConfigFrom(db.Config())
+	cfg.Extract = extract
+	w, err := worker.New(db.Pool, cfg, testdb.Logger(t))
 	require.NoError(t, err)
-	pub := outbox.New(client, nil, testdb.Logger(t))
+	pub := outbox.New(w.Client(), nil, testdb.Logger(t))
 	require.NoError(t, pgx.BeginFunc(ctx, db.Pool, func(tx pgx.Tx) error {
 		_, err := pub.PublishTx(ctx, tx, outbox.Analysis{FileID: "src/f.js", POIs: []json.RawMessage{
 			fn("f1", "one", "src/f.js", "function one() { return two(); }"), fn("f2", "two", "src/f.js", "function two() {}")}})
 		return err
 	}))
-	require.NoError(t, worker.RunUntilIdle(ctx, client, nil, nil, db.Pool, testdb.Logger(t), nil))
+	require.NoError(t, w.RunUntilIdle(ctx, nil))
 
 	require.Equal(t, 1, testdb.Count(t, db.Pool, `SELECT count(*) FROM commits`), "one attempt's references committed")
 	require.Equal(t, 1, testdb.Count(t, db.Pool, `SELECT count(*) FROM relationships WHERE source_poi_id = 'f1' AND target_poi_id = 'f2'`))

@@ -7,7 +7,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/relay-dev/relay/internal/testdb"
-	"github.com/relay-dev/relay/internal/workerconfig"
 	"github.com/relay-dev/relay/outbox"
 	"github.com/relay-dev/relay/worker"
 )
@@ -25,9 +24,7 @@ func TestLinker_ReferenceLinkedWithoutAConcurrentPublishOfItsTargetIsResolvedAga
 	ctx := context.Background()
 	db := testdb.New(t)
 	newClient := func() *e2e {
-		client, err := worker.NewClient(db.Pool, workerconfig.From(db.Config()), testdb.Logger(t), nil)
-		require.NoError(t, err)
-		return &e2e{db: db, pub: outbox.New(client, nil, testdb.Logger(t)), client: client}
+		return newE2E(t, db, worker.ConfigFrom(db.Config()))
 	}
 	e := newClient()
 	e.publish(t, outbox.Analysis{FileID: "src/caller.js", POIs: pois(fn("c1", "caller", "src/caller.js", "function caller() { target(); }"))})
@@ -38,12 +35,12 @@ func TestLinker_ReferenceLinkedWithoutAConcurrentPublishOfItsTargetIsResolvedAga
 	defer func() { _ = open.Rollback(ctx) }()
 	_, err = e.pub.PublishTx(ctx, open, outbox.Analysis{FileID: "src/target.js", POIs: pois(fn("t1", "target", "src/target.js", "function target() {}"))})
 	require.NoError(t, err)
-	require.NoError(t, worker.RunUntilIdle(ctx, e.client, nil, nil, db.Pool, testdb.Logger(t), nil))
+	require.NoError(t, e.w.RunUntilIdle(ctx, nil))
 	require.Equal(t, 1, testdb.Count(t, db.Pool, `SELECT count(*) FROM poi_references WHERE source_poi_id = 'c1' AND target_poi_id IS NULL`),
 		"the caller was linked without the open publish")
 
 	require.NoError(t, open.Commit(ctx))
 	e = newClient()
-	require.NoError(t, worker.RunUntilIdle(ctx, e.client, nil, nil, db.Pool, testdb.Logger(t), nil))
+	require.NoError(t, e.w.RunUntilIdle(ctx, nil))
 	require.Contains(t, relationships(t, db.Pool), "c1 CALLS t1", "the reference linked without its target's publish was not resolved again")
 }

@@ -11,9 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/relay-dev/relay/internal/testdb"
-	"github.com/relay-dev/relay/internal/workerconfig"
 	"github.com/relay-dev/relay/outbox"
-	"github.com/relay-dev/relay/worker"
 	"github.com/relay-dev/relay/worker/link"
 	"github.com/relay-dev/relay/worker/resolvefile"
 )
@@ -85,34 +83,34 @@ func TestLinker_ReresolvesOnlyReferencesLinkedBeforeANameTheyLookUpChanged(t *te
 	t.Parallel()
 	db := testdb.New(t)
 	obs := newRounds()
-	client, err := worker.NewClient(db.Pool, workerconfig.From(db.Config()), testdb.Logger(t), &worker.Options{Observer: obs, Queues: []string{outbox.QueueResolve}})
-	require.NoError(t, err)
-	e := &e2e{db: db, pub: outbox.New(client, nil, testdb.Logger(t)), client: client}
+	cfg := resolveQueue(db)
+	cfg.Observer = obs
+	e := newE2E(t, db, cfg)
 
 	// The caller and the callee are both published before any job runs:
 	// the linker finds both in link_queue and resolves the call once.
 	e.publish(t, outbox.Analysis{FileID: "src/c.js", POIs: pois(fn("c.c", "c", "src/c.js", "function c() { late2(); }"))})
 	e.publish(t, outbox.Analysis{FileID: "src/d.js", POIs: pois(fn("d.l", "late2", "src/d.js", "function late2() {}"))})
-	require.NoError(t, worker.RunUntilIdle(context.Background(), client, nil, nil, db.Pool, testdb.Logger(t), nil))
+	require.NoError(t, e.w.RunUntilIdle(context.Background(), nil))
 	require.Zero(t, reresolvedIn(obs.since(t, 0, "src/d.js")), "a reference linked with its callee was resolved again")
 	require.Contains(t, relationships(t, db.Pool), "c.c CALLS d.l")
 
 	// The caller is linked before the callee exists: late is unknown, and
 	// the callee's publish must have the stored reference resolved again.
 	e.publish(t, outbox.Analysis{FileID: "src/a.js", POIs: pois(fn("a.a", "a", "src/a.js", "function a() { late(); }"))})
-	require.NoError(t, worker.RunUntilIdle(context.Background(), client, nil, nil, db.Pool, testdb.Logger(t), nil))
+	require.NoError(t, e.w.RunUntilIdle(context.Background(), nil))
 	n := obs.count()
 	require.NotContains(t, relationships(t, db.Pool), "a.a CALLS b.l")
 
 	e.publish(t, outbox.Analysis{FileID: "src/b.js", POIs: pois(fn("b.l", "late", "src/b.js", "function late() {}"))})
-	require.NoError(t, worker.RunUntilIdle(context.Background(), client, nil, nil, db.Pool, testdb.Logger(t), nil))
+	require.NoError(t, e.w.RunUntilIdle(context.Background(), nil))
 	require.Equal(t, 1, reresolvedIn(obs.since(t, n, "src/b.js")), "the reference linked before the callee was not resolved again")
 	require.Contains(t, relationships(t, db.Pool), "a.a CALLS b.l")
 
 	// Moving the callee resolves the caller again, to the new POI.
 	n = obs.count()
 	e.publish(t, outbox.Analysis{FileID: "src/b.js", POIs: pois(fn("b.l2", "late", "src/b.js", "function late() { /* moved */ }"))})
-	require.NoError(t, worker.RunUntilIdle(context.Background(), client, nil, nil, db.Pool, testdb.Logger(t), nil))
+	require.NoError(t, e.w.RunUntilIdle(context.Background(), nil))
 	require.Equal(t, 1, reresolvedIn(obs.since(t, n, "src/b.js")))
 	rels := relationships(t, db.Pool)
 	require.Contains(t, rels, "a.a CALLS b.l2")

@@ -1,4 +1,4 @@
-package workerconfig_test
+package worker_test
 
 import (
 	"reflect"
@@ -8,25 +8,29 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/relay-dev/relay/config"
-	"github.com/relay-dev/relay/internal/workerconfig"
 	"github.com/relay-dev/relay/outbox"
 	"github.com/relay-dev/relay/worker"
 )
 
+// processFields are the worker.Config fields that belong to the process
+// building the Worker, not to relay's configuration.
+var processFields = map[string]bool{"Queues": true, "Extensions": true, "Extract": true, "Observer": true,
+	"RiverPool": true, "ID": true, "DrainLoops": true}
+
 // Every setting the worker runs with comes from relay's configuration: a
-// field added to worker.Config and not mapped here fails the test.
-func TestFrom_MapsEverySetting(t *testing.T) {
+// field added to worker.Config and neither mapped here nor named in
+// processFields fails the test.
+func TestConfigFrom_MapsEverySetting(t *testing.T) {
 	t.Parallel()
 	cfg := config.Default()
 	cfg.DatabaseSchema = "relay_s"
 	cfg.DatabasePooler = config.PoolerTransaction
-	cfg.MapReduceWorkdir = "/var/lib/relay/mapreduce"
-	cfg.AgentUser = "relay-agent"
 
-	got := workerconfig.From(cfg)
+	got := worker.ConfigFrom(cfg)
 	v := reflect.ValueOf(*got)
 	for i := range v.NumField() {
-		require.False(t, v.Field(i).IsZero(), "worker.Config.%s is not mapped from config.Config", v.Type().Field(i).Name)
+		name := v.Type().Field(i).Name
+		require.Equal(t, processFields[name], v.Field(i).IsZero(), "worker.Config.%s: mapped from config.Config unless the process's", name)
 	}
 	require.Equal(t, &worker.Config{
 		Schema:                "relay_s",
@@ -45,9 +49,6 @@ func TestFrom_MapsEverySetting(t *testing.T) {
 		PublishQueueInterval:  config.PublishQueueIntervalDefault,
 		LinkDelay:             config.LinkDelayDefault,
 		Publish:               outbox.Config{MaxJobBytes: cfg.MaxJobBytes, MaxPOIBytes: cfg.MaxPOIBytes, MaxAttempts: cfg.MaxAttempts},
-		MapReduceParallel:     config.MapReduceParallelDefault,
-		MapReduceWorkdir:      "/var/lib/relay/mapreduce",
-		AgentUser:             "relay-agent",
 		GCPercent:             config.GCPercentDefault,
 	}, got)
 

@@ -3,16 +3,17 @@ package worker_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"log/slog"
 	"testing"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/riverqueue/river"
 	"github.com/stretchr/testify/require"
 
 	"github.com/relay-dev/relay/internal/database"
-	"github.com/relay-dev/relay/internal/mapreduce"
 	"github.com/relay-dev/relay/internal/testdb"
-	"github.com/relay-dev/relay/internal/workerconfig"
 	"github.com/relay-dev/relay/outbox"
 	"github.com/relay-dev/relay/worker"
 )
@@ -34,30 +35,49 @@ func TestReindexerIndexNames_ExistAfterMigrationWithoutTheArgsIndex(t *testing.T
 	require.Subset(t, existing, names)
 }
 
-// A client that would work a queue with a setting it cannot run with is
+// A worker that would work a queue with a setting it cannot run with is
 // refused, and the error names the worker.Config field.
-func TestNewClient_RefusesAWorkedQueueWithoutItsSetting(t *testing.T) {
+func TestNew_RefusesAWorkedQueueWithoutItsSetting(t *testing.T) {
 	t.Parallel()
 	log := slog.New(slog.DiscardHandler)
+	idle := idleExtension{queue: "idle_ext"}
 	for _, tc := range []struct {
 		queue, field string
 	}{
 		{outbox.QueueResolve, "Concurrency"},
-		{mapreduce.Queue, "MapReduceParallel"},
+		{"idle_ext", "Extensions"},
 		{worker.QueueMaintenance, "SweepInterval"},
 	} {
-		_, err := worker.NewClient(nil, &worker.Config{}, log, &worker.Options{Queues: []string{tc.queue}})
+		_, err := worker.New(nil, &worker.Config{Queues: []string{tc.queue}, Extensions: []worker.Extension{idle}}, log)
 		require.ErrorContains(t, err, "invalid worker.Config."+tc.field, tc.queue)
 	}
-	_, err := worker.NewClient(testdb.New(t).Pool, &worker.Config{Concurrency: 1}, log, &worker.Options{Queues: []string{outbox.QueueResolve}})
+	_, err := worker.New(testdb.New(t).Pool, &worker.Config{Concurrency: 1, Queues: []string{outbox.QueueResolve},
+		Extensions: []worker.Extension{idle}}, log)
 	require.NoError(t, err, "a queue not worked needs none of the others' settings")
+	_, err = worker.New(nil, &worker.Config{Concurrency: 1, SweepInterval: 1, Extensions: []worker.Extension{
+		idleExtension{queue: outbox.QueueResolve, workers: 1}}}, log)
+	require.ErrorContains(t, err, fmt.Sprintf("queue %q is worked twice", outbox.QueueResolve))
+}
+
+// idleExtension is an Extension with one queue and no workers.
+type idleExtension struct {
+	queue   string
+	workers int
+}
+
+func (e idleExtension) Queues() map[string]river.QueueConfig {
+	return map[string]river.QueueConfig{e.queue: {MaxWorkers: e.workers}}
+}
+func (idleExtension) AddWorkers(*river.Workers, *pgxpool.Pool, *slog.Logger) {}
+func (idleExtension) Sweep(context.Context, *pgxpool.Pool, *slog.Logger) error {
+	return nil
 }
 
 // With a River pool (relay worker's, with synchronous_commit off), River's
 // own statements run on it, and everything relay writes, the job's
 // completion included, runs on the worker's pool, with the server's
 // synchronous_commit: triggers record the setting each write ran under.
-func TestNewClient_RiverStatementsRunOnTheRiverPool(t *testing.T) {
+func TestNew_RiverStatementsRunOnTheRiverPool(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	db := testdb.New(t)
@@ -81,17 +101,18 @@ func TestNewClient_RiverStatementsRunOnTheRiverPool(t *testing.T) {
 	riverPool, err := database.Open(ctx, db.URL, database.RiverOptionsFromConfig(cfg, "test"))
 	require.NoError(t, err)
 	defer riverPool.Close()
-	client, err := worker.NewClient(db.Pool, workerconfig.From(cfg), testdb.Logger(t), &worker.Options{RiverPool: riverPool,
-		Queues: []string{outbox.QueueResolve}})
+	wcfg := worker.ConfigFrom(cfg)
+	wcfg.RiverPool, wcfg.Queues = riverPool, []string{outbox.QueueResolve}
+	w, err := worker.New(db.Pool, wcfg, testdb.Logger(t))
 	require.NoError(t, err)
-	pub := outbox.New(client, nil, testdb.Logger(t))
+	pub := outbox.New(w.Client(), nil, testdb.Logger(t))
 	require.NoError(t, pgx.BeginFunc(ctx, db.Pool, func(tx pgx.Tx) error {
 		_, err := pub.PublishTx(ctx, tx, outbox.Analysis{FileID: "src/s.js", POIs: []json.RawMessage{
 			fn("s1", "s", "src/s.js", "function s() { t(); }"), fn("t1", "t", "src/s.js", "function t() {}"),
 			json.RawMessage(`{"id": "bad", "name": 7}`)}})
 		return err
 	}))
-	require.NoError(t, worker.RunUntilIdle(ctx, client, nil, nil, db.Pool, testdb.Logger(t), nil))
+	require.NoError(t, w.RunUntilIdle(ctx, nil))
 
 	rows, err := db.Pool.Query(ctx, `SELECT DISTINCT what || ' ' || setting FROM seen_sync ORDER BY 1`)
 	require.NoError(t, err)
@@ -100,22 +121,23 @@ func TestNewClient_RiverStatementsRunOnTheRiverPool(t *testing.T) {
 	require.Equal(t, []string{"completion on", "failed_pois on", "fetch off", "references on"}, seen)
 }
 
-// A ClientState reports its client running from the end of Start until the
-// client has stopped; it is read from the progress callback, which runs on
+// A Worker reports itself running from the end of Start until its client
+// has stopped; Running is read from the progress callback, which runs on
 // another goroutine than River's own, with the race detector watching.
-func TestClientState_RunningWhileTheClientWorks(t *testing.T) {
+func TestWorker_RunningWhileTheClientWorks(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	db := testdb.New(t)
-	client, err := worker.NewClient(db.Pool, workerconfig.From(db.Config()), testdb.Logger(t), &worker.Options{Queues: []string{outbox.QueueResolve}})
+	wcfg := worker.ConfigFrom(db.Config())
+	wcfg.Queues = []string{outbox.QueueResolve}
+	w, err := worker.New(db.Pool, wcfg, testdb.Logger(t))
 	require.NoError(t, err)
 
-	var state worker.ClientState
-	require.False(t, state.Running(), "before Start")
+	require.False(t, w.Running(), "before Start")
 	seen := make(chan bool, 16)
-	require.NoError(t, worker.RunUntilIdle(ctx, client, nil, &state, db.Pool, testdb.Logger(t), func(worker.Progress) {
+	require.NoError(t, w.RunUntilIdle(ctx, func(worker.Progress) {
 		select {
-		case seen <- state.Running():
+		case seen <- w.Running():
 		default:
 		}
 	}))
@@ -126,5 +148,5 @@ func TestClientState_RunningWhileTheClientWorks(t *testing.T) {
 		require.True(t, running, "while the client works")
 	}
 	require.Positive(t, reads)
-	require.False(t, state.Running(), "after the client stopped")
+	require.False(t, w.Running(), "after the client stopped")
 }
