@@ -5,7 +5,7 @@ TEST_DATABASE_URL ?= postgres://root@127.0.0.1:5432/relay_test?sslmode=disable
 export TEST_DATABASE_URL
 GO ?= go
 
-.PHONY: all build test test-race test-short lint vet fmt bench bench-relay chaos chaos-short chaos-short-pooler chaos-pg torture fuzz migrate demo testdb pgbouncer chromium clients scip-indexers eval-scip
+.PHONY: all build test test-race test-short lint vet fmt schema bench bench-relay chaos chaos-short chaos-short-pooler chaos-pg torture fuzz migrate demo testdb pgbouncer chromium clients scip-indexers eval-scip
 
 all: lint test
 
@@ -88,6 +88,12 @@ fmt:
 
 lint: vet
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
+
+# docs/schema.sql: the schema after every migration, rendered from a freshly
+# migrated test database. The migrations package's
+# TestSchemaFile_MatchesMigrations fails while it is stale.
+schema: testdb
+	UPDATE_DOCS=1 $(GO) test -count=1 -run '^TestSchemaFile_' ./migrations/
 
 bench: testdb
 	$(GO) test -run='^$$' -bench=. -benchmem ./...
