@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os/user"
 	"strings"
+	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
 )
@@ -21,12 +22,19 @@ func DefaultActor() string {
 	return "unknown"
 }
 
-// Text makes error text storable in a text column: invalid UTF-8 and NUL
+// StorableText makes error text storable in a text column: invalid UTF-8 and NUL
 // characters (which PostgreSQL rejects) become U+FFFD. Only error messages
 // pass through here; POI and item data are never altered.
-func Text(s string) string {
+func StorableText(s string) string {
 	s = strings.ToValidUTF8(s, "\uFFFD")
 	return strings.ReplaceAll(s, "\x00", "\uFFFD")
+}
+
+// HourCount is how many dead letters one hour (UTC) saw: failed POIs, or
+// items that last failed within it.
+type HourCount struct {
+	Hour  time.Time `json:"hour"`
+	Count int64     `json:"count"`
 }
 
 // exportPage is how many rows an export reads per query.

@@ -1,7 +1,9 @@
 // Package deadletter holds what relay's dead-letter tables share: the
 // error signature that groups failures by cause (Signature), the audit
-// actors, and the storable form of error text. The tables themselves have a
-// package each:
+// actors and events (Event, CollectEvents), the storable form of error text
+// (StorableText), failures per hour (HourCount), export paging
+// (ExportPageSize) and the folding of their count tables (CompactCounts).
+// The tables themselves have a package each:
 //
 //   - deadletter/failed: failed_pois, one row per POI the worker could not
 //     resolve, and the reprocessor that re-enqueues them;

@@ -1,12 +1,10 @@
 package deadletter
 
 import (
-	"context"
 	"encoding/json"
 	"time"
 
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgxpool"
 )
 
 // Event is one audit event in dead_letter_events, of either dead-letter
@@ -20,11 +18,10 @@ type Event struct {
 	Details    json.RawMessage `json:"details"`
 }
 
-// QueryEvents runs sql, which selects id, occurred_at, actor, action,
-// item_count and details::text from dead_letter_events, and returns the
-// events it reads (none: an empty slice), their times in UTC.
-func QueryEvents(ctx context.Context, pool *pgxpool.Pool, sql string, args ...any) ([]Event, error) {
-	rows, err := pool.Query(ctx, sql, args...)
+// CollectEvents reads the dead_letter_events rows of a query that selects
+// id, occurred_at, actor, action, item_count and details::text (err is the
+// query's), and returns them (none: an empty slice), their times in UTC.
+func CollectEvents(rows pgx.Rows, err error) ([]Event, error) {
 	if err != nil {
 		return nil, err
 	}

@@ -39,7 +39,7 @@ func InsertEventTx(ctx context.Context, tx pgx.Tx, actor, action string, count i
 	err = tx.QueryRow(ctx, `
 		INSERT INTO dead_letter_events (actor, action, target, item_count, details)
 		VALUES ($1, $2, 'failed_pois', $3, $4::jsonb) RETURNING id`,
-		deadletter.Text(strings.TrimSpace(actor)), action, count, string(d)).Scan(&id)
+		deadletter.StorableText(strings.TrimSpace(actor)), action, count, string(d)).Scan(&id)
 	if err != nil {
 		return 0, fmt.Errorf("error recording %s audit event: %w", action, err)
 	}

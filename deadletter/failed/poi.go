@@ -195,7 +195,7 @@ func insertFailedPOIs(rows []POI) (string, []any, error) {
 			at = time.Now()
 		}
 		times[i] = at.UTC()
-		classes[i], messages[i], contexts[i] = string(r.Class), deadletter.Text(r.Message), deadletter.Text(r.Context)
+		classes[i], messages[i], contexts[i] = string(r.Class), deadletter.StorableText(r.Message), deadletter.StorableText(r.Context)
 		sigs[i] = deadletter.Signature(messages[i])
 		h, err := json.Marshal([]historyEntry{{JobID: r.JobID, FailedAt: times[i], Class: r.Class, Message: messages[i], Signature: sigs[i]}})
 		if err != nil {

@@ -82,7 +82,7 @@ func RecordReprocessOutcomesTx(ctx context.Context, tx pgx.Tx, jobID int64, repo
 			at = time.Now()
 		}
 		at = at.UTC()
-		msg := deadletter.Text(f.Message)
+		msg := deadletter.StorableText(f.Message)
 		sig := deadletter.Signature(msg)
 		e, err := json.Marshal([]HistoryEntry{{JobID: jobID, FailedAt: at, Class: f.Class, Message: msg, Signature: sig}})
 		if err != nil {
@@ -94,7 +94,7 @@ func RecordReprocessOutcomesTx(ctx context.Context, tx pgx.Tx, jobID int64, repo
 			pid = &id
 		}
 		ids, poiIDs = append(ids, o.FailedPOIID), append(poiIDs, pid)
-		classes, messages, contexts = append(classes, string(f.Class)), append(messages, msg), append(contexts, deadletter.Text(f.Context))
+		classes, messages, contexts = append(classes, string(f.Class)), append(messages, msg), append(contexts, deadletter.StorableText(f.Context))
 		sigs, entries, times = append(sigs, sig), append(entries, string(e)), append(times, at)
 	}
 
@@ -194,14 +194,14 @@ func SupersedeReprocessTx(ctx context.Context, tx pgx.Tx, jobID int64, repositor
 		UPDATE failed_pois
 		SET status = 'superseded', superseded_at = now(), superseded_reason = $4, updated_at = now()
 		WHERE repository = $1 AND id = ANY($2) AND status = 'reprocessing' AND reprocess_job_id = $3`,
-		repository, rows, jobID, deadletter.Text(reason))
+		repository, rows, jobID, deadletter.StorableText(reason))
 	if err != nil {
 		return 0, fmt.Errorf("error superseding the rows of reprocess job %d: %w", jobID, err)
 	}
 	n := int(tag.RowsAffected())
 	_, err = InsertEventTx(ctx, tx, deadletter.WorkerActor, ActionReprocessOutcome, int64(n), map[string]any{
 		"job_id": jobID, "file_id": fileID, "reprocessed": 0, "failed_again": 0, "manual_review": 0,
-		"superseded": n, "skipped": len(rows) - n, "reason": deadletter.Text(reason),
+		"superseded": n, "skipped": len(rows) - n, "reason": deadletter.StorableText(reason),
 	})
 	return n, err
 }

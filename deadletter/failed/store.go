@@ -305,12 +305,12 @@ func (s *Store) Events(ctx context.Context, in *Inspection, limit int) ([]deadle
 	for i, j := range in.Jobs {
 		jobs[i] = j.ID
 	}
-	events, err := deadletter.QueryEvents(ctx, s.pool, `
+	events, err := deadletter.CollectEvents(s.pool.Query(ctx, `
 		SELECT id, occurred_at, actor, action, item_count, details::text FROM dead_letter_events
 		WHERE target = 'failed_pois'
 		  AND (details->'ids' @> jsonb_build_array($1::bigint)
 		       OR (action = $2 AND details->>'job_id' = ANY($3::bigint[]::text[])))
-		ORDER BY occurred_at DESC, id DESC LIMIT $4`, in.ID, ActionReprocessOutcome, jobs, limit)
+		ORDER BY occurred_at DESC, id DESC LIMIT $4`, in.ID, ActionReprocessOutcome, jobs, limit))
 	if err != nil {
 		return nil, fmt.Errorf("error reading audit events of failed_pois row %d: %w", in.ID, err)
 	}
@@ -506,14 +506,9 @@ type SignatureGroup struct {
 	SampleRowIDs []int64  `json:"sample_row_ids"`
 }
 
-// HourCount is the number of failures in one hour (UTC).
-type HourCount struct {
-	Hour  time.Time `json:"hour"`
-	Count int64     `json:"count"`
-}
-
-// Analysis groups failures by cause.
-type Analysis struct {
+// Report is `relay failed analyze`: failures grouped by cause (signature
+// and class) and by hour.
+type Report struct {
 	Filter map[string]any   `json:"filter"`
 	Total  int64            `json:"total"`
 	Groups []SignatureGroup `json:"groups"`
@@ -521,7 +516,7 @@ type Analysis struct {
 	OtherGroups int64 `json:"other_groups"`
 	// Hourly is failures per hour over the last HourlyWindow (or since
 	// Filter.Since if later), oldest first, hours without failures left out.
-	Hourly []HourCount `json:"hourly"`
+	Hourly []deadletter.HourCount `json:"hourly"`
 }
 
 // HourlyWindow is how far back Analyze's per-hour distribution reaches.
@@ -534,7 +529,7 @@ const HourlyWindow = 7 * 24 * time.Hour
 // (failed_pois_signature_counts and failed_pois_hourly_counts, migration
 // 17) and a few index probes per group, whatever the table's size; any other
 // filter reads the rows it selects.
-func (s *Store) Analyze(ctx context.Context, f Filter, top int) (*Analysis, error) {
+func (s *Store) Analyze(ctx context.Context, f Filter, top int) (*Report, error) {
 	if err := f.Validate(); err != nil {
 		return nil, err
 	}
@@ -558,8 +553,8 @@ func (f Filter) onlyStatus() bool {
 // analyzeCounts is Analyze for a filter of at most a status, from the
 // counts tables: each top group's first and last failure and its samples
 // come from failed_pois_signature_failed_at_idx.
-func (s *Store) analyzeCounts(ctx context.Context, f Filter, top int) (*Analysis, error) {
-	an := &Analysis{Filter: f.Describe(), Groups: []SignatureGroup{}, Hourly: []HourCount{}}
+func (s *Store) analyzeCounts(ctx context.Context, f Filter, top int) (*Report, error) {
+	an := &Report{Filter: f.Describe(), Groups: []SignatureGroup{}, Hourly: []deadletter.HourCount{}}
 	rows, err := s.pool.Query(ctx, `
 		WITH c AS (
 			SELECT error_signature, error_class, sum(n)::bigint AS n FROM failed_pois_signature_counts
@@ -600,7 +595,7 @@ func (s *Store) analyzeCounts(ctx context.Context, f Filter, top int) (*Analysis
 }
 
 // collectGroups reads Analyze's groups into an.
-func collectGroups(rows pgx.Rows, an *Analysis) error {
+func collectGroups(rows pgx.Rows, an *Report) error {
 	defer rows.Close()
 	var groups int64
 	for rows.Next() {
@@ -637,7 +632,7 @@ func (s *Store) hourlyFrom(ctx context.Context, since time.Time) (time.Time, err
 // of failed_at from the hour holding since on, oldest first, hours without
 // failures left out, from failed_pois_hourly_counts: it reads one row per
 // hour and status, however many rows failed.
-func (s *Store) Hourly(ctx context.Context, since time.Time, status Status) ([]HourCount, error) {
+func (s *Store) Hourly(ctx context.Context, since time.Time, status Status) ([]deadletter.HourCount, error) {
 	rows, err := s.pool.Query(ctx, `
 		SELECT hour, sum(n)::bigint FROM failed_pois_hourly_counts
 		WHERE hour >= date_trunc('hour', $1::timestamptz, 'UTC') AND ($2 = '' OR status = $2)
@@ -646,8 +641,8 @@ func (s *Store) Hourly(ctx context.Context, since time.Time, status Status) ([]H
 }
 
 // analyzeRows is Analyze for any filter: it reads the rows f selects.
-func (s *Store) analyzeRows(ctx context.Context, f Filter, top int) (*Analysis, error) {
-	an := &Analysis{Filter: f.Describe(), Groups: []SignatureGroup{}, Hourly: []HourCount{}}
+func (s *Store) analyzeRows(ctx context.Context, f Filter, top int) (*Report, error) {
+	an := &Report{Filter: f.Describe(), Groups: []SignatureGroup{}, Hourly: []deadletter.HourCount{}}
 	a := &queryArgs{}
 	where := f.where(a, "")
 	fWhere := f.where(&queryArgs{}, "f.") // same parameters in the same order
@@ -693,7 +688,7 @@ func (s *Store) analyzeRows(ctx context.Context, f Filter, top int) (*Analysis, 
 // PerHour counts the rows matching f per hour (UTC) of failed_at, oldest
 // first, hours without failures left out. Bound f.Since: the count reads
 // every matching row.
-func (s *Store) PerHour(ctx context.Context, f Filter) ([]HourCount, error) {
+func (s *Store) PerHour(ctx context.Context, f Filter) ([]deadletter.HourCount, error) {
 	if err := f.Validate(); err != nil {
 		return nil, err
 	}
@@ -809,11 +804,11 @@ func (s *Store) Ignore(ctx context.Context, ids []int64, reason, actor string) (
 		if _, err := tx.Exec(ctx, `
 			UPDATE failed_pois f SET status = 'ignored', ignored_reason = $3, updated_at = now()
 			FROM unnest($1::text[], $2::bigint[]) AS u(repo, id)
-			WHERE f.repository = u.repo AND f.id = u.id`, repos, res.Ignored, deadletter.Text(reason)); err != nil {
+			WHERE f.repository = u.repo AND f.id = u.id`, repos, res.Ignored, deadletter.StorableText(reason)); err != nil {
 			return err
 		}
 		_, err = InsertEventTx(ctx, tx, actor, ActionIgnore, int64(len(res.Ignored)),
-			map[string]any{"ids": res.Ignored, "reason": deadletter.Text(reason)})
+			map[string]any{"ids": res.Ignored, "reason": deadletter.StorableText(reason)})
 		return err
 	})
 	if err != nil {
@@ -958,11 +953,11 @@ func (s *Store) Purge(ctx context.Context, p PurgeFilter, actor string) (int64, 
 
 // collectHours reads the (hour, count) rows of a query (rows, err are its
 // results), hours in UTC.
-func collectHours(rows pgx.Rows, err error) ([]HourCount, error) {
+func collectHours(rows pgx.Rows, err error) ([]deadletter.HourCount, error) {
 	if err == nil {
-		var out []HourCount
-		out, err = pgx.AppendRows(make([]HourCount, 0), rows, func(row pgx.CollectableRow) (HourCount, error) {
-			var h HourCount
+		var out []deadletter.HourCount
+		out, err = pgx.AppendRows(make([]deadletter.HourCount, 0), rows, func(row pgx.CollectableRow) (deadletter.HourCount, error) {
+			var h deadletter.HourCount
 			err := row.Scan(&h.Hour, &h.Count)
 			h.Hour = h.Hour.UTC()
 			return h, err

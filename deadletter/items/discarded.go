@@ -84,7 +84,7 @@ func captureDiscardedPage(ctx context.Context, pool *pgxpool.Pool, kind string, 
 		hist := make([]agent.FailureDetail, 0, len(errs))
 		for _, e := range errs {
 			hist = append(hist, agent.FailureDetail{AttemptNumber: e.Attempt, Timestamp: e.At, ErrorType: agent.ErrorTypeUnknown,
-				ErrorMessage: deadletter.Text(e.Error), StackTrace: tail(deadletter.Text(e.Trace), 4096), StepFailed: kind})
+				ErrorMessage: deadletter.StorableText(e.Error), StackTrace: tail(deadletter.StorableText(e.Trace), 4096), StepFailed: kind})
 		}
 		last := "discarded by River without a recorded error (rescued or unknown kind)"
 		if len(errs) > 0 {

@@ -87,7 +87,7 @@ func NewItem(jobID, itemID string, data json.RawMessage, history []agent.Failure
 	if last := it.LastFailure(); last != nil {
 		it.FirstAttempt = history[0].Timestamp
 		it.LastAttempt = last.Timestamp.Add(time.Duration(last.DurationMS) * time.Millisecond)
-		it.ErrorSignature = deadletter.Signature(deadletter.Text(last.ErrorMessage))
+		it.ErrorSignature = deadletter.Signature(deadletter.StorableText(last.ErrorMessage))
 		if last.ErrorType != "" {
 			it.ErrorType = last.ErrorType
 		}

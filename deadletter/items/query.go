@@ -156,11 +156,11 @@ func (s *Store) Events(ctx context.Context, jobID, itemID string, limit int) ([]
 	if limit <= 0 {
 		limit = 50
 	}
-	events, err := deadletter.QueryEvents(ctx, s.pool, `
+	events, err := deadletter.CollectEvents(s.pool.Query(ctx, `
 		SELECT id, occurred_at, actor, action, item_count, details::text FROM dead_letter_events
 		WHERE target = 'dead_lettered_items' AND details->>'job_id' = $1
 		  AND (details->>'item_id' = $2 OR NOT details ? 'item_id')
-		ORDER BY occurred_at DESC, id DESC LIMIT $3`, jobID, itemID, limit)
+		ORDER BY occurred_at DESC, id DESC LIMIT $3`, jobID, itemID, limit))
 	if err != nil {
 		return nil, fmt.Errorf("error reading audit events of item %q of job %q: %w", itemID, jobID, err)
 	}
@@ -314,23 +314,17 @@ type PatternGroup struct {
 	LastOccurrence  time.Time       `json:"last_occurrence"`
 }
 
-// HourCount is how many items last failed within one hour (UTC).
-type HourCount struct {
-	Hour  time.Time `json:"hour"`
-	Count int       `json:"count"`
-}
-
-// Analysis is `relay dlq analyze`: the DLQ grouped by error signature, by
+// Report is `relay dlq analyze`: the DLQ grouped by error signature, by
 // error type and by hour of the last failure.
-type Analysis struct {
-	JobID         string         `json:"job_id,omitempty"`
-	GeneratedAt   time.Time      `json:"generated_at"`
-	Since         *time.Time     `json:"since,omitempty"`
-	Until         *time.Time     `json:"until,omitempty"`
-	TotalItems    int            `json:"total_items"`
-	PatternGroups []PatternGroup `json:"pattern_groups"`
-	ErrorTypes    []TypeCount    `json:"error_types"`
-	Temporal      []HourCount    `json:"temporal_distribution"`
+type Report struct {
+	JobID         string                 `json:"job_id,omitempty"`
+	GeneratedAt   time.Time              `json:"generated_at"`
+	Since         *time.Time             `json:"since,omitempty"`
+	Until         *time.Time             `json:"until,omitempty"`
+	TotalItems    int                    `json:"total_items"`
+	PatternGroups []PatternGroup         `json:"pattern_groups"`
+	ErrorTypes    []TypeCount            `json:"error_types"`
+	Temporal      []deadletter.HourCount `json:"temporal_distribution"`
 }
 
 // MaxPatternGroups caps the groups Analyze returns (largest first).
@@ -338,8 +332,8 @@ const MaxPatternGroups = 50
 
 // Analyze groups the items matching f. It only reads: no audit event.
 // Sample items are item ids, or job/item when f spans jobs.
-func (s *Store) Analyze(ctx context.Context, f Filter) (*Analysis, error) {
-	a := &Analysis{JobID: f.JobID, GeneratedAt: time.Now().UTC(), PatternGroups: []PatternGroup{}, Temporal: []HourCount{}}
+func (s *Store) Analyze(ctx context.Context, f Filter) (*Report, error) {
+	a := &Report{JobID: f.JobID, GeneratedAt: time.Now().UTC(), PatternGroups: []PatternGroup{}, Temporal: []deadletter.HourCount{}}
 	if !f.Since.IsZero() {
 		a.Since = &f.Since
 	}
@@ -405,7 +399,7 @@ func (s *Store) Analyze(ctx context.Context, f Filter) (*Analysis, error) {
 		return nil, fmt.Errorf("error analysing dead-lettered items: %w", err)
 	}
 	for rows.Next() {
-		var h HourCount
+		var h deadletter.HourCount
 		if err := rows.Scan(&h.Hour, &h.Count); err != nil {
 			rows.Close()
 			return nil, fmt.Errorf("error analysing dead-lettered items: %w", err)

@@ -28,8 +28,8 @@ type DB interface {
 	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
 }
 
-// Analysis is one rejected_analyses row.
-type Analysis struct {
+// Rejection is one rejected_analyses row.
+type Rejection struct {
 	ID         int64  `json:"id"`
 	Repository string `json:"repository"`
 	FileID     string `json:"file_id"`
@@ -55,8 +55,8 @@ func New(db DB) *Store { return &Store{db: db} }
 
 const columns = `id, repository, file_id, coalesce(poi_id, ''), reason, file_version, queued_at, rejected_at, attempts, analysis::text`
 
-func scan(row pgx.Row) (*Analysis, error) {
-	var a Analysis
+func scan(row pgx.Row) (*Rejection, error) {
+	var a Rejection
 	var raw string
 	if err := row.Scan(&a.ID, &a.Repository, &a.FileID, &a.POIID, &a.Reason, &a.FileVersion, &a.QueuedAt, &a.RejectedAt, &a.Attempts, &raw); err != nil {
 		return nil, err
@@ -67,13 +67,13 @@ func scan(row pgx.Row) (*Analysis, error) {
 
 // List returns up to limit rows, most recently rejected first, of one
 // file ("" for all), and how many there are in all.
-func (s *Store) List(ctx context.Context, fileID string, limit int) ([]*Analysis, int, error) {
+func (s *Store) List(ctx context.Context, fileID string, limit int) ([]*Rejection, int, error) {
 	rows, err := s.db.Query(ctx, `SELECT `+columns+` FROM rejected_analyses
 		WHERE $1 = '' OR file_id = $1 ORDER BY rejected_at DESC, id DESC LIMIT $2`, fileID, limit)
 	if err != nil {
 		return nil, 0, fmt.Errorf("error listing rejected analyses: %w", err)
 	}
-	list, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (*Analysis, error) { return scan(row) })
+	list, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (*Rejection, error) { return scan(row) })
 	if err != nil {
 		return nil, 0, fmt.Errorf("error listing rejected analyses: %w", err)
 	}

@@ -255,7 +255,7 @@ to a file too. It only reads: no audit event is recorded.
 	return cmd
 }
 
-func printItemAnalysis(w io.Writer, an *items.Analysis) {
+func printItemAnalysis(w io.Writer, an *items.Report) {
 	title := "Failure Analysis"
 	if an.JobID != "" {
 		title += " for " + an.JobID
@@ -275,7 +275,7 @@ func printItemAnalysis(w io.Writer, an *items.Analysis) {
 	}
 	fmt.Fprintf(w, "\nTemporal Distribution (UTC, by last attempt):\n")
 	for _, h := range an.Temporal {
-		fmt.Fprintf(w, "  %s-%s: %s\n", h.Hour.Format("2006-01-02 15:04"), h.Hour.Add(time.Hour).Format("15:04"), pluralize(h.Count, "failure"))
+		fmt.Fprintf(w, "  %s-%s: %s\n", h.Hour.Format("2006-01-02 15:04"), h.Hour.Add(time.Hour).Format("15:04"), pluralize(int(h.Count), "failure"))
 	}
 }
 

@@ -323,7 +323,7 @@ hour (UTC) over the last 7 days (or since --since, if later).
 	return cmd
 }
 
-func printAnalysis(w io.Writer, an *failed.Analysis) {
+func printAnalysis(w io.Writer, an *failed.Report) {
 	if an.Total == 0 {
 		fmt.Fprintln(w, "no failed POIs match")
 		return

@@ -77,8 +77,8 @@ func newOutboxRejectedCmd(a *app) *cobra.Command {
 				}
 				if asJSON {
 					return a.printJSON(struct {
-						Total    int                  `json:"total"`
-						Analyses []*rejected.Analysis `json:"analyses"`
+						Total    int                   `json:"total"`
+						Analyses []*rejected.Rejection `json:"analyses"`
 					}{total, list})
 				}
 				tw := tabwriter.NewWriter(a.out(), 0, 4, 2, ' ', 0)

@@ -67,7 +67,7 @@ func (c *Console) failedList(w http.ResponseWriter, r *http.Request) error {
 
 type failedGroupsData struct {
 	Query    failedQuery
-	Analysis *failed.Analysis
+	Analysis *failed.Report
 	Statuses []failed.Status
 	Classes  []failed.ErrorClass
 }

@@ -52,7 +52,7 @@ func (c *Console) itemsList(w http.ResponseWriter, r *http.Request) error {
 
 type itemsGroupsData struct {
 	Query    itemsQuery
-	Analysis *items.Analysis
+	Analysis *items.Report
 	Types    []agent.ErrorType
 }
 

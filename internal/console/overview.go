@@ -5,6 +5,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/relay-dev/relay/deadletter"
 	"github.com/relay-dev/relay/deadletter/failed"
 	"github.com/relay-dev/relay/deadletter/items"
 	"github.com/relay-dev/relay/internal/liveness"
@@ -40,7 +41,7 @@ const (
 
 // hourChart draws one bar per hour from first for hours hours; counts may
 // leave hours out.
-func hourChart(title string, first time.Time, hours int, counts []failed.HourCount, tickEvery int, tickFormat string) chart {
+func hourChart(title string, first time.Time, hours int, counts []deadletter.HourCount, tickEvery int, tickFormat string) chart {
 	byHour := make([]int64, hours)
 	for _, h := range counts {
 		if i := int(h.Hour.Sub(first) / time.Hour); i >= 0 && i < hours {

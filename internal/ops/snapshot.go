@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/relay-dev/relay/deadletter"
 )
 
 // State is a point-in-time view of relay's queues and dead-letter tables.
@@ -175,7 +177,7 @@ type Activity struct {
 	TopSignatures []SignatureCount `json:"top_signatures"`
 	// FailuresPerHour counts failed POIs per hour over the last 24 hours
 	// (oldest first).
-	FailuresPerHour []HourCount `json:"failures_per_hour"`
+	FailuresPerHour []deadletter.HourCount `json:"failures_per_hour"`
 	// Freshness is how long publishes took to be final over the same
 	// minutes.
 	Freshness Freshness `json:"freshness"`
@@ -211,12 +213,6 @@ type SignatureCount struct {
 	Signature  string `json:"signature"`
 	ErrorClass string `json:"error_class"`
 	Count      int64  `json:"count"`
-}
-
-// HourCount is one hour's failures.
-type HourCount struct {
-	Hour  time.Time `json:"hour"`
-	Count int64     `json:"count"`
 }
 
 // RecentActivity reads Activity for the last minutes minutes (throughput)
@@ -324,7 +320,7 @@ func recentActivity(ctx context.Context, pool *pgxpool.Pool, repository *string,
 
 	firstHour := time.Now().Truncate(time.Hour).Add(-23 * time.Hour)
 	for i := range 24 {
-		act.FailuresPerHour = append(act.FailuresPerHour, HourCount{Hour: firstHour.Add(time.Duration(i) * time.Hour)})
+		act.FailuresPerHour = append(act.FailuresPerHour, deadletter.HourCount{Hour: firstHour.Add(time.Duration(i) * time.Hour)})
 	}
 	perHour := `SELECT hour, sum(n)::bigint FROM failed_pois_hourly_counts WHERE hour >= $1 GROUP BY 1`
 	if repository != nil {

@@ -6,6 +6,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/relay-dev/relay/deadletter"
 	"github.com/relay-dev/relay/internal/ops"
 	"github.com/relay-dev/relay/internal/testdb"
 )
@@ -64,7 +65,7 @@ func TestRepositorySnapshotAndActivity_CountOneRepositorysDeadLetters(t *testing
 	require.Zero(t, none.FailedPOIs["new"])
 	require.Nil(t, none.OldestNewFailedPOI)
 
-	sum := func(hours []ops.HourCount) (n int64) {
+	sum := func(hours []deadletter.HourCount) (n int64) {
 		for _, h := range hours {
 			n += h.Count
 		}

@@ -74,7 +74,7 @@ func TestLinker_RowQueuedWhileTheLinkJobFinishesIsLinked(t *testing.T) {
 	require.False(t, res.done, "the link job completed with a row queued")
 	require.Equal(t, 1, testdb.Count(t, db.Pool, `SELECT count(*) FROM river_job WHERE id = $1 AND state = 'running'`, ins.Job.ID))
 
-	require.NoError(t, Drain(ctx, db.Pool))
+	require.NoError(t, LinkAll(ctx, db.Pool))
 	require.Zero(t, testdb.Count(t, db.Pool, `SELECT count(*) FROM link_queue`))
 	done, err := w.finish(ctx, job, false)
 	require.NoError(t, err)

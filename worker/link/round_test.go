@@ -71,7 +71,7 @@ func TestRound_TakesTheLanesNoOtherRoundHolds(t *testing.T) {
 	}
 	require.Equal(t, 1, testdb.Count(t, db.Pool, `SELECT count(*) FROM link_queue WHERE file_id = 'b.js'`))
 	require.NoError(t, other.Rollback(ctx))
-	require.NoError(t, Drain(ctx, db.Pool))
+	require.NoError(t, LinkAll(ctx, db.Pool))
 	require.Equal(t, 2, testdb.Count(t, db.Pool, `SELECT count(*) FROM relationships`))
 	require.Equal(t, 1, testdb.Count(t, db.Pool, `SELECT count(*) FROM link_rounds WHERE $1 = ANY(lanes) AND NOT $2 = ANY(lanes)`, int16(home), int16(busy)),
 		"the first round held its home lane, not the busy one")
@@ -96,7 +96,7 @@ func TestRound_PostponesTheRowsOfAFileBeingPublished(t *testing.T) {
 	require.Equal(t, 1, testdb.Count(t, db.Pool, `SELECT count(*) FROM link_queue WHERE file_id = 'a.js'`))
 
 	require.NoError(t, publish.Rollback(ctx))
-	require.NoError(t, Drain(ctx, db.Pool))
+	require.NoError(t, LinkAll(ctx, db.Pool))
 	require.Equal(t, 1, testdb.Count(t, db.Pool, `SELECT count(*) FROM relationships WHERE source_poi_id = 'a1' AND target_poi_id = 'b1'`))
 	require.Zero(t, testdb.Count(t, db.Pool, `SELECT count(*) FROM link_queue`))
 }

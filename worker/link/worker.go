@@ -187,10 +187,10 @@ func isConflict(err error) bool {
 	return false
 }
 
-// Drain runs rounds on db, lane after lane, until link_queue is empty,
+// LinkAll runs rounds on db, lane after lane, until link_queue is empty,
 // without a River job and without a delay: what the link jobs do, for
 // tests and tools that work jobs one by one.
-func Drain(ctx context.Context, db Beginner) error {
+func LinkAll(ctx context.Context, db Beginner) error {
 	for {
 		busy := false
 		for lane := range Lanes {

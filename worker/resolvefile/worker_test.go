@@ -65,7 +65,7 @@ func (b *unitBundle) workJob(t *testing.T, id int64) (*rivertest.WorkResult, err
 	t.Helper()
 	res, err := b.tw.WorkJob(context.Background(), t, b.tx, b.job(t, id))
 	if err == nil {
-		require.NoError(t, link.Drain(context.Background(), b.tx))
+		require.NoError(t, link.LinkAll(context.Background(), b.tx))
 	}
 	return res, err
 }
