@@ -151,11 +151,15 @@ func queueCandidates(b *indexplans.Unnamed, names map[nameKey]bool, out candidat
 			slices.Sorted(maps.Keys(symbolSet)), resolver.TypeImport, resolver.SymbolPrefix).Rows(read)
 	}
 	if len(ids) > 0 {
+		// The ids are read in one scan (the subquery, kept apart by OFFSET
+		// 0) and matched to their repositories after, not probed one by
+		// one: as outbox's otherOwnerSQL, whose per-id probe the planner
+		// once ran by the repository alone.
 		b.Queue(`
 			SELECT p.repository, p.poi_id, p.file_id, $4 || p.poi_id, p.type, p.receiver, p.result, p.fields
-			FROM unnest($1::text[], $2::text[]) AS u(repo, id)
-			CROSS JOIN LATERAL (SELECT * FROM pois WHERE repository = u.repo AND poi_id = u.id AND type <> $3 OFFSET 0) p`,
-			idRepos, ids, resolver.TypeImport, resolver.IDPrefix).Rows(read)
+			FROM (SELECT * FROM pois WHERE repository = ANY($5) AND poi_id = ANY($2) AND type <> $3 OFFSET 0) p
+			JOIN unnest($1::text[], $2::text[]) AS u(repo, id) ON p.repository = u.repo AND p.poi_id = u.id`,
+			idRepos, ids, resolver.TypeImport, resolver.IDPrefix, slices.Compact(slices.Sorted(slices.Values(idRepos)))).Rows(read)
 	}
 }
 
