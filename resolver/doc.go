@@ -29,7 +29,7 @@
 // even empty, Extract returns them instead of reading RawCode, named
 // "sym:<symbol>", "id:<targetId>" and the name as given (SuppliedReference.Name). Every POI is a
 // candidate for "id:<its id>", and one with a symbol for "sym:<its symbol>"
-// (SuppliedNames); Lookup resolves these names with the name rule below
+// (AnswerNames); Lookup resolves these names with the name rule below
 // (the target's type must accept the relationship, candidates in the
 // source's file win, no self edges), in every language, without Go's
 // qualifier rules.

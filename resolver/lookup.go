@@ -180,7 +180,7 @@ func (d *distinctIDs) add(id string) {
 // symbol table is searched for. It is ref.Name without the qualifier a Go
 // reference carries ("strings.ToLower", "().Close", ".Close" -> ToLower,
 // Close); other references have none. A supplied reference's name is its
-// target's name: "sym:<symbol>" or "id:<id>" (see SuppliedNames).
+// target's name: "sym:<symbol>" or "id:<id>" (see AnswerNames).
 func TargetName(ref Reference) string {
 	if (ref.Type != Calls && ref.Type != Extends) || IsSupplied(ref.Name) {
 		return ref.Name
@@ -224,7 +224,7 @@ func IsDerived(ref Reference) bool {
 // receiver-qualified name, ReceiverName, and a supplied reference's
 // "sym:…" and "id:…" names), and the references whose key is one of them
 // are resolved again. The key of a Go reference drops its qualifier (see
-// the package documentation): "n", ".n", "().n", "(.).n", "pkg.n",
+// GoRef): "n", ".n", "().n", "(.).n", "pkg.n",
 // "(pkg).n" and "^.n" have the key "n"; a member call on a value of a known
 // type, "(.T).m", "(pkg.T).m" or "(^.T).m", has "T.m". A derived reference
 // ({X}.m, found again through LookupNames) and a supplied one are their
