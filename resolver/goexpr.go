@@ -13,7 +13,7 @@ import "strings"
 // and ParseGoExpr reads it, String writes it. A call reference whose form
 // does not pin its target (.M, (q).M) has a type that cannot be told: the
 // reference resolves as a method of the package X's form shows (see
-// the package documentation).
+// docs/references.md).
 type GoExpr struct {
 	Kind GoExprKind
 	// Call is X when Kind is GoExprCall.

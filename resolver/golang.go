@@ -9,7 +9,7 @@ import (
 
 // Go CALLS references carry what the call's form says about its target, in
 // their Name: a GoRef, which the scanner below writes and Lookup reads
-// (the package documentation lists which call gives which form).
+// (docs/references.md lists which call gives which form).
 //
 // Calls that cannot reach a POI of the corpus are not references: builtins
 // and conversions to predeclared types (len(x), string(b)), calls of a

@@ -20,7 +20,7 @@ import "strings"
 //
 // The name after the last "." is the target's name (Name). Which call
 // produces which form, and how each one resolves, is in
-// the package documentation; goref_test.go's TestParseGoRef lists every form.
+// docs/references.md; goref_test.go's TestParseGoRef lists every form.
 //
 // Analyzers may supply any name (SuppliedReference.RefName), so the grammar
 // is read as the resolver always read it, by its punctuation alone: a

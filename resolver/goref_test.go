@@ -7,7 +7,7 @@ import (
 )
 
 // TestParseGoRef lists every form of a Go reference with the fields it
-// parses into; String writes each back as it was. The package documentation
+// parses into; String writes each back as it was. docs/references.md
 // says which call gives which form and how each resolves.
 func TestParseGoRef(t *testing.T) {
 	t.Parallel()
