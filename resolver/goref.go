@@ -86,6 +86,17 @@ func ParseGoRef(name string) (r GoRef, ok bool) {
 	return GoRef{Kind: GoFunc, Pkg: q, Name: n}, true
 }
 
+// parseDerived is ParseGoRef for a derived reference {X}.m; ok is false
+// for a name of any other form, found at its first byte for most (only a
+// derived reference's name begins with "{" and holds a "}").
+func parseDerived(name string) (r GoRef, ok bool) {
+	if name == "" || name[0] != '{' {
+		return GoRef{}, false
+	}
+	r, ok = ParseGoRef(name)
+	return r, ok && r.Kind == GoDerived
+}
+
 // String writes r in the grammar ParseGoRef reads.
 func (r GoRef) String() string {
 	switch r.Kind {

@@ -197,10 +197,10 @@ func TargetName(ref Reference) string {
 // them can change ref's resolution.
 func LookupNames(ref Reference) []string {
 	target := TargetName(ref)
-	if !IsDerived(ref) {
+	r, derived := derivedRef(ref)
+	if !derived {
 		return []string{target}
 	}
-	r, _ := ParseGoRef(ref.Name)
 	names := derivedNames(ParseGoExpr(r.Of), []string{target})
 	slices.Sort(names)
 	return slices.Compact(names)
@@ -211,11 +211,17 @@ func LookupNames(ref Reference) []string {
 // through the names LookupNames gives (even when that is one name, as in
 // {New}.New).
 func IsDerived(ref Reference) bool {
+	_, ok := derivedRef(ref)
+	return ok
+}
+
+// derivedRef is ref as a Go derived reference ({X}.m); ok is false for
+// any other reference.
+func derivedRef(ref Reference) (r GoRef, ok bool) {
 	if ref.Type != Calls || IsSupplied(ref.Name) {
-		return false
+		return GoRef{}, false
 	}
-	r, ok := ParseGoRef(ref.Name)
-	return ok && r.Kind == GoDerived
+	return parseDerived(ref.Name)
 }
 
 // ReferenceKey returns the key of a reference name: the name whose
