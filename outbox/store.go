@@ -21,6 +21,11 @@ type store struct{ tx pgx.Tx }
 // aside: a change of any of it changes the POI's definition.
 type symbolKey struct{ id, name, typ, symbol, receiver, result, fields string }
 
+// answerer is what decides the names the POI of key k answers to.
+func (k symbolKey) answerer() resolver.Answerer {
+	return resolver.Answerer{ID: k.id, Type: k.typ, Name: k.name, Receiver: k.receiver, Symbol: k.symbol}
+}
+
 // keyOf is p's symbolKey.
 func keyOf(p resolver.POI) symbolKey {
 	return symbolKey{p.ID, p.Name, p.Type, p.Symbol, resolver.Receiver(p), resolver.ResultType(p), resolver.FieldTypes(p)}
@@ -184,13 +189,14 @@ func (s store) write(ctx context.Context, files []fileBatch) (xid int64, rej *Re
 }
 
 // changedNames returns, sorted, the names whose definitions differ between
-// a file's old symbols and its new ones, imports left out: the POIs' names,
-// and the names supplied references reach them by: "id:<id>" when a POI of
-// that id came, went or changed type, "sym:<symbol>" when a POI of that
-// symbol did (resolver.SuppliedNames), and a Go method's "<receiver>.<name>"
-// when it came or went (resolver.ReceiverName). A POI whose result or field
-// types changed (resolver.ResultType, resolver.FieldTypes) changed its
-// name's definition: derived references read them. keys are syms' keys.
+// a file's old symbols and its new ones: of each POI that came, went or
+// changed, the names it answers to (resolver.AnswerNames) of the kinds
+// that changed. Its name and, for a Go method, its receiver-qualified name
+// when its key did (a POI whose result or field types changed,
+// resolver.ResultType and resolver.FieldTypes, changed its name's
+// definition: derived references read them); "id:<id>" when a POI of that
+// id came, went or changed type; "sym:<symbol>" when a POI of that symbol
+// did. keys are syms' keys.
 func changedNames(old map[symbolKey]int32, syms []resolver.POI, keys []symbolKey) []string {
 	type idKey struct{ id, typ string }
 	type symKey struct{ id, typ, symbol string }
@@ -204,46 +210,35 @@ func changedNames(old map[symbolKey]int32, syms []resolver.POI, keys []symbolKey
 		}
 	}
 	set := map[string]bool{}
+	add := func(name string) { set[name] = true }
 	for j, p := range syms {
 		k := keys[j]
+		var kinds resolver.NameKinds
 		if _, ok := old[k]; ok {
 			delete(old, k)
-		} else if p.Type != resolver.TypeImport {
-			set[p.Name] = true
-			if n := resolver.ReceiverName(k.receiver, p.Name); n != "" {
-				set[n] = true
-			}
-		}
-		if p.Type == resolver.TypeImport {
-			continue
+		} else {
+			kinds |= resolver.ByName | resolver.ByReceiver
 		}
 		if ik := (idKey{p.ID, p.Type}); oldIDs[ik] {
 			delete(oldIDs, ik)
 		} else {
-			set[resolver.IDPrefix+p.ID] = true
-		}
-		if p.Symbol == "" {
-			continue
+			kinds |= resolver.ByID
 		}
 		if sk := (symKey{p.ID, p.Type, p.Symbol}); oldSyms[sk] {
 			delete(oldSyms, sk)
 		} else {
-			set[resolver.SymbolPrefix+p.Symbol] = true
+			kinds |= resolver.BySymbol
 		}
+		resolver.AnswerNames(k.answerer(), kinds, add)
 	}
 	for k := range old {
-		if k.typ != resolver.TypeImport {
-			set[k.name] = true
-			if n := resolver.ReceiverName(k.receiver, k.name); n != "" {
-				set[n] = true
-			}
-		}
+		resolver.AnswerNames(k.answerer(), resolver.ByName|resolver.ByReceiver, add)
 	}
 	for k := range oldIDs {
-		set[resolver.IDPrefix+k.id] = true
+		resolver.AnswerNames(resolver.Answerer{ID: k.id, Type: k.typ}, resolver.ByID, add)
 	}
 	for k := range oldSyms {
-		set[resolver.SymbolPrefix+k.symbol] = true
+		resolver.AnswerNames(resolver.Answerer{ID: k.id, Type: k.typ, Symbol: k.symbol}, resolver.BySymbol, add)
 	}
 	changed := make([]string, 0, len(set))
 	for name := range set {

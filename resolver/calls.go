@@ -236,7 +236,7 @@ func (s *callScanner) ident(t token) {
 				// x.M().N(: a method of the type of M's result, as for
 				// v := x.M(); v.N( (derivedExpr: a pinned call, three deep)
 				if x := derivedExpr(s.closed); x != "" {
-					ref = x + "." + t.text
+					ref = GoRef{Kind: GoDerived, Of: x, Name: t.text}.String()
 				}
 			}
 			s.openCall(ref)

@@ -8,22 +8,8 @@ import (
 )
 
 // Go CALLS references carry what the call's form says about its target, in
-// their Name (Lookup reads it; TargetName strips it):
-//
-//	N       plain call f(): a function of the caller's package
-//	q.N     q.N() where q is not declared in the POI: a function of package q
-//	().N    r.N() where r is the method's own receiver: a method of the
-//	        caller's package, one of the caller's file first
-//	(.).N   x.N() where x has a type of the caller's package (a parameter
-//	        `x *T`, `x := &T{…}`, `x := newT()`): a method of that package
-//	(q).N   x.N() where x has a type of package q (`x *q.T`, `x := q.New()`),
-//	        or q.V.N() with q not declared: a method of package q
-//	(^.T).N x.N() in an external test of the root package, x of type q.T:
-//	        a method of the root package's type T (besides (q.T).N)
-//	{X}.N   a member call on the value of the call X (f().N(), x := f();
-//	        x.N()) or of a field (X = T:f): a method of that value's type
-//	.N      any other member call (x[i].N(), a local of unknown type): a
-//	        method of any package
+// their Name: a GoRef, which the scanner below writes and Lookup reads
+// (docs/references.md lists which call gives which form).
 //
 // Calls that cannot reach a POI of the corpus are not references: builtins
 // and conversions to predeclared types (len(x), string(b)), calls of a
@@ -46,27 +32,10 @@ type goType struct {
 	kind goTypeKind
 	pkg  string
 	name string // the named type, when the tokens show it (T of *T, q.T, T[K])
-	// expr, when not empty, is the type as a derived reference's type
-	// expression ("{f}", "{(.T).M}", "{.T:fld}", see golang_types.go): a
-	// value of a call's result or of a field; kind is then what the tokens
-	// alone show.
-	expr string
-}
-
-// typeExpr is the type expression of a value of type t (".T", "q.T" or a
-// derived one), or "" when its name is not known.
-func typeExpr(t goType) string {
-	switch {
-	case t.expr != "":
-		return t.expr
-	case t.name == "":
-		return ""
-	case t.kind == goTypeSamePkg || t.kind == goTypeRecv:
-		return "." + t.name
-	case t.kind == goTypePkg:
-		return t.pkg + "." + t.name
-	}
-	return ""
+	// of, when not empty, is the expression X of a derived reference
+	// {X}.m (GoExpr: "f", "(.T).M", ".T:fld"): the value of a call's
+	// result or of a field; kind is then what the tokens alone show.
+	of string
 }
 
 // histLen is how many previous tokens the scanner keeps: enough for a
@@ -136,7 +105,7 @@ func (g *goScope) callClosed(ref string, depth int, next, then1, then2 token) {
 		return
 	}
 	if g.chained {
-		g.declare(g.decl, goType{expr: derivedExpr(ref)})
+		g.declare(g.decl, goType{of: derivedExpr(ref)})
 	}
 	g.declState = declNone
 }
@@ -210,7 +179,7 @@ func (g *goScope) observe(t token, depth int, z *tokenizer, hist *[histLen]token
 			if i < len(names)-1 {
 				// A later name takes a later result (`c, s := net.Pipe()`):
 				// of the call's package at most, its type not shown.
-				t.expr = ""
+				t.of = ""
 			}
 			g.declare(n, t)
 		}
@@ -384,11 +353,11 @@ func (g *goScope) valueType(z *tokenizer, i int) (typ goType, call bool) {
 		}
 		if call {
 			if ref := g.callRef(chain); ref != "" {
-				return goType{expr: derivedExpr(ref)}, true
+				return goType{of: derivedExpr(ref)}, true
 			}
 			return goType{}, false
 		}
-		return goType{expr: g.fieldExpr(chain)}, false
+		return goType{of: g.fieldExpr(chain)}, false
 	}
 	switch len(chain) {
 	case 1:
@@ -396,7 +365,7 @@ func (g *goScope) valueType(z *tokenizer, i int) (typ goType, call bool) {
 		case after.isPunct("{"), isNew && after.isPunct(")"):
 			return goType{kind: goTypeSamePkg, name: first}, false // &T{…}, T{…}, new(T)
 		case call:
-			return goType{kind: goTypeSamePkg, expr: derivedExpr(first)}, true // newT(…)
+			return goType{kind: goTypeSamePkg, of: derivedExpr(first)}, true // newT(…)
 		case after.isPunct(")"):
 			return goType{kind: goTypeSamePkg}, false
 		}
@@ -407,44 +376,54 @@ func (g *goScope) valueType(z *tokenizer, i int) (typ goType, call bool) {
 		case after.isPunct("{"), isNew && after.isPunct(")"):
 			typ.name = chain[1] // &q.T{…}, new(q.T)
 		case call:
-			typ.expr = derivedExpr(first + "." + chain[1]) // q.New(…)
+			typ.of = derivedExpr(GoRef{Kind: GoFunc, Pkg: first, Name: chain[1]}.String()) // q.New(…)
 		}
 		return typ, call
 	}
 	if call {
-		return goType{expr: derivedExpr(g.callRef(chain))}, true // q.V.M(…)
+		return goType{of: derivedExpr(g.callRef(chain))}, true // q.V.M(…)
 	}
 	return goType{}, false
 }
 
-// derivedExpr is the type expression of the value of call reference ref,
-// "" when its type is not read: ref's form does not pin its target's
-// package or receiver (pinsTarget: .M, (.).M, ().M, (q).M are guesses), or
-// it would nest deeper than maxTypeDepth.
+// derivedExpr is the expression X of a derived reference {X}.m on the
+// value of call reference ref: ref itself, or "" when its type is not
+// read: ref's form does not pin its target's package or receiver
+// (GoRef.pinsTarget: .M, (.).M, ().M, (q).M are guesses), or {ref}.m
+// would nest deeper than maxTypeDepth.
 func derivedExpr(ref string) string {
-	if ref == "" || strings.Count(ref, "{") >= maxTypeDepth {
+	if ref == "" {
 		return ""
 	}
-	if form, _ := goRefForm(ref); !pinsTarget(form) {
+	if r, ok := ParseGoRef(ref); !ok || !r.pinsTarget() || r.nesting() >= maxTypeDepth {
 		return ""
 	}
-	return "{" + ref + "}"
+	return ref
 }
 
-// fieldExpr is the type expression of the value of the selector x.f, where
-// x is a local name of a named type (.T or q.T): {.T:f}; "" otherwise. A
-// field of a derived value (x.a.b, or x.f with x := g()) has no type
-// expression: its struct is known only while resolving, so LookupNames
-// could not name it, and a call on it is the plain member call .m.
+// fieldExpr is the expression X of a derived reference on the value of
+// the selector x.f, where x is a local name of a named type (.T or q.T):
+// .T:f; "" otherwise. A field of a derived value (x.a.b, or x.f with x :=
+// g()) has no expression: its struct is known only while resolving, so
+// LookupNames could not name it, and a call on it is the plain member
+// call .m.
 func (g *goScope) fieldExpr(chain []string) string {
 	if len(chain) != 2 {
 		return ""
 	}
-	t := typeExpr(g.locals[chain[0]])
-	if t == "" || t[0] == '{' {
+	t := g.locals[chain[0]]
+	if t.of != "" || t.name == "" {
 		return ""
 	}
-	return "{" + t + ":" + chain[1] + "}"
+	st := GoStruct{Qualified: true, Name: t.name}
+	switch t.kind {
+	case goTypeSamePkg, goTypeRecv:
+	case goTypePkg:
+		st.Pkg = t.pkg
+	default:
+		return ""
+	}
+	return GoExpr{Kind: GoExprField, Struct: st, Field: chain[1]}.String()
 }
 
 // goTypeOf judges a type expression's tokens.
@@ -496,7 +475,7 @@ func (g *goScope) member(name string, hist *[histLen]token) string {
 			if t, ok := parenType(hist); ok && i == 1 {
 				return memberRef(t, name) // (T{}).N(, (*q.T)(x).N(
 			}
-			return "." + name // f().N( (the scanner makes it {f}.N), x[i].N(, a long chain
+			return GoRef{Kind: GoAnyMethod, Name: name}.String() // f().N( (the scanner makes it {f}.N), x[i].N(, a long chain
 		}
 		buf[n] = hist[i].text
 		n++
@@ -524,25 +503,25 @@ func (g *goScope) callRef(chain []string) string {
 	if !local {
 		switch len(chain) {
 		case 2:
-			return first + "." + name // q.N(
+			return GoRef{Kind: GoFunc, Pkg: first, Name: name}.String() // q.N(
 		case 3:
-			return "(" + first + ")." + name // q.V.N(: a method of package q
+			return GoRef{Kind: GoMethod, Pkg: first, Name: name}.String() // q.V.N(: a method of package q
 		}
-		return "." + name
+		return GoRef{Kind: GoAnyMethod, Name: name}.String()
 	}
 	if len(chain) == 2 {
-		if name == "Error" && lt.name == "" && lt.expr == "" && lt.kind != goTypeRecv && isErrorName(first) {
+		if name == "Error" && lt.name == "" && lt.of == "" && lt.kind != goTypeRecv && isErrorName(first) {
 			return "" // err.Error(): a method of the error interface, by convention
 		}
 		return memberRef(lt, name)
 	}
 	if t := g.fieldExpr(chain[:len(chain)-1]); t != "" {
-		return t + "." + name // x.f.N(: a method of the type of field f
+		return GoRef{Kind: GoDerived, Of: t, Name: name}.String() // x.f.N(: a method of the type of field f
 	}
 	if lockerMethods[name] {
 		return "" // x.a.mu.Lock(): a field whose struct is not known, a mutex by convention
 	}
-	return "." + name
+	return GoRef{Kind: GoAnyMethod, Name: name}.String()
 }
 
 // isErrorName reports whether a local name is, by Go's convention, a
@@ -576,27 +555,22 @@ var lockerMethods = map[string]bool{
 // memberRef returns the reference of a call of method name on a value of
 // type t, or "" when it is no reference.
 func memberRef(t goType, name string) string {
-	if t.expr != "" {
-		return t.expr + "." + name
+	if t.of != "" {
+		return GoRef{Kind: GoDerived, Of: t.of, Name: name}.String()
 	}
+	r := GoRef{Kind: GoMethod, Name: name}
 	switch t.kind {
 	case goTypeNoMethods:
 		return ""
 	case goTypeSamePkg, goTypeRecv:
-		if t.name != "" {
-			return "(." + t.name + ")." + name
-		}
-		if t.kind == goTypeRecv {
-			return "()." + name
-		}
-		return "(.)." + name
+		// (.T).m; (.).m on a value of the package, ().m on the receiver
+		r.Typed, r.Type = t.name != "" || t.kind != goTypeRecv, t.name
 	case goTypePkg:
-		if t.name != "" {
-			return "(" + t.pkg + "." + t.name + ")." + name
-		}
-		return "(" + t.pkg + ")." + name
+		r.Pkg, r.Typed, r.Type = t.pkg, t.name != "", t.name // (q.T).m, (q).m
+	default:
+		r = GoRef{Kind: GoAnyMethod, Name: name}
 	}
-	return "." + name
+	return r.String()
 }
 
 // parenType is the type of the parenthesized value whose ")" is hist[1]
@@ -644,19 +618,6 @@ func parenType(hist *[histLen]token) (t goType, ok bool) {
 	return goTypeOf(toks), true
 }
 
-// goRefForm splits a Go CALLS reference name into its qualifier form and
-// the target name: "", "pkg", "()", "(pkg)" or ".".
-func goRefForm(name string) (form, target string) {
-	i := strings.LastIndexByte(name, '.')
-	if i < 0 {
-		return "", name
-	}
-	if i == 0 {
-		return ".", name[1:]
-	}
-	return name[:i], name[i+1:]
-}
-
 // Receiver returns the name of the type a Go method POI is declared on, as
 // its header shows it: Conn for `func (c *Conn) Query(`, List for
 // `func (l *List[T]) Push(`. It is "" for any other POI, and for a header
@@ -693,34 +654,31 @@ func isRootTestFile(filePath string) bool {
 }
 
 // addRootForms adds, for each qualified reference q.N of refs with N
-// exported, its root form ^.N: N of the root package, whatever q is; and
-// for each member call (q.T).N on a value of an exported type q.T, its
-// root form (^.T).N: method N of the root package's type T.
+// exported, its root form ^.N: N of the root package, whatever q is; for
+// each member call (q.T).N on a value of an exported type q.T, its root
+// form (^.T).N: method N of the root package's type T; and for each
+// {q.F}.N and {q.T:f}.N, {^.F}.N and {^.T:f}.N.
 func addRootForms(refs *refSet) {
-	for _, r := range refs.refs {
-		if r.Type != Calls && r.Type != Extends {
+	for _, ref := range refs.refs {
+		if ref.Type != Calls && ref.Type != Extends {
 			continue
 		}
-		form, name := goRefForm(r.Name)
-		if x, ok := splitDerived(form); ok && r.Type == Calls {
+		r, ok := ParseGoRef(ref.Name)
+		switch {
+		case !ok:
+		case r.Kind == GoDerived && ref.Type == Calls:
 			// {q.F}.m: a method of the type q.F's result has; {^.F}.m when
-			// q is the root package.
-			if q, f := goRefForm(x); q != "" && !strings.ContainsAny(q, "(){}.^") && isExported(f) {
-				refs.add(Calls, "{^."+f+"}."+name)
+			// q is the root package (and {q.T:f}.m likewise).
+			if x, ok := ParseGoExpr(r.Of).rootForm(); ok {
+				refs.add(Calls, GoRef{Kind: GoDerived, Of: x.String(), Name: r.Name}.String())
 			}
-			continue
-		}
-		if r.Type == Calls && len(form) > 2 && form[0] == '(' && form[len(form)-1] == ')' {
-			q, typ, ok := strings.Cut(form[1:len(form)-1], ".")
-			if ok && q != "" && q != "^" && isExported(typ) {
-				refs.add(Calls, "(^."+typ+")."+name)
+		case r.Kind == GoMethod && ref.Type == Calls:
+			if r.Typed && r.Pkg != "" && r.Pkg != rootPkg && isExported(r.Type) {
+				refs.add(Calls, GoRef{Kind: GoMethod, Pkg: rootPkg, Typed: true, Type: r.Type, Name: r.Name}.String())
 			}
-			continue
+		case r.Kind == GoFunc && isPackageName(r.Pkg) && isExported(r.Name):
+			refs.add(ref.Type, GoRef{Kind: GoFunc, Pkg: rootPkg, Name: r.Name}.String())
 		}
-		if form == "" || form[0] == '(' || form[0] == '{' || form == "." || form == "^" || !isExported(name) {
-			continue
-		}
-		refs.add(r.Type, "^."+name)
 	}
 }
 

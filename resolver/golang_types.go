@@ -15,17 +15,11 @@ import (
 // type of package q) or "-" (a type without methods: predeclared, slice,
 // map, func, channel, a literal struct or interface).
 //
-// A derived reference names a method of the type of an expression:
-//
-//	{X}.m     method m of the type X denotes
-//
-// where X is either a call reference that pins its target's package or
-// receiver (pinsTarget: f, q.f, (.T).M, (q.T).M, {…}.M): the type of its
-// target's first result; or T:fld with T one of .T, q.T: the type of field
-// fld of struct type T. Any other X (a guessed call .M, a field of a
-// derived struct {…}:fld) has a type that cannot be told, so the call
-// resolves as derivedFallback. A derived reference nests at most
-// maxTypeDepth braces.
+// A derived reference {X}.m (GoRef, GoExpr) names method m of the type of
+// the expression X: the first result of the target of a call that pins
+// it, or the type of a field of a named struct type. Any other X has a
+// type that cannot be told, and the call resolves as derivedFallback. A
+// derived reference nests at most maxTypeDepth braces.
 
 // maxShapeBytes bounds the RawCode that ResultType and FieldTypes read: a
 // function's header, a struct's fields. DecodeSymbol decodes at least this
@@ -370,69 +364,21 @@ func typeOfField(fields, name string) string {
 	return ""
 }
 
-// splitDerived splits the form of a derived reference, "{X}", into X; ok is
-// false for any other form.
-func splitDerived(form string) (x string, ok bool) {
-	if len(form) < 2 || form[0] != '{' || form[len(form)-1] != '}' {
-		return "", false
-	}
-	return form[1 : len(form)-1], true
-}
-
-// splitField splits a type expression "T:fld" into T and fld (the last ":"
-// outside braces); ok is false for a call reference.
-func splitField(x string) (typ, field string, ok bool) {
-	depth := 0
-	for i := len(x) - 1; i >= 0; i-- {
-		switch x[i] {
-		case '}':
-			depth++
-		case '{':
-			depth--
-		case ':':
-			if depth == 0 {
-				return x[:i], x[i+1:], true
-			}
-		}
-	}
-	return "", "", false
-}
-
-// derivedNames appends the names the type expression x depends on: every
+// derivedNames appends the names the expression x depends on: every
 // name whose candidates typeOf reads (the functions and methods of the
-// calls X spells, the struct type T of T:fld), so that Lookup given only
-// the candidates of LookupNames resolves as given every candidate.
-func derivedNames(x string, names []string) []string {
-	if typ, _, ok := splitField(x); ok {
-		if _, derived := splitDerived(typ); derived {
-			return names // a field of a derived struct: typeOf reads nothing
-		}
-		_, name := goRefForm(typ)
-		return append(names, name)
+// calls x spells, the struct type T of T:f), so that Lookup given only the
+// candidates of LookupNames resolves as given every candidate. A field of
+// a derived struct adds none: typeOf reads nothing for it.
+func derivedNames(x GoExpr, names []string) []string {
+	name, ok := x.name()
+	if !ok {
+		return names
 	}
-	form, name := goRefForm(x)
 	names = append(names, name)
-	if inner, ok := splitDerived(form); ok {
-		return derivedNames(inner, names)
+	if x.Kind == GoExprCall && x.Call.Kind == GoDerived {
+		return derivedNames(ParseGoExpr(x.Call.Of), names)
 	}
 	return names
-}
-
-// pinsTarget reports whether a call reference's form pins its target's
-// package or receiver: f, q.f, ^.F (the root package's, for {^.F}.m), (.T).M,
-// (q.T).M and {…}.M do; .M, (.).M, ().M and (q).M are guesses among the
-// methods of a package or of any, so the type of their value is not read
-// from their target's result.
-func pinsTarget(form string) bool {
-	switch {
-	case form == "" || form[0] == '{':
-		return true
-	case form == "." || form == "()" || form == "(.)":
-		return false
-	case form[0] == '(':
-		return strings.Contains(form, ".") // (.T), (q.T); not (q)
-	}
-	return true // q
 }
 
 // goTypeRef is a named type a derived reference found: type name in the
@@ -466,58 +412,38 @@ func typeIn(typ, dir string) (ref goTypeRef, methods, ok bool) {
 	return goTypeRef{dir: dir, name: typ}, true, true
 }
 
-// typeOf is the type the expression x (see above) denotes for the source
+// typeOf is the type the expression x (GoExpr) denotes for the source
 // file sourceFile: ok is false when it cannot be told (its candidates are
 // missing or ambiguous, or their headers do not show it), methods false
 // when the type has no methods in the corpus' reach.
-func typeOf(sourceID, sourceFile, x string, cands []Candidate, depth int) (t goTypeRef, methods, ok bool) {
+func typeOf(sourceID, sourceFile string, x GoExpr, cands []Candidate, depth int) (t goTypeRef, methods, ok bool) {
 	if depth > maxTypeDepth {
 		return goTypeRef{}, false, false
 	}
-	if typ, field, isField := splitField(x); isField {
-		if _, derived := splitDerived(typ); derived {
-			// A field of a derived struct: the struct's name is known only
-			// while resolving, so LookupNames cannot list its candidates.
-			return goTypeRef{}, false, false
-		}
-		var st goTypeRef
-		q, name := goRefForm(typ)
-		switch q {
-		case ".":
-			st = goTypeRef{dir: path.Dir(sourceFile), name: name}
-		case "^": // the root package, from its external tests: not the source's file
-			st = goTypeRef{dir: ".", name: name}
-		default:
-			st = goTypeRef{pkg: q, name: name}
-		}
-		found, fields, dir := findStruct(sourceFile, st, q == "^", cands)
-		if found.count == 0 && st.pkg != "" && rootVisible(sourceFile) {
-			// No directory named q declares T: q may name the root package.
-			found, fields, dir = findStruct(sourceFile, goTypeRef{dir: ".", name: name}, true, cands)
-		}
-		if found.count != 1 {
-			return goTypeRef{}, false, false
-		}
-		return typeIn(typeOfField(fields, field), dir)
-	}
-	form, name := goRefForm(x)
-	if !pinsTarget(form) {
+	switch x.Kind {
+	case GoExprField:
+		return fieldTypeOf(sourceFile, x, cands)
+	case GoExprNone:
 		return goTypeRef{}, false, false
 	}
-	target, outcome := lookupGo(sourceID, sourceFile, Reference{Name: x, Type: Calls}, cands, depth+1)
-	if r := rootForm(form, name); outcome == Unknown && r != "" && rootVisible(sourceFile) {
+	r := x.Call
+	if !r.pinsTarget() {
+		return goTypeRef{}, false, false
+	}
+	target, outcome := lookupGo(sourceID, sourceFile, r, Calls, cands, depth+1)
+	if root, isQ := r.rootForm(); outcome == Unknown && isQ && rootVisible(sourceFile) {
 		// q.F or (q.T).M where no directory named q declares it: q may
 		// name the root package, which has no directory name.
-		target, outcome = lookupGo(sourceID, sourceFile, Reference{Name: r, Type: Calls}, cands, depth+1)
+		target, outcome = lookupGo(sourceID, sourceFile, root, Calls, cands, depth+1)
 	}
 	if outcome != Resolved {
-		if form != "" || outcome != Unknown {
+		if !r.isPlain() || outcome != Unknown {
 			return goTypeRef{}, false, false
 		}
 		// T(v): a conversion to a type of the source's package.
 		var found distinctIDs
 		for _, c := range cands {
-			if c.Name == name && (c.Type == TypeClass || c.Type == TypeInterface) && path.Dir(c.FileID) == path.Dir(sourceFile) &&
+			if c.Name == r.Name && (c.Type == TypeClass || c.Type == TypeInterface) && path.Dir(c.FileID) == path.Dir(sourceFile) &&
 				visibleFrom(sourceFile, c.FileID) {
 				found.add(c.POIID)
 			}
@@ -525,14 +451,43 @@ func typeOf(sourceID, sourceFile, x string, cands []Candidate, depth int) (t goT
 		if found.count != 1 {
 			return goTypeRef{}, false, false
 		}
-		return goTypeRef{dir: path.Dir(sourceFile), name: name}, true, true
+		return goTypeRef{dir: path.Dir(sourceFile), name: r.Name}, true, true
 	}
 	for _, c := range cands {
-		if c.POIID == target && c.Name == name {
+		if c.POIID == target && c.Name == r.Name {
 			return typeIn(c.Result, path.Dir(c.FileID))
 		}
 	}
 	return goTypeRef{}, false, false
+}
+
+// fieldTypeOf is the type of the field expression x, T:f: the type of
+// field f of the one struct type T visible from sourceFile.
+func fieldTypeOf(sourceFile string, x GoExpr, cands []Candidate) (t goTypeRef, methods, ok bool) {
+	if x.Struct.Derived {
+		// A field of a derived struct: the struct's name is known only
+		// while resolving, so LookupNames cannot list its candidates.
+		return goTypeRef{}, false, false
+	}
+	var st goTypeRef
+	q, name := x.Struct.pkg(), x.Struct.Name
+	switch q {
+	case ".":
+		st = goTypeRef{dir: path.Dir(sourceFile), name: name}
+	case rootPkg: // the root package, from its external tests: not the source's file
+		st = goTypeRef{dir: ".", name: name}
+	default:
+		st = goTypeRef{pkg: q, name: name}
+	}
+	found, fields, dir := findStruct(sourceFile, st, q == rootPkg, cands)
+	if found.count == 0 && st.pkg != "" && rootVisible(sourceFile) {
+		// No directory named q declares T: q may name the root package.
+		found, fields, dir = findStruct(sourceFile, goTypeRef{dir: ".", name: name}, true, cands)
+	}
+	if found.count != 1 {
+		return goTypeRef{}, false, false
+	}
+	return typeIn(typeOfField(fields, x.Field), dir)
 }
 
 // derivedFallback is the reference a derived reference {X}.m resolves as
@@ -540,14 +495,14 @@ func typeOf(sourceID, sourceFile, x string, cands []Candidate, depth int) (t goT
 // to as far as X's form shows it (fallbackPackage): (.).m for the
 // source's package, (q).m for package q (none when q is outside the
 // corpus), .m (any package) when it does not show.
-func derivedFallback(sourceID, sourceFile, x, name string, cands []Candidate, depth int) string {
+func derivedFallback(sourceID, sourceFile string, x GoExpr, name string, cands []Candidate, depth int) GoRef {
 	switch q := fallbackPackage(sourceID, sourceFile, x, cands, depth); q {
 	case "":
-		return "." + name
+		return GoRef{Kind: GoAnyMethod, Name: name}
 	case ".":
-		return "(.)." + name
+		return GoRef{Kind: GoMethod, Typed: true, Name: name}
 	default:
-		return "(" + q + ")." + name
+		return GoRef{Kind: GoMethod, Pkg: q, Name: name}
 	}
 }
 
@@ -560,28 +515,31 @@ func derivedFallback(sourceID, sourceFile, x, name string, cands []Candidate, de
 // itself); "" when x's form does not show it. A qualifier that may name
 // the root package, which has no directory name (the root declares T, or
 // a method M: (q.T).M on an interface T of the root), shows nothing.
-func fallbackPackage(sourceID, sourceFile, x string, cands []Candidate, depth int) string {
-	if typ, _, isField := splitField(x); isField {
-		if q, name := goRefForm(typ); isPackageName(q) && !declaresType(sourceFile, q, name, cands) &&
-			!rootDeclares(sourceFile, name, false, cands) {
+func fallbackPackage(sourceID, sourceFile string, x GoExpr, cands []Candidate, depth int) string {
+	switch x.Kind {
+	case GoExprField:
+		if q := x.Struct.pkg(); !x.Struct.Derived && isPackageName(q) && !declaresType(sourceFile, q, x.Struct.Name, cands) &&
+			!rootDeclares(sourceFile, x.Struct.Name, false, cands) {
 			return q
 		}
 		return ""
+	case GoExprNone:
+		return ""
 	}
-	form, name := goRefForm(x)
+	r := x.Call
 	switch {
-	case form == "":
+	case r.isPlain():
 		return "."
-	case isPackageName(form):
-		return form
-	case form[0] == '(' && form[len(form)-1] == ')':
-		if q, _, typed := strings.Cut(form[1:len(form)-1], "."); typed && isPackageName(q) && !rootDeclares(sourceFile, name, true, cands) {
-			return q
+	case r.Kind == GoFunc && isPackageName(r.Pkg):
+		return r.Pkg
+	case r.Kind == GoMethod:
+		if r.Typed && isPackageName(r.Pkg) && !rootDeclares(sourceFile, r.Name, true, cands) {
+			return r.Pkg
 		}
-	case form[0] == '{':
-		y, _ := splitDerived(form)
+	case r.Kind == GoDerived:
+		y := ParseGoExpr(r.Of)
 		if t, methods, ok := typeOf(sourceID, sourceFile, y, cands, depth); ok {
-			if methods && isPackageName(t.pkg) && !rootDeclares(sourceFile, name, true, cands) {
+			if methods && isPackageName(t.pkg) && !rootDeclares(sourceFile, r.Name, true, cands) {
 				return t.pkg
 			}
 			return ""
@@ -613,18 +571,6 @@ func rootDeclares(sourceFile, name string, method bool, cands []Candidate) bool 
 	return false
 }
 
-// isRootForm reports whether the type expression x is one of the root
-// forms an external test of the root package gives: ^.F, (^.T).M, ^.T:f.
-func isRootForm(x string) bool {
-	return strings.HasPrefix(x, "^.") || strings.HasPrefix(x, "(^.")
-}
-
-// isPackageName reports whether a reference's qualifier q names a package
-// (pgconn), not the root package (^), the source's (.) or a form.
-func isPackageName(q string) bool {
-	return q != "" && !strings.ContainsAny(q, "(){}.^:")
-}
-
 // declaresType reports whether a directory named q declares a type named
 // name visible from sourceFile, among cands.
 func declaresType(sourceFile, q, name string, cands []Candidate) bool {
@@ -640,17 +586,17 @@ func declaresType(sourceFile, q, name string, cands []Candidate) bool {
 // lookupDerived resolves the derived reference {x}.name: among the methods
 // named name declared on the type x denotes, in its package; as
 // derivedFallback when that type cannot be told.
-func lookupDerived(sourceID, sourceFile, x, name string, cands []Candidate, depth int) (string, Outcome) {
+func lookupDerived(sourceID, sourceFile string, x GoExpr, name string, cands []Candidate, depth int) (string, Outcome) {
 	t, methods, ok := typeOf(sourceID, sourceFile, x, cands, depth)
 	if !ok {
-		if isRootForm(x) {
+		if x.isRoot() {
 			// {^.F}.m, {(^.T).M}.m and {^.T:f}.m only add what the root
 			// package's types tell ({q.F}.m, which an external test of the
 			// root package gives with it, keeps its own fallback).
 			return "", Unknown
 		}
-		fallback := Reference{Name: derivedFallback(sourceID, sourceFile, x, name, cands, depth), Type: Calls}
-		return lookupGo(sourceID, sourceFile, fallback, cands, depth)
+		fallback := derivedFallback(sourceID, sourceFile, x, name, cands, depth)
+		return lookupGo(sourceID, sourceFile, fallback, Calls, cands, depth)
 	}
 	if !methods {
 		return "", Unknown
@@ -698,18 +644,4 @@ func findStruct(sourceFile string, st goTypeRef, notOwnFile bool, cands []Candid
 // non-test files (its external tests, package x_test, do).
 func rootVisible(sourceFile string) bool {
 	return path.Dir(sourceFile) != "." || isGoTestFile(sourceFile)
-}
-
-// rootForm is the root form of a call of form form and name name: ^.F for
-// q.F, (^.T).M for (q.T).M, "" for any other form.
-func rootForm(form, name string) string {
-	if isPackageName(form) {
-		return "^." + name
-	}
-	if len(form) > 2 && form[0] == '(' && form[len(form)-1] == ')' {
-		if q, typ, ok := strings.Cut(form[1:len(form)-1], "."); ok && isPackageName(q) {
-			return "(^." + typ + ")." + name
-		}
-	}
-	return ""
 }

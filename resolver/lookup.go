@@ -92,7 +92,11 @@ func (o Outcome) String() string {
 // Name set to the reference's name.
 func Lookup(sourceID, sourceFile string, ref Reference, cands []Candidate) (targetID string, outcome Outcome) {
 	if (ref.Type == Calls || ref.Type == Extends) && languageOf(sourceFile) == langGo && !IsSupplied(ref.Name) {
-		return lookupGo(sourceID, sourceFile, ref, cands, 0)
+		r, ok := ParseGoRef(ref.Name)
+		if !ok {
+			return "", Unknown // a qualifier "(" without its ")" names nothing
+		}
+		return lookupGo(sourceID, sourceFile, r, ref.Type, cands, 0)
 	}
 	if ref.Type == Imports && languageOf(sourceFile) == langGo && !IsSupplied(ref.Name) {
 		return "", Unknown // a Go import names a package, which is no POI (not the tree's func sort)
@@ -176,13 +180,12 @@ func (d *distinctIDs) add(id string) {
 // symbol table is searched for. It is ref.Name without the qualifier a Go
 // reference carries ("strings.ToLower", "().Close", ".Close" -> ToLower,
 // Close); other references have none. A supplied reference's name is its
-// target's name: "sym:<symbol>" or "id:<id>" (see SuppliedNames).
+// target's name: "sym:<symbol>" or "id:<id>" (see AnswerNames).
 func TargetName(ref Reference) string {
 	if (ref.Type != Calls && ref.Type != Extends) || IsSupplied(ref.Name) {
 		return ref.Name
 	}
-	_, name := goRefForm(ref.Name)
-	return name
+	return goTargetName(ref.Name)
 }
 
 // LookupNames returns the names of the POIs Lookup reads to resolve ref:
@@ -194,12 +197,11 @@ func TargetName(ref Reference) string {
 // them can change ref's resolution.
 func LookupNames(ref Reference) []string {
 	target := TargetName(ref)
-	if !IsDerived(ref) {
+	r, derived := derivedRef(ref)
+	if !derived {
 		return []string{target}
 	}
-	form, _ := goRefForm(ref.Name)
-	x, _ := splitDerived(form)
-	names := derivedNames(x, []string{target})
+	names := derivedNames(ParseGoExpr(r.Of), []string{target})
 	slices.Sort(names)
 	return slices.Compact(names)
 }
@@ -209,12 +211,17 @@ func LookupNames(ref Reference) []string {
 // through the names LookupNames gives (even when that is one name, as in
 // {New}.New).
 func IsDerived(ref Reference) bool {
-	if ref.Type != Calls || IsSupplied(ref.Name) || !strings.HasPrefix(ref.Name, "{") {
-		return false
-	}
-	form, _ := goRefForm(ref.Name)
-	_, ok := splitDerived(form)
+	_, ok := derivedRef(ref)
 	return ok
+}
+
+// derivedRef is ref as a Go derived reference ({X}.m); ok is false for
+// any other reference.
+func derivedRef(ref Reference) (r GoRef, ok bool) {
+	if ref.Type != Calls || IsSupplied(ref.Name) {
+		return GoRef{}, false
+	}
+	return parseDerived(ref.Name)
 }
 
 // ReferenceKey returns the key of a reference name: the name whose
@@ -223,7 +230,7 @@ func IsDerived(ref Reference) bool {
 // receiver-qualified name, ReceiverName, and a supplied reference's
 // "sym:…" and "id:…" names), and the references whose key is one of them
 // are resolved again. The key of a Go reference drops its qualifier (see
-// the package documentation): "n", ".n", "().n", "(.).n", "pkg.n",
+// GoRef): "n", ".n", "().n", "(.).n", "pkg.n",
 // "(pkg).n" and "^.n" have the key "n"; a member call on a value of a known
 // type, "(.T).m", "(pkg.T).m" or "(^.T).m", has "T.m". A derived reference
 // ({X}.m, found again through LookupNames) and a supplied one are their
@@ -263,40 +270,34 @@ func ByNameOnly(sourceFile string) bool { return languageOf(sourceFile) != langG
 // of the source's package or of the package it names, a package being a
 // directory (named after its last element); a plain call and a call on a
 // value of the source's package prefer a candidate of the source file.
-func lookupGo(sourceID, sourceFile string, ref Reference, cands []Candidate, depth int) (string, Outcome) {
-	form, name := goRefForm(ref.Name)
-	if x, ok := splitDerived(form); ok && ref.Type == Calls {
-		return lookupDerived(sourceID, sourceFile, x, name, cands, depth+1)
+func lookupGo(sourceID, sourceFile string, r GoRef, rt RelType, cands []Candidate, depth int) (string, Outcome) {
+	if r.Kind == GoDerived {
+		if rt == Calls {
+			return lookupDerived(sourceID, sourceFile, ParseGoExpr(r.Of), r.Name, cands, depth+1)
+		}
+		// No type is derived: {X}.T is a type of a directory named {X}.
+		r = GoRef{Kind: GoFunc, Pkg: "{" + r.Of + "}", Name: r.Name}
 	}
 	dir := path.Dir(sourceFile)
-	var pkg, recv string
-	switch {
-	case form == "" || form == "()" || form == "(.)" || form == "." || form == "^":
-	case form[0] == '(':
-		// (q), (.T) or (q.T); a malformed form names nothing
-		if len(form) < 2 || form[len(form)-1] != ')' {
-			return "", Unknown
-		}
-		pkg = form[1 : len(form)-1]
-		if i := strings.IndexByte(pkg, '.'); i >= 0 {
-			pkg, recv = pkg[:i], pkg[i+1:]
-		}
-	default:
-		pkg = form
+	var pkg, recv string // the package ("" the source's) and receiver type the form names
+	if r.Kind == GoFunc || r.Kind == GoMethod {
+		pkg, recv = r.Pkg, r.Type
 	}
-	wantMethod := form == "." || form == "()" || (form != "" && form[0] == '(')
+	wantMethod := r.Kind != GoFunc
 	// guess: a method whose receiver's type the reference does not name
 	// (.m, ().m, (.).m, (q).m); one of a non-test file is preferred to one
 	// of a _test.go file (a test double of an interface the call goes
 	// through, a test's own type).
-	guess := wantMethod && recv == "" && pkg != "^"
+	guess := wantMethod && recv == "" && pkg != rootPkg
+	// A plain call and a call on the receiver prefer the source file.
+	preferFile := r.isPlain() || r.isReceiver()
 	var local, scoped, scopedTest distinctIDs
 	for i := range cands {
 		c := &cands[i]
-		if c.Name != name || c.POIID == sourceID || !Accepts(ref.Type, c.Type) {
+		if c.Name != r.Name || c.POIID == sourceID || !Accepts(rt, c.Type) {
 			continue
 		}
-		if ref.Type == Calls && (c.Type == TypeMethod) != wantMethod {
+		if rt == Calls && (c.Type == TypeMethod) != wantMethod {
 			continue
 		}
 		if recv != "" && c.Receiver != recv || !visibleFrom(sourceFile, c.FileID) {
@@ -304,7 +305,7 @@ func lookupGo(sourceID, sourceFile string, ref Reference, cands []Candidate, dep
 		}
 		cdir := path.Dir(c.FileID)
 		switch {
-		case pkg == "^": // (^.T): a type of the root package, from its external tests: not the source's file
+		case pkg == rootPkg: // ^.F, (^.T).m: the root package, from its external tests: not the source's file
 			if cdir != "." || c.FileID == sourceFile {
 				continue
 			}
@@ -316,16 +317,12 @@ func lookupGo(sourceID, sourceFile string, ref Reference, cands []Candidate, dep
 			if cdir == "." || path.Base(cdir) != pkg {
 				continue
 			}
-		case form == ".": // any package
-		case form == "^": // the root package, from its external tests: not the source's file
-			if cdir != "." || c.FileID == sourceFile {
-				continue
-			}
+		case r.Kind == GoAnyMethod: // any package
 		default: // the source's package
 			if cdir != dir {
 				continue
 			}
-			if c.FileID == sourceFile && (form == "" || form == "()") {
+			if c.FileID == sourceFile && preferFile {
 				local.add(c.POIID)
 			}
 		}

@@ -67,17 +67,6 @@ func IsSupplied(name string) bool {
 	return strings.HasPrefix(name, SymbolPrefix) || strings.HasPrefix(name, IDPrefix)
 }
 
-// SuppliedNames returns the reference names, besides its Name, under which
-// a POI of id and symbol is a candidate: "id:<id>" for every POI, and
-// "sym:<symbol>" when it has a symbol. A publish that adds or removes the
-// POI changes these names too.
-func SuppliedNames(id, symbol string) []string {
-	if symbol == "" {
-		return []string{IDPrefix + id}
-	}
-	return []string{IDPrefix + id, SymbolPrefix + symbol}
-}
-
 // Known POI types. A POI of any other type is valid data: Extract returns no
 // references for it, and it can only be the target of an IMPORTS relationship.
 const (

@@ -81,7 +81,7 @@ func AnalyzeWith(ctx context.Context, root string, opts goanalyze.Options) (*Gra
 // table of all the POIs, as the worker does once every file is published
 // (its result does not depend on the order of publishing): candidates are
 // the POIs named by resolver.LookupNames(ref) that are not imports (by symbol
-// or id for a supplied reference: resolver.SuppliedNames), and
+// or id for a supplied reference: resolver.AnswerNames), and
 // resolver.Lookup decides. A POI id must be unique.
 func Resolve(ctx context.Context, pois []resolver.POI) (*Graph, error) {
 	g := &Graph{POIs: make(map[string]resolver.POI, len(pois))}
@@ -96,9 +96,9 @@ func Resolve(ctx context.Context, pois []resolver.POI) (*Graph, error) {
 		}
 		byName[p.Name] = append(byName[p.Name], resolver.Candidate{POIID: p.ID, FileID: p.FilePath, Name: p.Name, Type: p.Type,
 			Receiver: resolver.Receiver(p), Result: resolver.ResultType(p), Fields: resolver.FieldTypes(p)})
-		for _, n := range resolver.SuppliedNames(p.ID, p.Symbol) {
+		resolver.AnswerNames(resolver.Answerer{ID: p.ID, Type: p.Type, Symbol: p.Symbol}, resolver.ByID|resolver.BySymbol, func(n string) {
 			byName[n] = append(byName[n], resolver.Candidate{POIID: p.ID, FileID: p.FilePath, Name: n, Type: p.Type})
-		}
+		})
 	}
 	for _, p := range pois {
 		refs, err := resolver.Extract(ctx, p)

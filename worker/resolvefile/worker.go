@@ -475,26 +475,21 @@ func validationMessage(e *resolver.ValidationError, fileID string, index int) st
 }
 
 // withSuppliedNames returns changed (a reprocess job's names: its POIs'
-// names) with the names supplied references reach the resolved POIs by
-// ("id:<id>", "sym:<symbol>") and, for a Go method, its receiver-qualified
-// name (resolver.ReceiverName): a POI that resolves now may enter the symbol
-// table for the first time, and references to its id or symbol resolve
-// again as references to its name do.
+// names) with the other names the resolved POIs answer to
+// (resolver.AnswerNames): "id:<id>", "sym:<symbol>" and, for a Go method,
+// its receiver-qualified name. A POI that resolves now may enter the
+// symbol table for the first time, and references to its id or symbol
+// resolve again as references to its name do.
 func withSuppliedNames(changed []string, ok []poiResult) []string {
 	set := make(map[string]bool, len(changed)+2*len(ok))
 	for _, n := range changed {
 		set[n] = true
 	}
+	add := func(n string) { set[n] = true }
 	for _, r := range ok {
-		if r.poi.Type == resolver.TypeImport {
-			continue
-		}
-		for _, n := range resolver.SuppliedNames(r.poi.ID, r.poi.Symbol) {
-			set[n] = true
-		}
-		if n := resolver.ReceiverName(resolver.Receiver(r.poi), r.poi.Name); n != "" {
-			set[n] = true
-		}
+		p := r.poi
+		resolver.AnswerNames(resolver.Answerer{ID: p.ID, Type: p.Type, Name: p.Name, Receiver: resolver.Receiver(p), Symbol: p.Symbol},
+			resolver.ByReceiver|resolver.ByID|resolver.BySymbol, add)
 	}
 	out := make([]string, 0, len(set))
 	for n := range set {
