@@ -71,7 +71,8 @@ type Report struct {
 //
 // pois and failed_pois have triggers, which Citus distributes only with
 // citus.enable_unsafe_triggers on: Distribute sets it in the transaction that
-// distributes a table.
+// distributes a table, and disables the table's triggers while its rows are
+// copied into the shards (they were counted when they were written).
 func Distribute(ctx context.Context, pool *pgxpool.Pool) (Report, error) {
 	var rep Report
 	var err error
@@ -108,7 +109,17 @@ func Distribute(ctx context.Context, pool *pgxpool.Pool) (Report, error) {
 				if _, err := tx.Exec(ctx, `SET LOCAL citus.enable_unsafe_triggers = on`); err != nil {
 					return err
 				}
-				_, err := tx.Exec(ctx, `SELECT create_distributed_table($1::regclass, $2, colocate_with => $3)`, ident, Column, colocateWith(t))
+				// The rows copied into the shards were counted when
+				// they were written: the counts triggers must not count
+				// them again (nor run on a worker node, which has no
+				// counts tables).
+				if _, err := tx.Exec(ctx, `ALTER TABLE `+ident+` DISABLE TRIGGER USER`); err != nil {
+					return err
+				}
+				if _, err := tx.Exec(ctx, `SELECT create_distributed_table($1::regclass, $2, colocate_with => $3)`, ident, Column, colocateWith(t)); err != nil {
+					return err
+				}
+				_, err := tx.Exec(ctx, `ALTER TABLE `+ident+` ENABLE TRIGGER USER`)
 				return err
 			}); err != nil {
 				return rep, fmt.Errorf("error distributing %s by %s: %w", name, Column, err)

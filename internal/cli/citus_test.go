@@ -106,3 +106,22 @@ func TestCitusMigrateDistribute_DistributesByRepositoryOnceAndSaysSo(t *testing.
 	require.Equal(t, cli.ExitOK, r.code, r.stderr)
 	require.Contains(t, r.stdout, "relay: every table was already distributed by repository; nothing changed")
 }
+
+// A database with failed POIs distributes, and its counts stay what they
+// were: the rows copied into the shards are not counted again.
+func TestCitusMigrateDistribute_KeepsTheCountsOfRowsItCopies(t *testing.T) {
+	t.Parallel()
+	db := citusDB(t)
+	r := run(t, db, "", nil, "publish", "demo_sample.jsonl")
+	require.Equal(t, cli.ExitOK, r.code, r.stderr)
+	r = run(t, db, "", nil, "worker", "--until-idle")
+	require.Equal(t, cli.ExitOK, r.code, r.stderr)
+	failed := testdb.Count(t, db.Pool, `SELECT count(*) FROM failed_pois`)
+	require.Positive(t, failed, "the demo's sample has POIs that fail")
+
+	r = run(t, db, "", nil, "migrate", "distribute")
+	require.Equal(t, cli.ExitOK, r.code, r.stderr)
+	require.Contains(t, r.stdout, "relay: distributed 7 tables by repository")
+	require.Equal(t, failed, testdb.Count(t, db.Pool, `SELECT count(*) FROM failed_pois`))
+	require.Equal(t, failed, testdb.Count(t, db.Pool, `SELECT coalesce(sum(n), 0)::int FROM failed_pois_counts`))
+}
