@@ -5,7 +5,7 @@ TEST_DATABASE_URL ?= postgres://root@127.0.0.1:5432/relay_test?sslmode=disable
 export TEST_DATABASE_URL
 GO ?= go
 
-.PHONY: all build test test-race test-short lint vet fmt schema bench bench-relay chaos chaos-short chaos-short-pooler chaos-pg torture fuzz migrate demo testdb pgbouncer chromium clients scip-indexers eval-scip
+.PHONY: all build test test-race test-short lint vet fmt schema bench bench-relay chaos chaos-short chaos-short-pooler chaos-pg torture fuzz migrate demo testdb pgbouncer chromium clients scip-indexers eval-scip citus citus-cluster citus-cluster-stop citus-cluster-remove test-citus
 
 all: lint test
 
@@ -153,3 +153,31 @@ migrate:
 # The main job end to end: migrate, publish a sample, resolve it, summarise.
 demo:
 	$(GO) run ./cmd/relay demo
+
+# Citus 13.2.2 from ../shared/citus (its README.md), built once into
+# $(HOME)/.cache/relay/citus and installed into PostgreSQL 15's folders;
+# a second run is a no-op. Installs Debian's build dependencies (root).
+citus:
+	internal/citus/build.sh
+
+# relay's own Citus cluster (internal/citus/cluster.sh): a coordinator on
+# 127.0.0.1:$(CITUS_PORT) and workers on the next two ports, each a
+# PostgreSQL 15 cluster of postgresql-common with the citus extension in
+# the database relay. Re-running leaves a running cluster running;
+# citus-cluster-stop stops it, citus-cluster-remove deletes its data.
+CITUS_PORT ?= 5440
+export CITUS_PORT
+citus-cluster: citus
+	internal/citus/cluster.sh start
+
+citus-cluster-stop:
+	internal/citus/cluster.sh stop
+
+citus-cluster-remove:
+	internal/citus/cluster.sh remove
+
+# The tests that run relay on distributed tables (build tag citus), against
+# relay's own cluster (make citus-cluster). Not part of make test.
+CITUS_DATABASE_URL ?= postgres://root@127.0.0.1:$(CITUS_PORT)/relay?sslmode=disable
+test-citus: citus-cluster
+	CITUS_DATABASE_URL='$(CITUS_DATABASE_URL)' $(GO) test -tags citus -count=1 -run '^TestCitus' ./...

@@ -8,15 +8,15 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/stretchr/testify/require"
 
+	"github.com/relay-dev/relay/internal/citus"
 	"github.com/relay-dev/relay/internal/testdb"
 )
 
-// The tables docs/scaling.md distributes by repository, and the indexes of
+// The tables relay migrate distribute distributes by repository, and the indexes of
 // theirs that do not begin with the repository: each serves a lookup across
 // repositories by design (docs/scaling.md lists them).
 var (
-	distributedTables = []string{"files", "pois", "poi_references", "link_queue", "publish_queue",
-		"failed_pois", "rejected_analyses"}
+	distributedTables  = citus.Tables
 	acrossRepositories = map[string]bool{
 		// Operators' listings of every repository's rows, by time,
 		// signature, status and class.

@@ -14,7 +14,7 @@ import (
 // cannot fall behind the code.
 var layers = map[string]int{
 	"resolver": 0, "deadletter": 0, "internal/agent": 0, "migrations": 0, "internal/termout": 0, "internal/csvsafe": 0,
-	"internal/hostile": 0, "internal/embeddedpg": 0, "internal/indexplans": 0, "internal/docexamples": 0, "internal/slotwait": 0, "internal/nearname": 0,
+	"internal/hostile": 0, "internal/embeddedpg": 0, "internal/indexplans": 0, "internal/docexamples": 0, "internal/slotwait": 0, "internal/nearname": 0, "internal/citus": 0,
 	"outbox": 1, "deadletter/items": 1, "internal/liveness": 1, "internal/graph": 1,
 	"deadletter/failed": 2, "deadletter/rejected": 2, "internal/mapreduce": 2, "internal/goanalyze": 2, "internal/scipindex": 2, "worker/link": 2,
 	"config": 3, "worker/resolvefile": 3, "internal/repositories": 3,

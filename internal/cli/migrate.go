@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -10,6 +11,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/relay-dev/relay/internal/citus"
 	"github.com/relay-dev/relay/migrations"
 )
 
@@ -19,7 +21,7 @@ func newMigrateCmd(a *app) *cobra.Command {
 		Short: "Apply, roll back or show relay's schema migrations (River's tables included)",
 		Args:  exactArgs(0),
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return usageError{fmt.Errorf("migrate needs a subcommand: up, down or status")}
+			return usageError{fmt.Errorf("migrate needs a subcommand: up, down, status or distribute")}
 		},
 	}
 	run := func(name, short string, f func(cmd *cobra.Command, m *migrations.Migrator) error) *cobra.Command {
@@ -70,7 +72,79 @@ func newMigrateCmd(a *app) *cobra.Command {
 		return tw.Flush()
 	})
 	status.Flags().BoolVar(&asJSON, "json", false, "print JSON")
-	cmd.AddCommand(up, down, status)
+	cmd.AddCommand(up, down, status, newMigrateDistributeCmd(a))
+	return cmd
+}
+
+const migrateDistributeLong = `Distribute distributes relay's tables on a Citus coordinator by repository,
+co-located with files (docs/citus.md): files, pois, poi_references,
+link_queue, publish_queue, failed_pois and rejected_analyses. River's tables
+and relay's coordination tables stay on the coordinator. Run it on the
+coordinator's database (CREATE EXTENSION citus) after relay migrate up.
+
+A table already distributed by repository is left alone and reported, so
+running it again changes nothing. On a database without the citus
+extension it refuses, exit code 1, and changes nothing: plain PostgreSQL
+needs only relay migrate up.`
+
+func newMigrateDistributeCmd(a *app) *cobra.Command {
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use:   "distribute [--json]",
+		Short: "Distribute relay's tables by repository on a Citus coordinator (idempotent)",
+		Long:  migrateDistributeLong,
+		Args:  exactArgs(0),
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			ctx := cmd.Context()
+			pool, err := a.openSession(ctx, "migrate")
+			if err != nil {
+				return err
+			}
+			defer pool.Close()
+			if _, err := citus.Version(ctx, pool); err != nil {
+				return err
+			}
+			m, err := migrations.New(pool, a.cfg.DatabaseSchema, a.logger)
+			if err != nil {
+				return err
+			}
+			defer m.Close()
+			if pending, err := m.Pending(ctx); err != nil {
+				return err
+			} else if pending {
+				return errors.New("migrations are pending: run relay migrate up first, then relay migrate distribute")
+			}
+			rep, err := citus.Distribute(ctx, pool)
+			if err != nil {
+				return err
+			}
+			if asJSON {
+				return a.printJSON(rep)
+			}
+			tw := tabwriter.NewWriter(a.out(), 0, 4, 2, ' ', 0)
+			fmt.Fprintln(tw, "TABLE\tACTION\tCO-LOCATED WITH\tSHARDS")
+			done := 0
+			for _, t := range rep.Tables {
+				with := cmp.Or(t.ColocateWith, "-")
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%d\n", t.Name, t.Action, with, t.Shards)
+				if t.Action == citus.Distributed {
+					done++
+				}
+			}
+			if err := tw.Flush(); err != nil {
+				return err
+			}
+			if done == 0 {
+				fmt.Fprintf(a.out(), "relay: every table was already distributed by %s; nothing changed (%s, %s with shards)\n",
+					citus.Column, rep.CitusVersion, pluralize(rep.Workers, "node"))
+			} else {
+				fmt.Fprintf(a.out(), "relay: distributed %s by %s (%s, %s with shards)\n",
+					pluralize(done, "table"), citus.Column, rep.CitusVersion, pluralize(rep.Workers, "node"))
+			}
+			return nil
+		},
+	}
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
 	return cmd
 }
 
