@@ -67,6 +67,18 @@ type PyCGCase struct {
 	Truth map[[2]string]bool
 	// Skipped are the files Python's ast did not parse, "file: error".
 	Skipped []string
+	// Names are the PyCG names of POIs whose id does not spell it
+	// (LoadPyCGSCIP's: a SCIP POI's id has its simple name), by id; any
+	// other POI's is PyCGName's.
+	Names map[string]string
+}
+
+// pycgName is the PyCG name of c's POI p.
+func (c *PyCGCase) pycgName(p resolver.POI) string {
+	if n, ok := c.Names[p.ID]; ok {
+		return n
+	}
+	return PyCGName(p)
 }
 
 // PyCGExtract says how LoadPyCG extracts POIs.

@@ -9,6 +9,7 @@ import (
 	"io"
 	"log/slog"
 	"net/url"
+	"runtime"
 	"sync"
 	"time"
 
@@ -27,6 +28,10 @@ type PyCGCommand struct {
 	DatabaseURL string
 	// Extract says how POIs are extracted.
 	Extract PyCGExtract
+	// SCIPPython, when set, is the scip-python that indexes each case:
+	// the POIs are then relay analyze --scip's (LoadPyCGSCIP), not
+	// extract.py's (Extract.ModulePOIs still applies).
+	SCIPPython string
 	// Parallel is how many cases' own databases are worked at once.
 	Parallel int
 	JSON     bool
@@ -36,7 +41,15 @@ type PyCGCommand struct {
 func runPyCGCommand(ctx context.Context, cmd PyCGCommand, stdout, stderr io.Writer) int {
 	progress := func(msg string) { fmt.Fprintf(stderr, "relay-eval: pycg: %s\n", msg) }
 	logger := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
-	cases, err := LoadPyCG(ctx, cmd.Dir, cmd.Extract)
+	var cases []*PyCGCase
+	var err error
+	if cmd.SCIPPython != "" {
+		progress(fmt.Sprintf("indexing each case under %s with %s", cmd.Dir, cmd.SCIPPython))
+		cases, err = LoadPyCGSCIP(ctx, cmd.Dir, PyCGSCIP{Indexer: cmd.SCIPPython, ModulePOIs: cmd.Extract.ModulePOIs,
+			Parallel: min(cmd.Parallel, runtime.NumCPU())})
+	} else {
+		cases, err = LoadPyCG(ctx, cmd.Dir, cmd.Extract)
+	}
 	if err != nil {
 		fmt.Fprintf(stderr, "relay-eval: pycg: %v\n", err)
 		return 1

@@ -104,7 +104,7 @@ func scorePyCG(cases []*PyCGCase, run, own *pycgRun) (*PyCGScore, error) {
 			if !ok1 || !ok2 {
 				return nil, fmt.Errorf("case %s, layout %s: relationship %s names a POI the case does not have", c.Name, run.Layout, e)
 			}
-			pairs[[2]string{PyCGName(src), PyCGName(tgt)}] = true
+			pairs[[2]string{c.pycgName(src), c.pycgName(tgt)}] = true
 		}
 		for p := range pairs {
 			if c.Truth[p] {
@@ -134,9 +134,9 @@ func reachable(c *PyCGCase) int {
 		if p.Type == resolver.TypeImport {
 			continue
 		}
-		callers[PyCGName(p)] = true
+		callers[c.pycgName(p)] = true
 		if resolver.Accepts(resolver.Calls, p.Type) {
-			callees[PyCGName(p)] = true
+			callees[c.pycgName(p)] = true
 		}
 	}
 	n := 0

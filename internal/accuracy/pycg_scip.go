@@ -1,0 +1,184 @@
+package accuracy
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io/fs"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+
+	"github.com/scip-code/scip/bindings/go/scip"
+
+	"github.com/relay-dev/relay/internal/scipindex"
+	"github.com/relay-dev/relay/resolver"
+)
+
+// SCIPPythonDefault is the pinned scip-python that make scip-indexers
+// installs, relative to the repository's root.
+const SCIPPythonDefault = "internal/scipindex/testdata/indexers/node_modules/.bin/scip-python"
+
+// PyCGSCIP says how LoadPyCGSCIP indexes and maps the cases.
+type PyCGSCIP struct {
+	// Indexer is scip-python's path.
+	Indexer string
+	// ModulePOIs adds a POI for each module's top-level code
+	// (scipindex.Config.ModulePOIs), as PyCGExtract.ModulePOIs does for
+	// extract.py.
+	ModulePOIs bool
+	// Parallel is how many cases are indexed at once (1 or less: one).
+	Parallel int
+}
+
+// LoadPyCGSCIP indexes every case under dir (a directory holding
+// callgraph.json is a case) with scip-python, run in a copy of the case's
+// directory as a project of its own, and reads each index as relay
+// analyze --scip does (scipindex.Read): the case's POIs are relay analyze
+// --scip's, with their references by symbol and the lexical rule's at the
+// call sites the index resolves nothing at. A POI's PyCG name (Names) is
+// read from its symbol: the module, then each descriptor's name
+// (`main`/A#f(). is main.A.f, a package's `pkg.__init__` is pkg); the
+// module's own POI is named after its file, as PyCGName names it. Cases
+// are sorted by name.
+func LoadPyCGSCIP(ctx context.Context, dir string, opts PyCGSCIP) ([]*PyCGCase, error) {
+	var names []string
+	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if !d.IsDir() && d.Name() == "callgraph.json" {
+			rel, err := filepath.Rel(dir, filepath.Dir(p))
+			if err != nil {
+				return err
+			}
+			names = append(names, filepath.ToSlash(rel))
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("error listing the cases under %s: %w", dir, err)
+	}
+	if len(names) == 0 {
+		return nil, fmt.Errorf("no case under %s: a case is a directory with callgraph.json and *.py files (PyCG's micro-benchmark/snippets)", dir)
+	}
+	slices.Sort(names)
+	indexer, err := filepath.Abs(opts.Indexer)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := os.Stat(indexer); err != nil {
+		return nil, fmt.Errorf("scip-python is not at %s (run make scip-indexers): %w", opts.Indexer, err)
+	}
+	tmp, err := os.MkdirTemp("", "relay-eval-pycg-scip-")
+	if err != nil {
+		return nil, fmt.Errorf("error creating a directory for the indexes: %w", err)
+	}
+	defer os.RemoveAll(tmp)
+
+	cases := make([]*PyCGCase, len(names))
+	errs := make([]error, len(names))
+	next := make(chan int)
+	var wg sync.WaitGroup
+	for range max(opts.Parallel, 1) {
+		wg.Go(func() {
+			for i := range next {
+				cases[i], errs[i] = loadSCIPCase(ctx, dir, names[i], filepath.Join(tmp, fmt.Sprint(i)), indexer, opts.ModulePOIs)
+			}
+		})
+	}
+	for i := range names {
+		next <- i
+	}
+	close(next)
+	wg.Wait()
+	for _, err := range errs {
+		if err != nil {
+			return nil, err
+		}
+	}
+	return cases, nil
+}
+
+// loadSCIPCase indexes case name of dir in work and maps its index.
+func loadSCIPCase(ctx context.Context, dir, name, work, indexer string, modulePOIs bool) (*PyCGCase, error) {
+	caseDir := filepath.Join(dir, filepath.FromSlash(name))
+	root := filepath.Join(work, "src")
+	// A copy: the indexer must see the case's files only, and write nothing
+	// in the checkout.
+	if err := os.CopyFS(root, os.DirFS(caseDir)); err != nil {
+		return nil, fmt.Errorf("error copying case %s: %w", name, err)
+	}
+	index := filepath.Join(work, "index.scip")
+	var out bytes.Buffer
+	// A project name per case: the cases' symbols stay apart in one
+	// repository too (the prefixed-ids layout), as two packages' would.
+	project := "pycg-" + strings.ReplaceAll(name, "/", "-")
+	cmd := exec.CommandContext(ctx, indexer, "index", "--project-name", project, "--project-version", "0", "--output", index)
+	cmd.Dir, cmd.Stdout, cmd.Stderr = root, &out, &out
+	if err := cmd.Run(); err != nil {
+		return nil, fmt.Errorf("error indexing case %s with %s: %w: %s", name, indexer, err, strings.TrimSpace(out.String()))
+	}
+	f, err := os.Open(index)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	c := &PyCGCase{Name: name, POIs: map[string]resolver.POI{}, Names: map[string]string{}}
+	err = scipindex.Read(ctx, f, scipindex.Config{Source: os.DirFS(root), ModulePOIs: modulePOIs}, func(file scipindex.File) error {
+		for _, raw := range file.Analysis.POIs {
+			p, err := resolver.DecodePOI(raw)
+			if err != nil {
+				return fmt.Errorf("error decoding a POI of %s: %w", file.Analysis.FileID, err)
+			}
+			c.POIs[p.ID] = p
+			if n := pycgSymbolName(p.Symbol); n != "" {
+				c.Names[p.ID] = n
+			}
+		}
+		if file.Analysis.POIs == nil {
+			file.Analysis.POIs = []json.RawMessage{}
+		}
+		c.Files = append(c.Files, file.Analysis)
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("error reading case %s's index: %w", name, err)
+	}
+	if c.Truth, err = readPyCGTruth(filepath.Join(caseDir, "callgraph.json")); err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+// pycgSymbolName is the PyCG name of a scip-python symbol: its namespace
+// (the module, "pkg.__init__" read as "pkg") and each further descriptor's
+// name, joined by dots; "" for a local symbol or one without descriptors.
+func pycgSymbolName(symbol string) string {
+	if symbol == "" || scip.IsLocalSymbol(symbol) {
+		return ""
+	}
+	s, err := scip.ParseSymbol(symbol)
+	if err != nil || len(s.Descriptors) == 0 {
+		return ""
+	}
+	parts := make([]string, 0, len(s.Descriptors))
+	for i, d := range s.Descriptors {
+		name := d.Name
+		if i == 0 && d.Suffix == scip.Descriptor_Namespace {
+			if name == "__init__" {
+				name = ""
+			} else {
+				name = strings.TrimSuffix(name, ".__init__")
+			}
+		}
+		if name != "" {
+			parts = append(parts, name)
+		}
+	}
+	return strings.Join(parts, ".")
+}
