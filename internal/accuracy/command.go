@@ -50,7 +50,9 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 			"--database-url's server in three layouts: (a) a database per case, (b) one database with ids\n"+
 			"prefixed by case, (c) one database with a repository per case. Precedence: flag > environment\n"+
 			"(RELAY_DATABASE_URL) > default. With --pycg and --scip, the POIs and references are relay analyze --scip's\n"+
-			"of each case indexed by scip-python (--scip-python) instead of extract.py's.\n\n"+
+			"of each case indexed by scip-python (--scip-python) instead of extract.py's; DIR may then also be a\n"+
+			"JavaScript micro-benchmark in the same layout (SWARM-CG's benchmarks/javascript/swarm_js), indexed by\n"+
+			"scip-typescript (--scip-typescript).\n\n"+
 			"With --scip, scores the CALLS of relay analyze --scip on each SCIP-indexed project (INDEX the index, DIR\n"+
 			"the project's root) against the indexer's own call edges, and lexical references on the same POIs.\n\n",
 			strings.Join(DefaultTrees, "\n  "))
@@ -67,7 +69,8 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs.BoolVar(&pycg.Extract.ModulePOIs, "module-pois", false, "with --pycg: also give each module's top-level code a POI (PyCG's callers named after a module; extract.py makes none)")
 	fs.IntVar(&pycg.Parallel, "parallel", 4, "with --pycg: cases worked at once, each in a database of its own")
 	scipMode := fs.Bool("scip", false, "score CALLS of relay analyze --scip on SCIP-indexed projects: each argument is INDEX=DIR (a SCIP index and its project's root); with --pycg, on the cases indexed by scip-python")
-	scipPython := fs.String("scip-python", SCIPPythonDefault, "with --pycg --scip: the scip-python that indexes each case (default: the pinned one make scip-indexers installs, relative to the repository's root)")
+	scipPython := fs.String("scip-python", SCIPPythonDefault, "with --pycg --scip: the scip-python that indexes each Python case (default: the pinned one make scip-indexers installs, relative to the repository's root)")
+	scipTypeScript := fs.String("scip-typescript", SCIPTypeScriptDefault, "with --pycg --scip: the scip-typescript that indexes each JavaScript case (SWARM-CG's micro-benchmark; default: the pinned one)")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
@@ -81,7 +84,7 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		}
 		pycg.JSON = *asJSON
 		if *scipMode {
-			pycg.SCIPPython = *scipPython
+			pycg.SCIP = PyCGSCIP{Indexer: *scipPython, TypeScript: *scipTypeScript}
 		}
 		pycg.DatabaseURL = cmp.Or(pycg.DatabaseURL, os.Getenv("RELAY_DATABASE_URL"), config.DatabaseURLDefault)
 		return runPyCGCommand(ctx, pycg, stdout, stderr)

@@ -223,9 +223,15 @@ func PyCGName(p resolver.POI) string {
 
 // pythonModule is the module of a file relative to the case's directory:
 // "pkg/mod.py" is "pkg.mod", "pkg/__init__.py" is "pkg", a top-level
-// "__init__.py" is "".
+// "__init__.py" is "". A JavaScript or TypeScript file's is named the same
+// way, as SWARM-CG's call graphs name it ("nest/imported.js" is
+// "nest.imported").
 func pythonModule(file string) string {
-	file = strings.TrimSuffix(file, ".py")
+	if resolver.IsPython(file) {
+		file = strings.TrimSuffix(file, ".py")
+	} else {
+		file = strings.TrimSuffix(file, path.Ext(file))
+	}
 	if path.Base(file) == "__init__" {
 		file = path.Dir(file)
 		if file == "." {

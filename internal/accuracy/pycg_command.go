@@ -28,10 +28,10 @@ type PyCGCommand struct {
 	DatabaseURL string
 	// Extract says how POIs are extracted.
 	Extract PyCGExtract
-	// SCIPPython, when set, is the scip-python that indexes each case:
-	// the POIs are then relay analyze --scip's (LoadPyCGSCIP), not
-	// extract.py's (Extract.ModulePOIs still applies).
-	SCIPPython string
+	// SCIP, when its Indexer is set, indexes each case: the POIs are then
+	// relay analyze --scip's (LoadPyCGSCIP), not extract.py's
+	// (Extract.ModulePOIs and Parallel still apply).
+	SCIP PyCGSCIP
 	// Parallel is how many cases' own databases are worked at once.
 	Parallel int
 	JSON     bool
@@ -43,10 +43,11 @@ func runPyCGCommand(ctx context.Context, cmd PyCGCommand, stdout, stderr io.Writ
 	logger := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	var cases []*PyCGCase
 	var err error
-	if cmd.SCIPPython != "" {
-		progress(fmt.Sprintf("indexing each case under %s with %s", cmd.Dir, cmd.SCIPPython))
-		cases, err = LoadPyCGSCIP(ctx, cmd.Dir, PyCGSCIP{Indexer: cmd.SCIPPython, ModulePOIs: cmd.Extract.ModulePOIs,
-			Parallel: min(cmd.Parallel, runtime.NumCPU())})
+	if cmd.SCIP.Indexer != "" {
+		progress(fmt.Sprintf("indexing each case under %s with %s or %s", cmd.Dir, cmd.SCIP.Indexer, cmd.SCIP.TypeScript))
+		opts := cmd.SCIP
+		opts.ModulePOIs, opts.Parallel = cmd.Extract.ModulePOIs, min(cmd.Parallel, runtime.NumCPU())
+		cases, err = LoadPyCGSCIP(ctx, cmd.Dir, opts)
 	} else {
 		cases, err = LoadPyCG(ctx, cmd.Dir, cmd.Extract)
 	}

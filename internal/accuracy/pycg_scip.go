@@ -8,6 +8,7 @@ import (
 	"io/fs"
 	"os"
 	"os/exec"
+	"path"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -19,14 +20,21 @@ import (
 	"github.com/relay-dev/relay/resolver"
 )
 
-// SCIPPythonDefault is the pinned scip-python that make scip-indexers
-// installs, relative to the repository's root.
-const SCIPPythonDefault = "internal/scipindex/testdata/indexers/node_modules/.bin/scip-python"
+// SCIPPythonDefault and SCIPTypeScriptDefault are the pinned indexers that
+// make scip-indexers installs, relative to the repository's root.
+const (
+	SCIPPythonDefault     = "internal/scipindex/testdata/indexers/node_modules/.bin/scip-python"
+	SCIPTypeScriptDefault = "internal/scipindex/testdata/indexers/node_modules/.bin/scip-typescript"
+)
 
 // PyCGSCIP says how LoadPyCGSCIP indexes and maps the cases.
 type PyCGSCIP struct {
-	// Indexer is scip-python's path.
+	// Indexer is scip-python's path, for cases of *.py files.
 	Indexer string
+	// TypeScript is scip-typescript's path, for cases of JavaScript or
+	// TypeScript files (SWARM-CG's JavaScript micro-benchmark, in PyCG's
+	// layout and call graph format).
+	TypeScript string
 	// ModulePOIs adds a POI for each module's top-level code
 	// (scipindex.Config.ModulePOIs), as PyCGExtract.ModulePOIs does for
 	// extract.py.
@@ -67,12 +75,16 @@ func LoadPyCGSCIP(ctx context.Context, dir string, opts PyCGSCIP) ([]*PyCGCase, 
 		return nil, fmt.Errorf("no case under %s: a case is a directory with callgraph.json and *.py files (PyCG's micro-benchmark/snippets)", dir)
 	}
 	slices.Sort(names)
-	indexer, err := filepath.Abs(opts.Indexer)
-	if err != nil {
-		return nil, err
-	}
-	if _, err := os.Stat(indexer); err != nil {
-		return nil, fmt.Errorf("scip-python is not at %s (run make scip-indexers): %w", opts.Indexer, err)
+	indexers := map[bool]string{} // by whether the case is JavaScript or TypeScript
+	for js, p := range map[bool]string{false: opts.Indexer, true: opts.TypeScript} {
+		if p == "" {
+			continue
+		}
+		abs, err := filepath.Abs(p)
+		if err != nil {
+			return nil, err
+		}
+		indexers[js] = abs
 	}
 	tmp, err := os.MkdirTemp("", "relay-eval-pycg-scip-")
 	if err != nil {
@@ -87,7 +99,7 @@ func LoadPyCGSCIP(ctx context.Context, dir string, opts PyCGSCIP) ([]*PyCGCase, 
 	for range max(opts.Parallel, 1) {
 		wg.Go(func() {
 			for i := range next {
-				cases[i], errs[i] = loadSCIPCase(ctx, dir, names[i], filepath.Join(tmp, fmt.Sprint(i)), indexer, opts.ModulePOIs)
+				cases[i], errs[i] = loadSCIPCase(ctx, dir, names[i], filepath.Join(tmp, fmt.Sprint(i)), indexers, opts.ModulePOIs)
 			}
 		})
 	}
@@ -104,8 +116,10 @@ func LoadPyCGSCIP(ctx context.Context, dir string, opts PyCGSCIP) ([]*PyCGCase, 
 	return cases, nil
 }
 
-// loadSCIPCase indexes case name of dir in work and maps its index.
-func loadSCIPCase(ctx context.Context, dir, name, work, indexer string, modulePOIs bool) (*PyCGCase, error) {
+// loadSCIPCase indexes case name of dir in work and maps its index. A
+// case with no *.py file and some *.js or *.ts file is JavaScript or
+// TypeScript.
+func loadSCIPCase(ctx context.Context, dir, name, work string, indexers map[bool]string, modulePOIs bool) (*PyCGCase, error) {
 	caseDir := filepath.Join(dir, filepath.FromSlash(name))
 	root := filepath.Join(work, "src")
 	// A copy: the indexer must see the case's files only, and write nothing
@@ -113,12 +127,33 @@ func loadSCIPCase(ctx context.Context, dir, name, work, indexer string, modulePO
 	if err := os.CopyFS(root, os.DirFS(caseDir)); err != nil {
 		return nil, fmt.Errorf("error copying case %s: %w", name, err)
 	}
+	js, err := isJSCase(root)
+	if err != nil {
+		return nil, err
+	}
+	indexer := indexers[js]
+	if indexer == "" {
+		return nil, fmt.Errorf("case %s: no indexer for its language (scip-python for *.py, scip-typescript for *.js and *.ts)", name)
+	}
+	if _, err := os.Stat(indexer); err != nil {
+		return nil, fmt.Errorf("case %s: no indexer at %s (run make scip-indexers): %w", name, indexer, err)
+	}
 	index := filepath.Join(work, "index.scip")
 	var out bytes.Buffer
 	// A project name per case: the cases' symbols stay apart in one
 	// repository too (the prefixed-ids layout), as two packages' would.
 	project := "pycg-" + strings.ReplaceAll(name, "/", "-")
-	cmd := exec.CommandContext(ctx, indexer, "index", "--project-name", project, "--project-version", "0", "--output", index)
+	args := []string{"index", "--project-name", project, "--project-version", "0", "--output", index}
+	if js {
+		// scip-typescript names the package from package.json and needs a
+		// tsconfig.json, which it infers for JavaScript.
+		pkg := fmt.Sprintf(`{"name":%q,"version":"0"}`, project)
+		if err := os.WriteFile(filepath.Join(root, "package.json"), []byte(pkg), 0o644); err != nil {
+			return nil, err
+		}
+		args = []string{"index", "--infer-tsconfig", "--output", index}
+	}
+	cmd := exec.CommandContext(ctx, indexer, args...)
 	cmd.Dir, cmd.Stdout, cmd.Stderr = root, &out, &out
 	if err := cmd.Run(); err != nil {
 		return nil, fmt.Errorf("error indexing case %s with %s: %w: %s", name, indexer, err, strings.TrimSpace(out.String()))
@@ -155,9 +190,31 @@ func loadSCIPCase(ctx context.Context, dir, name, work, indexer string, modulePO
 	return c, nil
 }
 
-// pycgSymbolName is the PyCG name of a scip-python symbol: its namespace
-// (the module, "pkg.__init__" read as "pkg") and each further descriptor's
-// name, joined by dots; "" for a local symbol or one without descriptors.
+// isJSCase reports whether the case in root has no *.py file and some
+// *.js or *.ts file.
+func isJSCase(root string) (bool, error) {
+	py, js := false, false
+	err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		switch filepath.Ext(p) {
+		case ".py":
+			py = true
+		case ".js", ".mjs", ".cjs", ".ts":
+			js = true
+		}
+		return nil
+	})
+	return js && !py, err
+}
+
+// pycgSymbolName is the PyCG name of a symbol of scip-python or
+// scip-typescript: its module (scip-python's namespace, "pkg.__init__"
+// read as "pkg"; scip-typescript's path namespaces, "nest"/"imported.js"
+// read as "nest.imported") and each further descriptor's name, joined by
+// dots (a JavaScript constructor is "constructor"); "" for a local symbol
+// or one without descriptors.
 func pycgSymbolName(symbol string) string {
 	if symbol == "" || scip.IsLocalSymbol(symbol) {
 		return ""
@@ -166,15 +223,19 @@ func pycgSymbolName(symbol string) string {
 	if err != nil || len(s.Descriptors) == 0 {
 		return ""
 	}
+	js := s.Scheme == "scip-typescript"
 	parts := make([]string, 0, len(s.Descriptors))
 	for i, d := range s.Descriptors {
 		name := d.Name
-		if i == 0 && d.Suffix == scip.Descriptor_Namespace {
-			if name == "__init__" {
-				name = ""
-			} else {
-				name = strings.TrimSuffix(name, ".__init__")
-			}
+		switch {
+		case js && d.Suffix == scip.Descriptor_Namespace:
+			name = strings.TrimSuffix(name, path.Ext(name))
+		case i == 0 && d.Suffix == scip.Descriptor_Namespace && name == "__init__":
+			name = ""
+		case i == 0 && d.Suffix == scip.Descriptor_Namespace:
+			name = strings.TrimSuffix(name, ".__init__")
+		case js && name == "<constructor>":
+			name = "constructor"
 		}
 		if name != "" {
 			parts = append(parts, name)

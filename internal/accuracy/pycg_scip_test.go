@@ -65,6 +65,9 @@ func TestPyCGSymbolName(t *testing.T) {
 		{"scip-python python p 0 `pkg.mod`/f().inner().", "pkg.mod.f.inner"},
 		{"scip-python python p 0 `pkg.__init__`/f().", "pkg.f"},
 		{"scip-python python p 0 `__init__`/f().", "f"},
+		{"scip-typescript npm p 0 `main.js`/MyClass#`<constructor>`().", "main.MyClass.constructor"},
+		{"scip-typescript npm p 0 nest/`imported.js`/func().", "nest.imported.func"},
+		{"scip-typescript npm p 0 `main.js`/obj.method().", "main.obj.method"},
 		{"local 3", ""},
 		{"", ""},
 	} {
