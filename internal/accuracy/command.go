@@ -58,7 +58,7 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 			strings.Join(DefaultTrees, "\n  "))
 		fs.PrintDefaults()
 	}
-	asJSON := fs.Bool("json", false, "print one JSON array of reports (with --pycg, one report)")
+	asJSON := fs.Bool("json", false, "print one JSON array of reports (with --pycg, one report; with --pycg --scip, two: --scip's and lexical's on the same POIs)")
 	tests := fs.Bool("tests", true, "score test files too (false: only the packages' non-test files are scored; all are analysed)")
 	samples := fs.Int("samples", 5, "false positives and false negatives shown per kind (func, method, extends)")
 	refs := fs.String("references", goanalyze.ReferencesLexical, "reference mode, as relay analyze's: lexical (relay's resolver reads rawCode) or typed (go/types supplies them)")

@@ -190,6 +190,51 @@ func loadSCIPCase(ctx context.Context, dir, name, work string, indexers map[bool
 	return c, nil
 }
 
+// What a PyCGReport's POIs and references are.
+const (
+	// PyCGExtractPy: extract.py's POIs, resolved by relay's lexical rule.
+	PyCGExtractPy = "extract.py, lexical"
+	// PyCGSCIPReferences: relay analyze --scip's POIs and references.
+	PyCGSCIPReferences = "relay analyze --scip"
+	// PyCGSCIPLexical: relay analyze --scip's POIs without references or
+	// symbols, resolved by relay's lexical rule.
+	PyCGSCIPLexical = "--scip's POIs, lexical"
+)
+
+// withoutReferences returns cases with every POI's references and symbol
+// dropped (PyCGSCIPLexical); Names stay, so the POIs are named as before.
+func withoutReferences(cases []*PyCGCase) ([]*PyCGCase, error) {
+	out := make([]*PyCGCase, 0, len(cases))
+	for _, c := range cases {
+		l := &PyCGCase{Name: c.Name, POIs: map[string]resolver.POI{}, Truth: c.Truth, Skipped: c.Skipped, Names: c.Names}
+		for _, a := range c.Files {
+			la := a
+			la.POIs = make([]json.RawMessage, 0, len(a.POIs))
+			for _, raw := range a.POIs {
+				var fields map[string]json.RawMessage
+				if err := json.Unmarshal(raw, &fields); err != nil {
+					return nil, fmt.Errorf("error decoding a POI of %s/%s: %w", c.Name, a.FileID, err)
+				}
+				delete(fields, "references")
+				delete(fields, "symbol")
+				b, err := json.Marshal(fields)
+				if err != nil {
+					return nil, err
+				}
+				p, err := resolver.DecodePOI(b)
+				if err != nil {
+					return nil, fmt.Errorf("error decoding a POI of %s/%s: %w", c.Name, a.FileID, err)
+				}
+				l.POIs[p.ID] = p
+				la.POIs = append(la.POIs, b)
+			}
+			l.Files = append(l.Files, la)
+		}
+		out = append(out, l)
+	}
+	return out, nil
+}
+
 // isJSCase reports whether the case in root has no *.py file and some
 // *.js or *.ts file.
 func isJSCase(root string) (bool, error) {

@@ -47,6 +47,18 @@ func TestRunPyCG_SCIP(t *testing.T) {
 		"imports/from_util":     {{Source: "main.py:1:", Target: "main.py:4:main"}, {Source: "main.py:4:main", Target: "util.py:1:helper"}},
 		"imports/from_util_too": {{Source: "main.py:1:", Target: "main.py:6:main"}, {Source: "main.py:6:main", Target: "util.py:1:helper"}},
 	}, own.Edges)
+	// Without the index's references, relay's lexical rule finds the same
+	// calls on these cases.
+	lexical, err := withoutReferences(cases)
+	require.NoError(t, err)
+	for _, p := range lexical[0].POIs {
+		require.Nil(t, p.References, p.ID)
+		require.Empty(t, p.Symbol, p.ID)
+	}
+	lexicalOwn, err := runPyCGLayout(ctx, lexical, PyCGOwnDatabase, opts)
+	require.NoError(t, err)
+	require.Equal(t, own.Edges, lexicalOwn.Edges)
+
 	for _, layout := range PyCGLayouts {
 		s, err := scorePyCG(cases, runs[layout], own)
 		require.NoError(t, err)

@@ -36,10 +36,13 @@ type PyCGScore struct {
 
 // PyCGReport is relay's score on the micro-benchmark in every layout.
 type PyCGReport struct {
-	Dir   string `json:"dir"`
-	Cases int    `json:"cases"`
-	Files int    `json:"files"`
-	POIs  int    `json:"pois"`
+	Dir string `json:"dir"`
+	// References says where the POIs and their references come from:
+	// PyCGExtractPy, PyCGSCIPReferences or PyCGSCIPLexical.
+	References string `json:"references"`
+	Cases      int    `json:"cases"`
+	Files      int    `json:"files"`
+	POIs       int    `json:"pois"`
 	// TruthEdges counts the call graphs' edges; Reachable those whose
 	// caller and callee are both POIs (PyCGName) relay could link.
 	TruthEdges int `json:"truth_edges"`
@@ -150,8 +153,8 @@ func reachable(c *PyCGCase) int {
 
 // WritePyCGTable prints one row per layout.
 func WritePyCGTable(w io.Writer, r *PyCGReport) error {
-	fmt.Fprintf(w, "PyCG micro-benchmark %s: %d cases, %d files, %d POIs; %d call graph edges, %d of them between POIs (reachable)\n\n",
-		r.Dir, r.Cases, r.Files, r.POIs, r.TruthEdges, r.Reachable)
+	fmt.Fprintf(w, "PyCG micro-benchmark %s, %s: %d cases, %d files, %d POIs; %d call graph edges, %d of them between POIs (reachable)\n\n",
+		r.Dir, r.References, r.Cases, r.Files, r.POIs, r.TruthEdges, r.Reachable)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "LAYOUT\tDATABASES\tCASES\tCALLS\tTP\tFP\tFN\tP\tR\tR REACHABLE\tCROSS-CASE\tFAILED POIS\tCASES DIFFERING FROM (a)")
 	for _, s := range r.Layouts {
