@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io/fs"
 	"os"
@@ -181,11 +182,20 @@ func loadSCIPCase(ctx context.Context, dir, name, work string, indexers map[bool
 		c.Files = append(c.Files, file.Analysis)
 		return nil
 	})
-	if err != nil {
-		return nil, fmt.Errorf("error reading case %s's index: %w", name, err)
-	}
+	readErr := err
 	if c.Truth, err = readPyCGTruth(filepath.Join(caseDir, "callgraph.json")); err != nil {
 		return nil, err
+	}
+	var ie *scipindex.Error
+	if errors.As(readErr, &ie) {
+		// relay analyze --scip publishes nothing of an index it rejects:
+		// the case keeps its call graph and has no POI.
+		c.Files, c.POIs, c.Names = nil, map[string]resolver.POI{}, map[string]string{}
+		c.Skipped = append(c.Skipped, "index rejected: "+ie.Error())
+		return c, nil
+	}
+	if readErr != nil {
+		return nil, fmt.Errorf("error reading case %s's index: %w", name, readErr)
 	}
 	return c, nil
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"slices"
 	"text/tabwriter"
 
 	"github.com/relay-dev/relay/resolver"
@@ -32,6 +33,9 @@ type PyCGScore struct {
 	// database of its own; Differing names them.
 	DifferFromOwn int      `json:"differ_from_own_database"`
 	Differing     []string `json:"differing_cases,omitempty"`
+	// FalsePositives are the false positives of Calls other than
+	// cross-case ones, "case: caller -> callee" by PyCG names, sorted.
+	FalsePositives []string `json:"false_positives,omitempty"`
 }
 
 // PyCGReport is relay's score on the micro-benchmark in every layout.
@@ -114,6 +118,7 @@ func scorePyCG(cases []*PyCGCase, run, own *pycgRun) (*PyCGScore, error) {
 				s.Calls.TP++
 			} else {
 				s.Calls.FP++
+				s.FalsePositives = append(s.FalsePositives, c.Name+": "+p[0]+" -> "+p[1])
 			}
 		}
 		for p := range c.Truth {
@@ -126,6 +131,7 @@ func scorePyCG(cases []*PyCGCase, run, own *pycgRun) (*PyCGScore, error) {
 			s.Differing = append(s.Differing, c.Name)
 		}
 	}
+	slices.Sort(s.FalsePositives)
 	s.Calls.finish()
 	return s, nil
 }
@@ -168,6 +174,12 @@ func WritePyCGTable(w io.Writer, r *PyCGReport) error {
 	for _, s := range r.Layouts {
 		if len(s.Differing) > 0 {
 			fmt.Fprintf(w, "\n%s: cases differing from (a): %v\n", s.Description, s.Differing)
+		}
+	}
+	if len(r.Layouts) > 0 && len(r.Layouts[0].FalsePositives) > 0 {
+		fmt.Fprintf(w, "\n%s: false positives\n", r.Layouts[0].Description)
+		for _, fp := range r.Layouts[0].FalsePositives {
+			fmt.Fprintf(w, "  %s\n", fp)
 		}
 	}
 	for _, f := range r.Skipped {
