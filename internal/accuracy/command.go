@@ -41,7 +41,7 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs.SetOutput(stderr)
 	fs.Usage = func() {
 		fmt.Fprintf(stderr, "usage: relay-eval [--json] [--samples N] [--references lexical|typed] [TREE...]\n"+
-			"       relay-eval --pycg DIR [--json] [--database-url URL] [--python PYTHON] [--module-pois] [--parallel N]\n"+
+			"       relay-eval --pycg DIR [--scip [--scip-python PATH]] [--json] [--database-url URL] [--python PYTHON] [--module-pois] [--parallel N]\n"+
 			"       relay-eval --scip [--json] [--samples N] INDEX=DIR...\n\n"+
 			"Scores relay's CALLS and EXTENDS on Go trees against go/types. A TREE is a directory,\n"+
 			"goroot:PKGDIR ($(go env GOROOT)/src/PKGDIR) or modcache:MODULE@VERSION; default:\n  %s\n\n"+
@@ -49,13 +49,16 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 			"of github.com/vitsalis/PyCG) published through relay's outbox and worker into throwaway databases on\n"+
 			"--database-url's server in three layouts: (a) a database per case, (b) one database with ids\n"+
 			"prefixed by case, (c) one database with a repository per case. Precedence: flag > environment\n"+
-			"(RELAY_DATABASE_URL) > default.\n\n"+
+			"(RELAY_DATABASE_URL) > default. With --pycg and --scip, the POIs and references are relay analyze --scip's\n"+
+			"of each case indexed by scip-python (--scip-python) instead of extract.py's; DIR may then also be a\n"+
+			"JavaScript micro-benchmark in the same layout (SWARM-CG's benchmarks/javascript/swarm_js), indexed by\n"+
+			"scip-typescript (--scip-typescript).\n\n"+
 			"With --scip, scores the CALLS of relay analyze --scip on each SCIP-indexed project (INDEX the index, DIR\n"+
 			"the project's root) against the indexer's own call edges, and lexical references on the same POIs.\n\n",
 			strings.Join(DefaultTrees, "\n  "))
 		fs.PrintDefaults()
 	}
-	asJSON := fs.Bool("json", false, "print one JSON array of reports (with --pycg, one report)")
+	asJSON := fs.Bool("json", false, "print one JSON array of reports (with --pycg, one report; with --pycg --scip, two: --scip's and lexical's on the same POIs)")
 	tests := fs.Bool("tests", true, "score test files too (false: only the packages' non-test files are scored; all are analysed)")
 	samples := fs.Int("samples", 5, "false positives and false negatives shown per kind (func, method, extends)")
 	refs := fs.String("references", goanalyze.ReferencesLexical, "reference mode, as relay analyze's: lexical (relay's resolver reads rawCode) or typed (go/types supplies them)")
@@ -65,11 +68,13 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs.StringVar(&pycg.Extract.Python, "python", "python3", "with --pycg: Python 3.8 or later, to run the POI extractor (internal/accuracy/testdata/python/extract.py, embedded)")
 	fs.BoolVar(&pycg.Extract.ModulePOIs, "module-pois", false, "with --pycg: also give each module's top-level code a POI (PyCG's callers named after a module; extract.py makes none)")
 	fs.IntVar(&pycg.Parallel, "parallel", 4, "with --pycg: cases worked at once, each in a database of its own")
-	scipMode := fs.Bool("scip", false, "score CALLS of relay analyze --scip on SCIP-indexed projects: each argument is INDEX=DIR (a SCIP index and its project's root)")
+	scipMode := fs.Bool("scip", false, "score CALLS of relay analyze --scip on SCIP-indexed projects: each argument is INDEX=DIR (a SCIP index and its project's root); with --pycg, on the cases indexed by scip-python")
+	scipPython := fs.String("scip-python", SCIPPythonDefault, "with --pycg --scip: the scip-python that indexes each Python case (default: the pinned one make scip-indexers installs, relative to the repository's root)")
+	scipTypeScript := fs.String("scip-typescript", SCIPTypeScriptDefault, "with --pycg --scip: the scip-typescript that indexes each JavaScript case (SWARM-CG's micro-benchmark; default: the pinned one)")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
-	if *scipMode {
+	if *scipMode && pycg.Dir == "" {
 		return runSCIP(ctx, fs.Args(), *asJSON, *samples, stdout, stderr)
 	}
 	if pycg.Dir != "" {
@@ -78,6 +83,9 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 			return 2
 		}
 		pycg.JSON = *asJSON
+		if *scipMode {
+			pycg.SCIP = PyCGSCIP{Indexer: *scipPython, TypeScript: *scipTypeScript}
+		}
 		pycg.DatabaseURL = cmp.Or(pycg.DatabaseURL, os.Getenv("RELAY_DATABASE_URL"), config.DatabaseURLDefault)
 		return runPyCGCommand(ctx, pycg, stdout, stderr)
 	}

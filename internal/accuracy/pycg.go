@@ -67,6 +67,18 @@ type PyCGCase struct {
 	Truth map[[2]string]bool
 	// Skipped are the files Python's ast did not parse, "file: error".
 	Skipped []string
+	// Names are the PyCG names of POIs whose id does not spell it
+	// (LoadPyCGSCIP's: a SCIP POI's id has its simple name), by id; any
+	// other POI's is PyCGName's.
+	Names map[string]string
+}
+
+// pycgName is the PyCG name of c's POI p.
+func (c *PyCGCase) pycgName(p resolver.POI) string {
+	if n, ok := c.Names[p.ID]; ok {
+		return n
+	}
+	return PyCGName(p)
 }
 
 // PyCGExtract says how LoadPyCG extracts POIs.
@@ -211,9 +223,15 @@ func PyCGName(p resolver.POI) string {
 
 // pythonModule is the module of a file relative to the case's directory:
 // "pkg/mod.py" is "pkg.mod", "pkg/__init__.py" is "pkg", a top-level
-// "__init__.py" is "".
+// "__init__.py" is "". A JavaScript or TypeScript file's is named the same
+// way, as SWARM-CG's call graphs name it ("nest/imported.js" is
+// "nest.imported").
 func pythonModule(file string) string {
-	file = strings.TrimSuffix(file, ".py")
+	if resolver.IsPython(file) {
+		file = strings.TrimSuffix(file, ".py")
+	} else {
+		file = strings.TrimSuffix(file, path.Ext(file))
+	}
 	if path.Base(file) == "__init__" {
 		file = path.Dir(file)
 		if file == "." {

@@ -9,6 +9,7 @@ import (
 	"io"
 	"log/slog"
 	"net/url"
+	"runtime"
 	"sync"
 	"time"
 
@@ -27,6 +28,10 @@ type PyCGCommand struct {
 	DatabaseURL string
 	// Extract says how POIs are extracted.
 	Extract PyCGExtract
+	// SCIP, when its Indexer is set, indexes each case: the POIs are then
+	// relay analyze --scip's (LoadPyCGSCIP), not extract.py's
+	// (Extract.ModulePOIs and Parallel still apply).
+	SCIP PyCGSCIP
 	// Parallel is how many cases' own databases are worked at once.
 	Parallel int
 	JSON     bool
@@ -36,7 +41,16 @@ type PyCGCommand struct {
 func runPyCGCommand(ctx context.Context, cmd PyCGCommand, stdout, stderr io.Writer) int {
 	progress := func(msg string) { fmt.Fprintf(stderr, "relay-eval: pycg: %s\n", msg) }
 	logger := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
-	cases, err := LoadPyCG(ctx, cmd.Dir, cmd.Extract)
+	var cases []*PyCGCase
+	var err error
+	if cmd.SCIP.Indexer != "" {
+		progress(fmt.Sprintf("indexing each case under %s with %s or %s", cmd.Dir, cmd.SCIP.Indexer, cmd.SCIP.TypeScript))
+		opts := cmd.SCIP
+		opts.ModulePOIs, opts.Parallel = cmd.Extract.ModulePOIs, min(cmd.Parallel, runtime.NumCPU())
+		cases, err = LoadPyCGSCIP(ctx, cmd.Dir, opts)
+	} else {
+		cases, err = LoadPyCG(ctx, cmd.Dir, cmd.Extract)
+	}
 	if err != nil {
 		fmt.Fprintf(stderr, "relay-eval: pycg: %v\n", err)
 		return 1
@@ -49,22 +63,51 @@ func runPyCGCommand(ctx context.Context, cmd PyCGCommand, stdout, stderr io.Writ
 	}
 	defer srv.Close()
 	progress(fmt.Sprintf("migrated template database %s", srv.template))
-	r, err := RunPyCG(ctx, cmd.Dir, cases, PyCGOptions{NewDatabase: srv.New, Parallel: cmd.Parallel, Logger: logger,
-		Progress: progress})
+	popts := PyCGOptions{NewDatabase: srv.New, Parallel: cmd.Parallel, Logger: logger, Progress: progress}
+	r, err := RunPyCG(ctx, cmd.Dir, cases, popts)
 	if err != nil {
 		fmt.Fprintf(stderr, "relay-eval: pycg: %v\n", err)
 		return 1
 	}
+	reports := []*PyCGReport{r}
+	r.References = PyCGExtractPy
+	if cmd.SCIP.Indexer != "" {
+		// The same POIs with no references: relay's lexical rule reads
+		// their rawCode, as EvaluateSCIP's lexical does.
+		r.References = PyCGSCIPReferences
+		lexical, err := withoutReferences(cases)
+		if err != nil {
+			fmt.Fprintf(stderr, "relay-eval: pycg: %v\n", err)
+			return 1
+		}
+		progress("the same POIs without the index's references")
+		lr, err := RunPyCG(ctx, cmd.Dir, lexical, popts)
+		if err != nil {
+			fmt.Fprintf(stderr, "relay-eval: pycg: %v\n", err)
+			return 1
+		}
+		lr.References = PyCGSCIPLexical
+		reports = append(reports, lr)
+	}
 	if cmd.JSON {
 		enc := json.NewEncoder(stdout)
 		enc.SetIndent("", "  ")
-		if err := enc.Encode(r); err != nil {
+		var v any = r
+		if len(reports) > 1 {
+			v = reports
+		}
+		if err := enc.Encode(v); err != nil {
 			return 1
 		}
 		return 0
 	}
-	if err := WritePyCGTable(stdout, r); err != nil {
-		return 1
+	for i, r := range reports {
+		if i > 0 {
+			fmt.Fprintln(stdout)
+		}
+		if err := WritePyCGTable(stdout, r); err != nil {
+			return 1
+		}
 	}
 	return 0
 }

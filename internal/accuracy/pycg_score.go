@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"slices"
 	"text/tabwriter"
 
 	"github.com/relay-dev/relay/resolver"
@@ -32,14 +33,20 @@ type PyCGScore struct {
 	// database of its own; Differing names them.
 	DifferFromOwn int      `json:"differ_from_own_database"`
 	Differing     []string `json:"differing_cases,omitempty"`
+	// FalsePositives are the false positives of Calls other than
+	// cross-case ones, "case: caller -> callee" by PyCG names, sorted.
+	FalsePositives []string `json:"false_positives,omitempty"`
 }
 
 // PyCGReport is relay's score on the micro-benchmark in every layout.
 type PyCGReport struct {
-	Dir   string `json:"dir"`
-	Cases int    `json:"cases"`
-	Files int    `json:"files"`
-	POIs  int    `json:"pois"`
+	Dir string `json:"dir"`
+	// References says where the POIs and their references come from:
+	// PyCGExtractPy, PyCGSCIPReferences or PyCGSCIPLexical.
+	References string `json:"references"`
+	Cases      int    `json:"cases"`
+	Files      int    `json:"files"`
+	POIs       int    `json:"pois"`
 	// TruthEdges counts the call graphs' edges; Reachable those whose
 	// caller and callee are both POIs (PyCGName) relay could link.
 	TruthEdges int `json:"truth_edges"`
@@ -104,13 +111,14 @@ func scorePyCG(cases []*PyCGCase, run, own *pycgRun) (*PyCGScore, error) {
 			if !ok1 || !ok2 {
 				return nil, fmt.Errorf("case %s, layout %s: relationship %s names a POI the case does not have", c.Name, run.Layout, e)
 			}
-			pairs[[2]string{PyCGName(src), PyCGName(tgt)}] = true
+			pairs[[2]string{c.pycgName(src), c.pycgName(tgt)}] = true
 		}
 		for p := range pairs {
 			if c.Truth[p] {
 				s.Calls.TP++
 			} else {
 				s.Calls.FP++
+				s.FalsePositives = append(s.FalsePositives, c.Name+": "+p[0]+" -> "+p[1])
 			}
 		}
 		for p := range c.Truth {
@@ -123,6 +131,7 @@ func scorePyCG(cases []*PyCGCase, run, own *pycgRun) (*PyCGScore, error) {
 			s.Differing = append(s.Differing, c.Name)
 		}
 	}
+	slices.Sort(s.FalsePositives)
 	s.Calls.finish()
 	return s, nil
 }
@@ -134,9 +143,9 @@ func reachable(c *PyCGCase) int {
 		if p.Type == resolver.TypeImport {
 			continue
 		}
-		callers[PyCGName(p)] = true
+		callers[c.pycgName(p)] = true
 		if resolver.Accepts(resolver.Calls, p.Type) {
-			callees[PyCGName(p)] = true
+			callees[c.pycgName(p)] = true
 		}
 	}
 	n := 0
@@ -150,8 +159,8 @@ func reachable(c *PyCGCase) int {
 
 // WritePyCGTable prints one row per layout.
 func WritePyCGTable(w io.Writer, r *PyCGReport) error {
-	fmt.Fprintf(w, "PyCG micro-benchmark %s: %d cases, %d files, %d POIs; %d call graph edges, %d of them between POIs (reachable)\n\n",
-		r.Dir, r.Cases, r.Files, r.POIs, r.TruthEdges, r.Reachable)
+	fmt.Fprintf(w, "PyCG micro-benchmark %s, %s: %d cases, %d files, %d POIs; %d call graph edges, %d of them between POIs (reachable)\n\n",
+		r.Dir, r.References, r.Cases, r.Files, r.POIs, r.TruthEdges, r.Reachable)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "LAYOUT\tDATABASES\tCASES\tCALLS\tTP\tFP\tFN\tP\tR\tR REACHABLE\tCROSS-CASE\tFAILED POIS\tCASES DIFFERING FROM (a)")
 	for _, s := range r.Layouts {
@@ -165,6 +174,12 @@ func WritePyCGTable(w io.Writer, r *PyCGReport) error {
 	for _, s := range r.Layouts {
 		if len(s.Differing) > 0 {
 			fmt.Fprintf(w, "\n%s: cases differing from (a): %v\n", s.Description, s.Differing)
+		}
+	}
+	if len(r.Layouts) > 0 && len(r.Layouts[0].FalsePositives) > 0 {
+		fmt.Fprintf(w, "\n%s: false positives\n", r.Layouts[0].Description)
+		for _, fp := range r.Layouts[0].FalsePositives {
+			fmt.Fprintf(w, "  %s\n", fp)
 		}
 	}
 	for _, f := range r.Skipped {

@@ -111,6 +111,8 @@ func TestPyCGName(t *testing.T) {
 		{"pkg/__init__.py:1:f", "pkg/__init__.py", "pkg.f"},
 		{"__init__.py:1:f", "__init__.py", "f"},
 		{"pkg/mod.py:1:", "pkg/mod.py", "pkg.mod"},
+		{"nest/imported.js:1:", "nest/imported.js", "nest.imported"},
+		{"main.js:3:func", "main.js", "main.func"},
 	} {
 		require.Equal(t, tc.want, PyCGName(resolver.POI{ID: tc.id, FilePath: tc.file}), tc.id)
 	}

@@ -71,6 +71,9 @@ func (d *def) add(r resolver.SuppliedReference) {
 //     from the source (resolver.DefinitionExtent); rawCode is that
 //     extent, from its first line's indentation when the index gives
 //     none;
+//   - with Config.ModulePOIs, a POI for the module's own code, the
+//     innermost POI of every call outside the others (named __module__,
+//     id "<path>:1:", no symbol; only when it has references);
 //   - a POI of type import per import statement, with an IMPORTS
 //     reference by symbol to each imported definition the index resolves;
 //   - each POI's references: a CALLS reference by symbol per call site
@@ -210,6 +213,13 @@ func mapDocument(ctx context.Context, n int, d *scip.Document, cfg Config) (File
 	for _, st := range importStatements(text, js) {
 		defs[fmt.Sprintf("\x00import %d", st.start)] = &def{typ: resolver.TypeImport, raw: st, own: st, body: st.end}
 	}
+	// The module's own code (Config.ModulePOIs): the whole document, so
+	// that it is the innermost POI of every call outside the others.
+	var module *def
+	if cfg.ModulePOIs {
+		module = &def{typ: resolver.TypeFunction, name: moduleName, own: span{0, len(text)}, raw: span{0, len(text)}}
+		defs["\x00module"] = module
+	}
 	sorted := make([]*def, 0, len(defs))
 	for _, df := range defs {
 		sorted = append(sorted, df)
@@ -296,7 +306,11 @@ func mapDocument(ctx context.Context, n int, d *scip.Document, cfg Config) (File
 		if df.typ != resolver.TypeFunction && df.typ != resolver.TypeMethod && df.typ != resolver.TypeClass {
 			continue
 		}
-		sites, err := resolver.CallSites(ctx, resolver.POI{ID: df.symbol, Type: df.typ, Name: df.name, FilePath: p, RawCode: text[df.raw.start:df.raw.end]})
+		raw := text[df.raw.start:df.raw.end]
+		if df == module {
+			raw = moduleCode(text, sorted, module)
+		}
+		sites, err := resolver.CallSites(ctx, resolver.POI{ID: df.symbol, Type: df.typ, Name: df.name, FilePath: p, RawCode: raw})
 		if err != nil {
 			return File{}, fail(nil, "%v", err)
 		}
@@ -332,8 +346,15 @@ func mapDocument(ctx context.Context, n int, d *scip.Document, cfg Config) (File
 				continue
 			}
 		}
+		rawCode := text[df.raw.start:df.raw.end]
 		line := src.lineOf(df.own.start) + 1
 		id := fmt.Sprintf("%s:%d:%s", p, line, df.name)
+		if df == module {
+			if len(df.refs) == 0 {
+				continue
+			}
+			rawCode, id = moduleCode(text, sorted, module), p+":1:"
+		}
 		if k := ids[id]; k > 0 {
 			ids[id] = k + 1
 			id = fmt.Sprintf("%s#%d", id, k+1)
@@ -348,7 +369,7 @@ func mapDocument(ctx context.Context, n int, d *scip.Document, cfg Config) (File
 			refs = []resolver.SuppliedReference{}
 		}
 		poi := resolver.POI{ID: id, Type: df.typ, Name: df.name, FilePath: p, LineNumber: line,
-			RawCode: text[df.raw.start:df.raw.end], Symbol: df.symbol, References: refs}
+			RawCode: rawCode, Symbol: df.symbol, References: refs}
 		raw, err := json.Marshal(poi)
 		if err != nil {
 			return File{}, fail(nil, "error encoding poi %q: %v", id, err)
@@ -356,6 +377,29 @@ func mapDocument(ctx context.Context, n int, d *scip.Document, cfg Config) (File
 		pois = append(pois, raw)
 	}
 	return File{Analysis: outbox.Analysis{FileID: p, POIs: pois}, Occurrences: len(occs), POIs: len(pois), Fallbacks: fallbacks}, nil
+}
+
+// moduleName is the name of a module's POI (Config.ModulePOIs), as the
+// accuracy harness's Python extractor names it.
+const moduleName = "__module__"
+
+// moduleCode is the module POI's rawCode: the document with the text of
+// every other POI (definitions, decorators and imports) blanked, its line
+// breaks kept, so that lines and columns stay the document's and what is
+// left is the top-level code.
+func moduleCode(text string, defs []*def, module *def) string {
+	b := []byte(text)
+	for _, df := range defs {
+		if df == module {
+			continue
+		}
+		for i := min(df.raw.start, df.own.start); i < max(df.raw.end, df.own.end); i++ {
+			if b[i] != '\n' {
+				b[i] = ' '
+			}
+		}
+	}
+	return string(b)
 }
 
 // superCall matches a call of the parent's constructor, `super(`.

@@ -26,6 +26,16 @@ type Config struct {
 	// relative_path is read from it (a document's own text, when the
 	// index holds it, is used instead).
 	Source fs.FS
+	// ModulePOIs adds, for each document with call sites outside its
+	// definitions, a POI for that top-level code (a function_definition
+	// named __module__ with id "<path>:1:", no symbol, and as rawCode the
+	// document with its definitions' and imports' text blanked, lines
+	// kept), whose references are the calls there. relay analyze --scip
+	// does not set it: a module is no point of interest a user calls. The
+	// accuracy harness sets it to score against call graphs that name a
+	// module's own code as a caller (relay-eval --pycg --scip
+	// --module-pois).
+	ModulePOIs bool
 }
 
 // File is one document of the index, mapped.

@@ -5,6 +5,8 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"maps"
+	"slices"
 	"testing"
 	"testing/fstest"
 
@@ -464,5 +466,56 @@ func TestRead_RangeInsideACharacter(t *testing.T) {
 			require.ErrorAs(t, err, &ierr)
 			require.Contains(t, err.Error(), tt.want)
 		})
+	}
+}
+
+func TestRead_ModulePOIsHoldTheTopLevelCalls(t *testing.T) {
+	t.Parallel()
+
+	src := "import os\nfrom pkg.c import helper\n\n\ndef f():\n    return g()\n\n\ndef g():\n    pass\n\n\nf()\nhelper(1)\nunknown(2)\n"
+	doc := &scip.Document{RelativePath: "pkg/m.py", Occurrences: []*scip.Occurrence{
+		mkOcc(sym("`pkg.m`/__init__:"), isDef, []int32{0, 0, 0}),
+		mkOcc("scip-python python python-stdlib 3.11 os/__init__:", 8, []int32{0, 7, 9}),
+		mkOcc(sym("`pkg.c`/__init__:"), 8, []int32{1, 5, 10}),
+		mkOcc(sym("`pkg.c`/helper()."), 8, []int32{1, 18, 24}),
+		mkOcc(sym("`pkg.m`/f()."), isDef, []int32{4, 4, 5}, 4, 0, 5, 14),
+		mkOcc(sym("`pkg.m`/g()."), 8, []int32{5, 11, 12}),
+		mkOcc(sym("`pkg.m`/g()."), isDef, []int32{8, 4, 5}, 8, 0, 9, 8),
+		mkOcc(sym("`pkg.m`/f()."), 8, []int32{12, 0, 1}),
+		mkOcc(sym("`pkg.c`/helper()."), 8, []int32{13, 0, 6}),
+		// unknown: nothing
+	}}
+	for _, modules := range []bool{false, true} {
+		var files []File
+		pois := map[string]resolver.POI{}
+		err := Read(context.Background(), bytes.NewReader(encode(t, doc)), Config{Source: fstest.MapFS{"pkg/m.py": {Data: []byte(src)}},
+			ModulePOIs: modules}, func(f File) error {
+			files = append(files, f)
+			for _, raw := range f.Analysis.POIs {
+				p, err := resolver.DecodePOI(raw)
+				require.NoError(t, err)
+				pois[p.ID] = p
+			}
+			return nil
+		})
+		require.NoError(t, err)
+		require.Len(t, files, 1)
+		ids := slices.Sorted(maps.Keys(pois))
+		if !modules {
+			require.Equal(t, []string{"pkg/m.py:1:os", "pkg/m.py:2:helper", "pkg/m.py:5:f", "pkg/m.py:9:g"}, ids)
+			require.Zero(t, files[0].Fallbacks, "top-level calls belong to no POI")
+			continue
+		}
+		require.Equal(t, []string{"pkg/m.py:1:", "pkg/m.py:1:os", "pkg/m.py:2:helper", "pkg/m.py:5:f", "pkg/m.py:9:g"}, ids)
+		require.Equal(t, 1, files[0].Fallbacks) // unknown(
+		m := pois["pkg/m.py:1:"]
+		require.Equal(t, resolver.POI{ID: "pkg/m.py:1:", Type: resolver.TypeFunction, Name: "__module__", FilePath: "pkg/m.py",
+			LineNumber: 1, RawCode: "         \n                        \n\n\n        \n              \n\n\n        \n        \n\n\nf()\nhelper(1)\nunknown(2)\n",
+			References: []resolver.SuppliedReference{
+				{Type: resolver.Calls, Symbol: sym("`pkg.c`/helper().")},
+				{Type: resolver.Calls, Symbol: sym("`pkg.m`/f().")},
+				{Type: resolver.Calls, RefName: "unknown"},
+			}}, m)
+		require.Equal(t, []resolver.SuppliedReference{{Type: resolver.Calls, Symbol: sym("`pkg.m`/g().")}}, pois["pkg/m.py:5:f"].References)
 	}
 }
