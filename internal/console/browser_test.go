@@ -93,9 +93,9 @@ func (b *browser) click(sel, waitFor string) {
 
 func (b *browser) text(sel string) string {
 	b.t.Helper()
-	// Read in the page by one script, not through a DOM node id: under
-	// load, Chromium replaced the just-loaded document's nodes between
-	// chromedp's query and its read ("No node with given id found").
+	// Read in the page by one script, not through a DOM node id, which
+	// Chromium can invalidate between chromedp's query and its read ("No
+	// node with given id found") on a loaded machine.
 	text := get(b, chromedp.Evaluate[*string](fmt.Sprintf(`(() => { const e = document.querySelector(%q); return e === null ? null : e.innerText; })()`, sel)))
 	require.NotNil(b.t, text, "no element %s on the page", sel)
 	return strings.TrimSpace(*text)
