@@ -154,7 +154,7 @@ migrate:
 demo:
 	$(GO) run ./cmd/relay demo
 
-# Citus 13.2.2 from ../shared/citus (its README.md), built once into
+# Citus 13.2.2 from internal/citus/source (its README.md), built once into
 # $(HOME)/.cache/relay/citus and installed into PostgreSQL 15's folders;
 # a second run is a no-op. Installs Debian's build dependencies (root).
 citus:

@@ -87,7 +87,7 @@ func serialShares(ctx context.Context, pool *pgxpool.Pool, after int64, wall flo
 }
 
 // waitSampler samples pg_stat_activity's active backends of the bench
-// database every interval until stop, as ../shared/scale's SAMPLE=1 does.
+// database every interval until stop, as internal/bench/scale/scale.sh's SAMPLE=1 does.
 type waitSampler struct {
 	stop   chan struct{}
 	done   chan struct{}

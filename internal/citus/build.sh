@@ -1,13 +1,14 @@
 #!/usr/bin/env bash
-# make citus: builds Citus from the source in ../shared/citus (README.md
-# there: the tarball of tag v13.2.2 and a patch for PostgreSQL 15.20) once
+# make citus: builds Citus from the source in internal/citus/source
+# (README.md there: the tarball of tag v13.2.2 and a patch for PostgreSQL
+# 15.20) once
 # into a cache, and installs it into PostgreSQL 15's lib and extension
 # folders. A second run, with the same source and the same PostgreSQL,
 # compiles nothing and installs nothing: it says the build is cached and
 # the installed citus.so is the cached one.
 #
 # CITUS_SRC    the folder holding citus-13.2.2.tar.gz and the patch
-#              (default ../shared/citus, beside the repository)
+#              (default internal/citus/source)
 # CITUS_CACHE  where the build is kept (default $HOME/.cache/relay/citus)
 # PG_CONFIG    PostgreSQL 15's pg_config (default /usr/lib/postgresql/15/bin/pg_config)
 #
@@ -17,7 +18,7 @@ set -euo pipefail
 cd "$(dirname "$0")/../.."
 
 version=13.2.2
-src=${CITUS_SRC:-$PWD/../shared/citus}
+src=${CITUS_SRC:-$PWD/internal/citus/source}
 cache=${CITUS_CACHE:-$HOME/.cache/relay/citus}
 pg_config=${PG_CONFIG:-/usr/lib/postgresql/15/bin/pg_config}
 tarball=$src/citus-$version.tar.gz
