@@ -7,8 +7,6 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
-
-	"github.com/relay-dev/relay/internal/testdb"
 )
 
 // TestRunPyCG_SCIP indexes the three small cases of testdata/pycg with the
@@ -30,16 +28,7 @@ func TestRunPyCG_SCIP(t *testing.T) {
 	require.Equal(t, "main.main", cases[0].Names["main.py:9:main"])
 	require.NotContains(t, cases[0].Names, "main.py:1:", "a module POI is named after its file")
 
-	opts := PyCGOptions{Parallel: 1, Logger: testdb.Logger(t), NewDatabase: func(context.Context) (*PyCGDatabase, error) {
-		db := testdb.New(t)
-		return &PyCGDatabase{Pool: db.Pool, Config: db.Config()}, nil
-	}}
-	runs := map[PyCGLayout]*pycgRun{}
-	for _, layout := range PyCGLayouts {
-		runs[layout], err = runPyCGLayout(ctx, cases, layout, opts)
-		require.NoError(t, err)
-		require.Zero(t, runs[layout].Failed)
-	}
+	runs := runEveryLayout(t, cases)
 	own := runs[PyCGOwnDatabase]
 	require.Equal(t, map[string][]pycgEdge{
 		"direct/local": {{Source: "main.py:1:", Target: "main.py:9:main"}, {Source: "main.py:5:helper", Target: "main.py:1:info"},
@@ -55,7 +44,7 @@ func TestRunPyCG_SCIP(t *testing.T) {
 		require.Nil(t, p.References, p.ID)
 		require.Empty(t, p.Symbol, p.ID)
 	}
-	lexicalOwn, err := runPyCGLayout(ctx, lexical, PyCGOwnDatabase, opts)
+	lexicalOwn, err := runPyCGLayout(ctx, lexical, PyCGOwnDatabase, pycgTestOptions(t))
 	require.NoError(t, err)
 	require.Equal(t, own.Edges, lexicalOwn.Edges)
 

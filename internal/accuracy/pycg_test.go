@@ -41,16 +41,7 @@ func TestRunPyCG_RepositoriesEqualOwnDatabases(t *testing.T) {
 			require.Equal(t, "imports/from_util", cases[1].Name)
 			require.Empty(t, cases[1].Skipped)
 
-			opts := PyCGOptions{Parallel: 1, Logger: testdb.Logger(t), NewDatabase: func(context.Context) (*PyCGDatabase, error) {
-				db := testdb.New(t)
-				return &PyCGDatabase{Pool: db.Pool, Config: db.Config()}, nil
-			}}
-			runs := map[PyCGLayout]*pycgRun{}
-			for _, layout := range PyCGLayouts {
-				runs[layout], err = runPyCGLayout(ctx, cases, layout, opts)
-				require.NoError(t, err)
-				require.Zero(t, runs[layout].Failed)
-			}
+			runs := runEveryLayout(t, cases)
 			own, prefixed, repos := runs[PyCGOwnDatabase], runs[PyCGPrefixedIDs], runs[PyCGRepositories]
 			require.Equal(t, 3, own.Databases)
 			require.Equal(t, 1, repos.Databases)
@@ -129,4 +120,28 @@ func TestSplitCase(t *testing.T) {
 	require.Equal(t, "main.py:1:f", id)
 	c, _ = splitCase(cases, "other/main.py:1:f")
 	require.Empty(t, c)
+}
+
+// runEveryLayout publishes and works cases in each of PyCGLayouts, each
+// database the test's own, and fails the test when a POI fails.
+func runEveryLayout(t *testing.T, cases []*PyCGCase) map[PyCGLayout]*pycgRun {
+	t.Helper()
+	opts := pycgTestOptions(t)
+	runs := map[PyCGLayout]*pycgRun{}
+	for _, layout := range PyCGLayouts {
+		run, err := runPyCGLayout(context.Background(), cases, layout, opts)
+		require.NoError(t, err)
+		require.Zero(t, run.Failed)
+		runs[layout] = run
+	}
+	return runs
+}
+
+// pycgTestOptions runs one case at a time, each layout's databases the
+// test's own.
+func pycgTestOptions(t *testing.T) PyCGOptions {
+	return PyCGOptions{Parallel: 1, Logger: testdb.Logger(t), NewDatabase: func(context.Context) (*PyCGDatabase, error) {
+		db := testdb.New(t)
+		return &PyCGDatabase{Pool: db.Pool, Config: db.Config()}, nil
+	}}
 }
