@@ -176,8 +176,16 @@ citus-cluster-stop:
 citus-cluster-remove:
 	internal/citus/cluster.sh remove
 
-# The tests that run relay on distributed tables (build tag citus), against
-# relay's own cluster (make citus-cluster). Not part of make test.
+# relay's guarantees on distributed tables, against relay's own cluster
+# (make citus-cluster): the tests behind the build tag citus (Citus against
+# plain PostgreSQL on the same corpus, and what only Citus has), then the
+# end-to-end tests of CITUS_GUARANTEES as they run on plain PostgreSQL,
+# each in a schema of its own on the coordinator, migrated and distributed
+# (TEST_CITUS=1, internal/testdb).
 CITUS_DATABASE_URL ?= postgres://root@127.0.0.1:$(CITUS_PORT)/relay?sslmode=disable
-test-citus: citus-cluster
-	CITUS_DATABASE_URL='$(CITUS_DATABASE_URL)' $(GO) test -tags citus -count=1 -run '^TestCitus' ./...
+CITUS_GUARANTEES = TestEndToEnd_RelationshipsIndependentOfOrderAndConcurrency|TestEndToEnd_SuppliedReferencesIndependentOfOrderAndConcurrency|TestEndToEnd_RepositoriesResolveAsEachDoesAlone|TestPublish_LastCommittedWins.*|TestSQLPublish_TheLastCommittedPublishWins|TestReprocess_CommandEndToEnd|TestRun_KillAndSIGTERMScenariosLoseNothing|TestTorture_FixedSeedsMatchTheOracle
+CITUS_GUARANTEE_PACKAGES = ./worker/resolvefile/ ./outbox/ ./internal/cli/ ./internal/chaos/ ./internal/torture/
+test-citus: citus-cluster testdb
+	CITUS_DATABASE_URL='$(CITUS_DATABASE_URL)' $(GO) test -tags citus -count=1 -timeout 15m -run '^TestCitus' ./...
+	TEST_DATABASE_URL='$(CITUS_DATABASE_URL)' TEST_CITUS=1 $(GO) test -count=1 -timeout 15m \
+		-run '^($(CITUS_GUARANTEES))$$' $(CITUS_GUARANTEE_PACKAGES)

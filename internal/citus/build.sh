@@ -54,7 +54,7 @@ else
   echo "citus: building Citus $version against $pgversion in $build"
   (cd "$dir" && nice -n 19 ./configure PG_CONFIG="$pg_config" >"$build/configure.log" 2>&1) ||
     { tail -n 30 "$build/configure.log" >&2; exit 1; }
-  (cd "$dir" && nice -n 19 make -j2 >"$build/make.log" 2>&1) ||
+  (cd "$dir" && nice -n 19 make -j2 with_llvm=no >"$build/make.log" 2>&1) ||
     { tail -n 30 "$build/make.log" >&2; exit 1; }
   touch "$build/.built"
   echo "citus: built in $(( $(date +%s) - start ))s"
@@ -65,6 +65,6 @@ extdir=$("$pg_config" --sharedir)/extension
 if cmp -s "$dir/src/backend/distributed/citus.so" "$libdir/citus.so" && [ -f "$extdir/citus.control" ]; then
   echo "citus: installed in $libdir and $extdir"
 else
-  (cd "$dir" && make install >"$build/install.log" 2>&1) || { tail -n 30 "$build/install.log" >&2; exit 1; }
+  (cd "$dir" && make install with_llvm=no >"$build/install.log" 2>&1) || { tail -n 30 "$build/install.log" >&2; exit 1; }
   echo "citus: installed Citus $version into $libdir and $extdir"
 fi

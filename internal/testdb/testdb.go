@@ -8,6 +8,11 @@
 // The server comes from TEST_DATABASE_URL when it is set; otherwise a
 // PostgreSQL container is started once per test binary with testcontainers-go.
 // When neither works the test fails (never skips) and says what to set.
+//
+// With TEST_CITUS=1, TEST_DATABASE_URL names a Citus coordinator's database
+// (make citus-cluster), and each test gets a schema of its own there,
+// migrated and distributed by repository (relay migrate distribute), instead
+// of a database: make test-citus runs relay's guarantees on Citus this way.
 package testdb
 
 import (
@@ -38,6 +43,13 @@ import (
 
 // EnvURL names the variable that points tests at a PostgreSQL server.
 const EnvURL = "TEST_DATABASE_URL"
+
+// EnvCitus names the variable that, set to 1, gives each test a
+// distributed schema in the Citus coordinator's database EnvURL names.
+const EnvCitus = "TEST_CITUS"
+
+// Citus reports whether tests run on Citus (EnvCitus).
+func Citus() bool { return os.Getenv(EnvCitus) == "1" }
 
 // DB is one test's isolated database, a copy of the migrated template.
 type DB struct {
@@ -150,6 +162,9 @@ var (
 // of replaying every migration), and returns it with the function that
 // drops it.
 func create(ctx context.Context, url string) (*DB, func() error, error) {
+	if Citus() {
+		return createDistributed(ctx, url)
+	}
 	suffix, err := randomSuffix()
 	if err != nil {
 		return nil, nil, err
