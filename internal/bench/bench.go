@@ -159,6 +159,12 @@ type Config struct {
 	GraphPOIs int
 	// Keep leaves the database in place.
 	Keep bool
+	// Citus runs the benchmark on a Citus coordinator: DatabaseURL names the
+	// coordinator's database (one with the citus extension, its nodes
+	// added), and the run gets a schema of its own there, migrated and
+	// distributed by repository (relay migrate distribute), instead of a
+	// database. Only the relay and cli phases distribute.
+	Citus bool
 	// Logger receives relay's logs (discarded by default).
 	Logger *slog.Logger
 	// Progress receives one line per step (stderr in the command).

@@ -79,7 +79,7 @@ func (b *bench) cliRun(ctx context.Context, bin string, inputs []string, dir str
 	if err := b.reset(ctx); err != nil {
 		return err
 	}
-	env := append(os.Environ(), "RELAY_DATABASE_URL="+b.url, "RELAY_LOG_LEVEL=warn",
+	env := append(os.Environ(), "RELAY_DATABASE_URL="+b.url, "RELAY_DATABASE_SCHEMA="+b.schema, "RELAY_LOG_LEVEL=warn",
 		"RELAY_LINK_DELAY="+b.workerConfig().LinkDelay.String())
 	var workers []*exec.Cmd
 	defer func() {

@@ -61,6 +61,8 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs.StringVar(&cfg.StdlibReferences, "stdlib-references", "lexical", "reference mode of the stdlib phase: lexical or typed (type-checks the tree first)")
 	fs.IntVar(&cfg.GraphPOIs, "graph-pois", GraphPOIsDefault, "POIs in the graph phase's corpus (about 3 relationships each); 1000000 for the figures in BENCHMARKS.md")
 	fs.BoolVar(&cfg.Keep, "keep", false, "keep the benchmark database instead of dropping it")
+	fs.BoolVar(&cfg.Citus, "citus", false, "run on a Citus coordinator: --database-url names its database, and the run migrates and "+
+		"distributes a schema of its own there (relay migrate distribute)")
 	fs.BoolVar(&asJSON, "json", false, "print one JSON object with every figure instead of the table")
 	fs.StringVar(&logLevel, "log-level", "", "relay's log level (debug, info, warn, error) to stderr; off by default")
 	fs.StringVar(&cpuProfile, "cpuprofile", "", "write a CPU profile of the run to this file (go tool pprof)")

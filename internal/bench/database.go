@@ -1,6 +1,7 @@
 package bench
 
 import (
+	"cmp"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -16,6 +17,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/relay-dev/relay/config"
+	"github.com/relay-dev/relay/internal/citus"
 	"github.com/relay-dev/relay/internal/database"
 	"github.com/relay-dev/relay/migrations"
 )
@@ -25,8 +27,11 @@ type bench struct {
 	cfg      *Config
 	adminURL string
 	dbName   string
-	url      string
-	pool     *pgxpool.Pool
+	// schema is the run's schema on a Citus coordinator (Config.Citus),
+	// where dbName is the coordinator's database and not the run's own.
+	schema string
+	url    string
+	pool   *pgxpool.Pool
 	// riverPool runs the worker's River statements, as in relay worker
 	// (database.RiverOptionsFromConfig).
 	riverPool *pgxpool.Pool
@@ -46,21 +51,29 @@ func open(ctx context.Context, cfg *Config) (*bench, error) {
 		return nil, fmt.Errorf("error reading random bytes: %w", err)
 	}
 	b := &bench{cfg: cfg, adminURL: cfg.DatabaseURL, dbName: "relay_bench_" + hex.EncodeToString(suffix)}
-	u.Path = "/" + b.dbName
+	if cfg.Citus {
+		// A coordinator's database, with its nodes: a schema of the run's
+		// own in it.
+		b.schema, b.dbName = b.dbName, strings.TrimPrefix(u.Path, "/")
+	} else {
+		u.Path = "/" + b.dbName
+	}
 	b.url = u.String()
 
-	admin, err := pgx.Connect(ctx, b.adminURL)
-	if err != nil {
-		return nil, fmt.Errorf("error connecting to %s: %w", config.Redact(b.adminURL), err)
+	if !cfg.Citus {
+		admin, err := pgx.Connect(ctx, b.adminURL)
+		if err != nil {
+			return nil, fmt.Errorf("error connecting to %s: %w", config.Redact(b.adminURL), err)
+		}
+		_, err = admin.Exec(ctx, "CREATE DATABASE "+pgx.Identifier{b.dbName}.Sanitize())
+		_ = admin.Close(ctx)
+		if err != nil {
+			return nil, fmt.Errorf("error creating database %s: %w", b.dbName, err)
+		}
+		b.progress("created database %s", b.dbName)
 	}
-	_, err = admin.Exec(ctx, "CREATE DATABASE "+pgx.Identifier{b.dbName}.Sanitize())
-	_ = admin.Close(ctx)
-	if err != nil {
-		return nil, fmt.Errorf("error creating database %s: %w", b.dbName, err)
-	}
-	b.progress("created database %s", b.dbName)
 
-	b.pool, err = database.Open(ctx, b.url, database.Options{Role: "bench", MaxConns: max(8, database.OptionsFromConfig(b.workerConfig(), "bench").MaxConns), // as relay worker's pool
+	b.pool, err = database.Open(ctx, b.url, database.Options{Role: "bench", Schema: b.schema, MaxConns: max(8, database.OptionsFromConfig(b.workerConfig(), "bench").MaxConns), // as relay worker's pool
 		StatementTimeout: 10 * time.Minute, IdleInTransactionTimeout: 10 * time.Minute})
 	if err != nil {
 		b.close()
@@ -71,7 +84,14 @@ func open(ctx context.Context, cfg *Config) (*bench, error) {
 		b.close()
 		return nil, err
 	}
-	m, err := migrations.New(b.pool, "", cfg.Logger)
+	if cfg.Citus {
+		if _, err := b.pool.Exec(ctx, "CREATE SCHEMA "+pgx.Identifier{b.schema}.Sanitize()); err != nil {
+			b.close()
+			return nil, fmt.Errorf("error creating schema %s: %w", b.schema, err)
+		}
+		b.progress("created schema %s in %s", b.schema, b.dbName)
+	}
+	m, err := migrations.New(b.pool, b.schema, cfg.Logger)
 	if err != nil {
 		b.close()
 		return nil, err
@@ -81,6 +101,14 @@ func open(ctx context.Context, cfg *Config) (*bench, error) {
 	if err != nil {
 		b.close()
 		return nil, err
+	}
+	if cfg.Citus {
+		rep, err := citus.Distribute(ctx, b.pool)
+		if err != nil {
+			b.close()
+			return nil, err
+		}
+		b.progress("distributed %d tables by repository (%s, %d nodes with shards)", len(rep.Tables), rep.CitusVersion, rep.Workers)
 	}
 	return b, nil
 }
@@ -94,14 +122,31 @@ func (b *bench) close() {
 		b.riverPool.Close()
 	}
 	if b.cfg.Keep {
-		b.progress("kept database %s", b.dbName)
+		b.progress("kept database %s", cmp.Or(b.schema, b.dbName))
 		return
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
+	if b.schema != "" {
+		if err := dropSchema(ctx, b.adminURL, b.schema); err != nil {
+			b.progress("could not drop schema %s: %v", b.schema, err)
+		}
+		return
+	}
 	if err := database.Drop(ctx, b.adminURL, b.dbName); err != nil {
 		b.progress("could not drop database %s: %v", b.dbName, err)
 	}
+}
+
+// dropSchema drops a Citus run's schema, with its distributed tables.
+func dropSchema(ctx context.Context, url, schema string) error {
+	conn, err := pgx.Connect(ctx, url)
+	if err != nil {
+		return err
+	}
+	defer conn.Close(context.WithoutCancel(ctx))
+	_, err = conn.Exec(ctx, "DROP SCHEMA IF EXISTS "+pgx.Identifier{schema}.Sanitize()+" CASCADE")
+	return err
 }
 
 // reset empties relay's and River's tables, so each phase starts alike.

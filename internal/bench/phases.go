@@ -74,6 +74,7 @@ type RunResult struct {
 func (b *bench) workerConfig() *config.Config {
 	cfg := config.Default()
 	cfg.DatabaseURL = b.url
+	cfg.DatabaseSchema = b.schema
 	cfg.WorkerConcurrency = b.cfg.Workers
 	if b.cfg.FetchCooldown > 0 {
 		cfg.FetchCooldown = b.cfg.FetchCooldown
