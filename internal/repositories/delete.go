@@ -221,14 +221,18 @@ const mergeQueuedSQL = `
 	WHERE l.repository = $1 AND l.job_id = $2
 	RETURNING (SELECT count(DISTINCT job_id) FROM gone), cardinality(l.changed)`
 
-// requeuedSQL counts the other repositories' references by the symbols of
-// the delete's link_queue row (through poi_references_symbol_key_idx).
+// requeuedSQL counts the other repositories' references by the symbols $2
+// (the delete's link_queue row's changed names), through
+// poi_references_symbol_key_idx: every shard's on Citus. The names are
+// read first (changedSQL), by repository: Citus cannot join one
+// repository's row to every shard of poi_references.
 const requeuedSQL = `
-	SELECT count(*) FROM link_queue l
-	CROSS JOIN LATERAL unnest(l.changed) AS k
-	CROSS JOIN LATERAL (SELECT 1 FROM poi_references r
-	                    WHERE r.key = k AND r.key LIKE 'sym:%' AND r.repository <> $1 OFFSET 0) r
-	WHERE l.repository = $1 AND l.job_id = $2 AND l.lane = 0`
+	SELECT count(*) FROM poi_references
+	WHERE key = ANY($2::text[]) AND key LIKE 'sym:%' AND repository <> $1`
+
+// changedSQL reads the names the delete's link_queue row ($2 of
+// repository $1) changed.
+const changedSQL = `SELECT changed FROM link_queue WHERE repository = $1 AND job_id = $2 AND lane = 0`
 
 func (s *Store) deleteTx(ctx context.Context, name string, opts Options) (*Deleted, error) {
 	start := time.Now()
@@ -286,7 +290,11 @@ func (s *Store) deleteTx(ctx context.Context, name string, opts Options) (*Delet
 			return nil, fmt.Errorf("error deleting link_queue rows: %w", err)
 		}
 	} else {
-		if err := tx.QueryRow(ctx, requeuedSQL, name, jobID).Scan(&d.ReferencesRequeued); err != nil {
+		var changed []string
+		if err := tx.QueryRow(ctx, changedSQL, name, jobID).Scan(&changed); err != nil {
+			return nil, fmt.Errorf("error counting the references to resolve again: %w", err)
+		}
+		if err := tx.QueryRow(ctx, requeuedSQL, name, changed).Scan(&d.ReferencesRequeued); err != nil {
 			return nil, fmt.Errorf("error counting the references to resolve again: %w", err)
 		}
 		// Inserted unconditionally (link.EnsureTx needs a worker's
