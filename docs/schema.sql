@@ -547,32 +547,6 @@ CREATE INDEX pois_file_id_idx ON pois USING btree (repository, file_id);
 CREATE INDEX pois_name_idx ON pois USING btree (repository, name);
 CREATE INDEX pois_symbol_idx ON pois USING btree (symbol) WHERE (symbol IS NOT NULL);
 
-CREATE TRIGGER pois_delete_source_rows AFTER DELETE ON pois REFERENCING OLD TABLE AS deleted_pois FOR EACH STATEMENT EXECUTE FUNCTION relay_delete_source_rows();
-
-CREATE FUNCTION relay_delete_source_rows()
- RETURNS trigger
- LANGUAGE plpgsql
-AS $function$
-BEGIN
-    EXECUTE $q$
-    DELETE FROM poi_references t USING (
-        SELECT r.repository, r.source_poi_id FROM deleted_pois d
-        CROSS JOIN LATERAL (SELECT DISTINCT repository, source_poi_id FROM poi_references
-                            WHERE repository = d.repository AND source_poi_id = d.poi_id OFFSET 0) r) x
-    WHERE t.repository = x.repository AND t.source_poi_id = x.source_poi_id$q$;
-    EXECUTE $q$
-    UPDATE poi_references t SET target_poi_id = NULL, target_file_id = NULL
-    FROM (
-        SELECT r.repository, r.source_poi_id, r.type, r.name, d.repository AS target_repository, d.poi_id AS target_poi_id
-        FROM deleted_pois d
-        CROSS JOIN LATERAL (SELECT repository, source_poi_id, type, name FROM poi_references
-                            WHERE target_repository = d.repository AND target_poi_id = d.poi_id OFFSET 0) r) x
-    WHERE t.repository = x.repository AND t.source_poi_id = x.source_poi_id AND t.type = x.type AND t.name = x.name
-      AND t.target_repository = x.target_repository AND t.target_poi_id = x.target_poi_id$q$;
-    RETURN NULL;
-END
-$function$;
-
 --------------------------------------------------------------------------------
 -- Table publish_queue
 --------------------------------------------------------------------------------

@@ -216,6 +216,9 @@ var DownEffects = map[int64]DownEffect{
 		MergesRowsOf:        []string{"link_queue"},
 		Note:                "merges each job's link_queue rows (one per linker lane) back into one; no data lost",
 	},
+	33: {
+		Note: "the pois delete trigger removes a deleted POI's references and clears the targets into it again; no data lost",
+	},
 }
 
 // DownEffectOf returns what rolling back version destroys. A version

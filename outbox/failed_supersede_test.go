@@ -26,7 +26,7 @@ func TestSupersedeFailedSQL_ProbesTheActionableRowsOfEachFile(t *testing.T) {
 		FROM generate_series(0, 9999) k;
 		ANALYZE failed_pois`)
 	require.NoError(t, err)
-	text := testdb.GenericPlan(t, tx, outbox.SupersedeFailedSQL, `'{""}', '{src/f1.js}'`)
+	text := testdb.GenericPlan(t, tx, outbox.SupersedeFailedSQL, `'', '{src/f1.js}'`)
 	require.NotContains(t, text, "Seq Scan", text)
 	require.Contains(t, text, "failed_pois_actionable_idx", text)
 	for line := range strings.SplitSeq(text, "\n") {

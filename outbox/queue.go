@@ -161,6 +161,7 @@ type queued struct {
 	fileID   string
 	analysis []byte
 	queuedAt time.Time
+	seq      int64
 }
 
 // Drain publishes, in one transaction, up to Batch queued analyses.
@@ -262,45 +263,122 @@ func (d *Drainer) Drain(ctx context.Context) (DrainResult, error) {
 	return res, nil
 }
 
-// takeQueued takes up to n queued analyses, oldest first, FOR UPDATE SKIP
-// LOCKED (concurrent drains take different rows) whose files' publish locks
-// it can take at once (lockQueued). While rows it read had their lock taken
-// elsewhere, it reads more, leaving those out, a few times at most: files
-// being published hold up no other file's drain.
+// takeQueued takes up to n queued analyses, oldest first, whose files'
+// publish locks it can take at once (lockQueued). It reads the oldest rows
+// (candidatesSQL), then, for each repository among them, takes that
+// repository's oldest rows FOR UPDATE SKIP LOCKED (takeRepositorySQL):
+// concurrent drains take different rows. While rows it read were held by
+// another transaction, or had their publish lock taken elsewhere, it reads
+// more, leaving those out, a few times at most: files being published hold
+// up no other file's drain.
+//
+// FOR UPDATE names one repository ($1): on Citus, where the tables are
+// distributed by repository, it runs on the node holding the repository's
+// rows, which a FOR UPDATE over every shard cannot.
 func takeQueued(ctx context.Context, tx pgx.Tx, n int) ([]queued, error) {
 	var out []queued
-	skipRepos, skipFiles := []string{}, []string{}
+	// left are the rows left out: the rows taken, and those held elsewhere.
+	left := map[fileKey]bool{}
 	for range 4 {
-		rows, err := tx.Query(ctx, `
-			SELECT repository, file_id, analysis::text, queued_at FROM publish_queue q
-			WHERE NOT EXISTS (SELECT FROM unnest($2::text[], $3::text[]) AS s(repo, file)
-			                  WHERE s.repo = q.repository AND s.file = q.file_id)
-			ORDER BY seq LIMIT $1 FOR UPDATE SKIP LOCKED`, n-len(out), skipRepos, skipFiles)
+		rows, err := tx.Query(ctx, candidatesSQL, n+len(left))
 		if err != nil {
 			return nil, fmt.Errorf("error reading the publish queue: %w", err)
 		}
-		qs, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (queued, error) {
-			var q queued
-			err := row.Scan(&q.repo, &q.fileID, &q.analysis, &q.queuedAt)
-			return q, err
+		cands, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (fileKey, error) {
+			var k fileKey
+			err := row.Scan(&k.repo, &k.id)
+			return k, err
 		})
 		if err != nil {
 			return nil, fmt.Errorf("error reading the publish queue: %w", err)
+		}
+		// How many rows to take from each repository, in the order of its
+		// oldest row.
+		var repos []string
+		var asked []fileKey
+		want := map[string]int{}
+		for _, k := range cands {
+			if len(out)+len(asked) == n {
+				break
+			}
+			if left[k] {
+				continue
+			}
+			if want[k.repo] == 0 {
+				repos = append(repos, k.repo)
+			}
+			want[k.repo]++
+			asked = append(asked, k)
+		}
+		if len(repos) == 0 {
+			break
+		}
+		batch := &pgx.Batch{}
+		for _, repo := range repos {
+			files := []string{}
+			for k := range left {
+				if k.repo == repo {
+					files = append(files, k.id)
+				}
+			}
+			batch.Queue(takeRepositorySQL, repo, files, want[repo])
+		}
+		br := tx.SendBatch(ctx, batch)
+		var qs []queued
+		short := false
+		for _, repo := range repos {
+			rows, err := br.Query()
+			if err != nil {
+				_ = br.Close()
+				return nil, fmt.Errorf("error taking queued analyses of repository %q: %w", repo, err)
+			}
+			got, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (queued, error) {
+				q := queued{repo: repo}
+				err := row.Scan(&q.fileID, &q.analysis, &q.queuedAt, &q.seq)
+				return q, err
+			})
+			if err != nil {
+				_ = br.Close()
+				return nil, fmt.Errorf("error taking queued analyses of repository %q: %w", repo, err)
+			}
+			short = short || len(got) < want[repo]
+			qs = append(qs, got...)
+		}
+		if err := br.Close(); err != nil {
+			return nil, fmt.Errorf("error taking queued analyses: %w", err)
 		}
 		locked, err := lockQueued(ctx, tx, qs)
 		if err != nil {
 			return nil, err
 		}
 		out = append(out, locked...)
-		if len(locked) == len(qs) || len(out) == n {
+		for _, q := range qs {
+			left[fileKey{q.repo, q.fileID}] = true
+		}
+		if len(out) == n || len(locked) == len(qs) && !short {
 			break
 		}
-		for _, q := range qs {
-			skipRepos, skipFiles = append(skipRepos, q.repo), append(skipFiles, q.fileID)
+		// Rows another transaction holds are read again but not taken:
+		// leave them out, to read past them.
+		for _, k := range asked {
+			left[k] = true
 		}
 	}
+	slices.SortFunc(out, func(a, b queued) int { return cmp.Compare(a.seq, b.seq) })
 	return out, nil
 }
+
+const (
+	// candidatesSQL reads the oldest queued rows' keys ($1 of them),
+	// without locking them.
+	candidatesSQL = `SELECT repository, file_id FROM publish_queue ORDER BY seq LIMIT $1`
+	// takeRepositorySQL takes repository $1's oldest queued rows ($3 of
+	// them), leaving out the files $2, FOR UPDATE SKIP LOCKED.
+	takeRepositorySQL = `
+	SELECT file_id, analysis::text, queued_at, seq FROM publish_queue
+	WHERE repository = $1 AND file_id <> ALL($2::text[])
+	ORDER BY seq LIMIT $3 FOR UPDATE SKIP LOCKED`
+)
 
 // takeFile takes file's queued analysis into the drain, when it has one
 // (queued) that no other transaction holds (took): its row FOR UPDATE SKIP
@@ -381,32 +459,47 @@ func rejectionOf(q queued, err error) rejection {
 }
 
 // recordRejections moves rejected queued analyses to rejected_analyses,
-// with the version their file had then.
+// with the version their file had then: two statements per repository,
+// which name it ($1), so that on Citus each runs on the node holding it.
 func recordRejections(ctx context.Context, tx pgx.Tx, rs []rejection) error {
 	if len(rs) == 0 {
 		return nil
 	}
-	repos, files, analyses, reasons := make([]string, len(rs)), make([]string, len(rs)), make([]string, len(rs)), make([]string, len(rs))
-	pois, queuedAt := make([]*string, len(rs)), make([]time.Time, len(rs))
-	for i, r := range rs {
-		repos[i], files[i], analyses[i], reasons[i], queuedAt[i] = r.repo, r.fileID, string(r.analysis), r.reason, r.queuedAt
-		if r.poiID != "" {
-			pois[i] = &r.poiID
+	type cols struct {
+		files, analyses, reasons []string
+		pois                     []*string
+		queuedAt                 []time.Time
+	}
+	var repos []string
+	byRepo := map[string]*cols{}
+	for _, r := range rs {
+		c := byRepo[r.repo]
+		if c == nil {
+			c = &cols{}
+			byRepo[r.repo] = c
+			repos = append(repos, r.repo)
 		}
+		var poi *string
+		if r.poiID != "" {
+			poi = &r.poiID
+		}
+		c.files, c.analyses, c.reasons = append(c.files, r.fileID), append(c.analyses, string(r.analysis)), append(c.reasons, r.reason)
+		c.pois, c.queuedAt = append(c.pois, poi), append(c.queuedAt, r.queuedAt)
 	}
-	if _, err := tx.Exec(ctx, `
-		INSERT INTO rejected_analyses (repository, file_id, analysis, reason, poi_id, file_version, queued_at)
-		SELECT u.repository, u.file_id, u.analysis::jsonb, u.reason, u.poi_id, coalesce(f.version, 0), u.queued_at
-		FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::timestamptz[])
-			AS u(repository, file_id, analysis, reason, poi_id, queued_at)
-		LEFT JOIN files f ON f.repository = u.repository AND f.file_id = u.file_id`,
-		repos, files, analyses, reasons, pois, queuedAt); err != nil {
+	b := &pgx.Batch{}
+	for _, repo := range repos {
+		c := byRepo[repo]
+		b.Queue(`
+			INSERT INTO rejected_analyses (repository, file_id, analysis, reason, poi_id, file_version, queued_at)
+			SELECT $1, u.file_id, u.analysis::jsonb, u.reason, u.poi_id,
+			       coalesce((SELECT version FROM files f WHERE f.repository = $1 AND f.file_id = u.file_id), 0), u.queued_at
+			FROM unnest($2::text[], $3::text[], $4::text[], $5::text[], $6::timestamptz[])
+				AS u(file_id, analysis, reason, poi_id, queued_at)`,
+			repo, c.files, c.analyses, c.reasons, c.pois, c.queuedAt)
+		b.Queue(`DELETE FROM publish_queue WHERE repository = $1 AND file_id = ANY($2::text[])`, repo, c.files)
+	}
+	if err := tx.SendBatch(ctx, b).Close(); err != nil {
 		return fmt.Errorf("error recording rejected analyses: %w", err)
-	}
-	if _, err := tx.Exec(ctx, `
-		DELETE FROM publish_queue q USING unnest($1::text[], $2::text[]) AS u(repository, file_id)
-		WHERE q.repository = u.repository AND q.file_id = u.file_id`, repos, files); err != nil {
-		return fmt.Errorf("error deleting rejected analyses from the publish queue: %w", err)
 	}
 	return nil
 }

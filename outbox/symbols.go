@@ -9,16 +9,17 @@ import (
 	"github.com/relay-dev/relay/resolver"
 )
 
-// upsertSymbolsSQL adds or updates symbols ($1-$10 the POIs' repositories, ids, files,
-// names, types, line numbers, symbols (” for none), receivers, result types
-// and field types). An id owned by
-// another file is left alone (the caller checks), and an unchanged row is
-// not rewritten.
+// upsertSymbolsSQL adds or updates symbols of the repository $1 ($2-$10
+// the POIs' ids, files, names, types, line numbers, symbols (” for none),
+// receivers, result types and field types). An id owned by another file is
+// left alone (the caller checks), and an unchanged row is not rewritten.
+// On Citus the SELECT runs on the coordinator and its rows go to the
+// repository's shard (an INSERT ... SELECT through the coordinator).
 const upsertSymbolsSQL = `
 	INSERT INTO pois (repository, poi_id, file_id, name, type, line_number, symbol, receiver, result, fields)
-	SELECT repo, id, file, name, type, line, nullif(symbol, ''), receiver, result, fields
-	FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::int[], $7::text[], $8::text[], $9::text[], $10::text[])
-		AS u(repo, id, file, name, type, line, symbol, receiver, result, fields)
+	SELECT $1, id, file, name, type, line, nullif(symbol, ''), receiver, result, fields
+	FROM unnest($2::text[], $3::text[], $4::text[], $5::text[], $6::int[], $7::text[], $8::text[], $9::text[], $10::text[])
+		AS u(id, file, name, type, line, symbol, receiver, result, fields)
 	ON CONFLICT (repository, poi_id) DO UPDATE
 		SET name = excluded.name, type = excluded.type, line_number = excluded.line_number, symbol = excluded.symbol,
 		    receiver = excluded.receiver, result = excluded.result, fields = excluded.fields
@@ -41,13 +42,13 @@ func UpsertSymbolsTx(ctx context.Context, tx pgx.Tx, repository, fileID string, 
 		return fmt.Errorf("error recording file %q: %w", fileID, err)
 	}
 	n := len(syms)
-	repos, ids, files, names, types := make([]string, n), make([]string, n), make([]string, n), make([]string, n), make([]string, n)
+	ids, files, names, types := make([]string, n), make([]string, n), make([]string, n), make([]string, n)
 	lines, symbols, receivers, results, fields := make([]int32, n), make([]string, n), make([]string, n), make([]string, n), make([]string, n)
 	for i, p := range syms {
-		repos[i], ids[i], files[i], names[i], types[i], lines[i] = repository, p.ID, fileID, p.Name, p.Type, int32(p.LineNumber)
+		ids[i], files[i], names[i], types[i], lines[i] = p.ID, fileID, p.Name, p.Type, int32(p.LineNumber)
 		symbols[i], receivers[i], results[i], fields[i] = p.Symbol, resolver.Receiver(p), resolver.ResultType(p), resolver.FieldTypes(p)
 	}
-	if _, err := tx.Exec(ctx, upsertSymbolsSQL, repos, ids, files, names, types, lines, symbols, receivers, results, fields); err != nil {
+	if _, err := tx.Exec(ctx, upsertSymbolsSQL, repository, ids, files, names, types, lines, symbols, receivers, results, fields); err != nil {
 		return fmt.Errorf("error recording symbols of file %q: %w", fileID, err)
 	}
 	return nil

@@ -72,6 +72,11 @@ func (b *Unnamed) Queue(sql string, args ...any) *Step {
 			b.err = cmp.Or(b.err, fmt.Errorf("encoding argument %d: %w", i+1, err))
 			continue
 		}
+		if buf == nil {
+			// An empty string encodes to nothing, and a nil parameter
+			// is sent as NULL.
+			buf = []byte{}
+		}
 		params[i], formats[i] = buf, pgtype.BinaryFormatCode
 	}
 	b.batch.ExecParams(sql, params, oids, formats, nil)

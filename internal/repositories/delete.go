@@ -118,9 +118,9 @@ const deleteAttempts = 3
 //
 //   - its analyses queued by the SQL publish API (publish_queue);
 //   - its files, POIs and references (poi_references whose source is in
-//     it). The trigger on pois clears the target of the other
-//     repositories' references that resolved to one of its POIs (supplied
-//     references by symbol, the only ones that cross repositories);
+//     it), and the target of the other repositories' references that
+//     resolved to one of its POIs (supplied references by symbol, the only
+//     ones that cross repositories);
 //   - its link_queue rows;
 //   - its rejected_analyses rows;
 //   - its failed_pois rows only with opts.PurgeFailed (and not those in
@@ -173,27 +173,40 @@ func isConflict(err error) bool {
 
 // deleteSQL deletes repository $1's POIs, references and files in one
 // statement (one snapshot: the symbols queued are those of exactly the
-// POIs deleted; the pois trigger runs once, and each file's cascade finds
-// its POIs gone) and inserts the delete's link_queue row with their
-// symbols, one in every lane ($2 is resolver.SymbolPrefix, $3 link.Lanes).
-// It returns the counts, the
-// references of other repositories that targeted the repository (before
-// the trigger cleared them) and the row's job_id.
+// POIs deleted, and each file's cascade finds its POIs gone) and inserts
+// the delete's link_queue row with their symbols, one in every lane ($2 is
+// resolver.SymbolPrefix, $3 link.Lanes, $4 the transaction's id). It
+// returns the counts and the row's job_id. Every table it reads and writes
+// is read and written by repository: on Citus the statement runs on the
+// node that holds the repository. The transaction's id is a parameter,
+// read on the coordinator (xidSQL): a node's pg_current_xact_id() is the
+// id of its own part of the transaction, which link rounds on the
+// coordinator's snapshots do not know.
 const deleteSQL = `
 	WITH p AS (DELETE FROM pois WHERE repository = $1 RETURNING symbol),
 	     r AS (DELETE FROM poi_references WHERE repository = $1 RETURNING 1),
 	     f AS (DELETE FROM files WHERE repository = $1 RETURNING 1),
-	     x AS (SELECT pg_current_xact_id()::text::bigint AS xid),
 	     q AS (INSERT INTO link_queue (job_id, repository, file_id, file_version, replace, published_at, changed,
 	                                   ref_sources, ref_names, ref_types, publish_xid, lane)
-	           SELECT -x.xid, $1, '', NULL, false, now(),
-	                  ARRAY(SELECT DISTINCT $2 || symbol FROM p WHERE symbol IS NOT NULL), '{}', '{}', '{}', x.xid, l
-	           FROM x CROSS JOIN generate_series(0, $3 - 1) AS l
+	           SELECT -$4::bigint, $1, '', NULL, false, now(),
+	                  ARRAY(SELECT DISTINCT $2 || symbol FROM p WHERE symbol IS NOT NULL), '{}', '{}', '{}', $4::bigint, l
+	           FROM generate_series(0, $3 - 1) AS l
 	           RETURNING job_id)
-	SELECT (SELECT count(*) FROM f), (SELECT count(*) FROM p), (SELECT count(*) FROM r),
-	       (SELECT count(*) FROM poi_references
-	        WHERE target_repository = $1 AND target_poi_id IS NOT NULL AND repository <> $1),
-	       (SELECT min(job_id) FROM q)`
+	SELECT (SELECT count(*) FROM f), (SELECT count(*) FROM p), (SELECT count(*) FROM r), (SELECT min(job_id) FROM q)`
+
+// xidSQL is the delete's transaction id (on Citus, the coordinator's).
+const xidSQL = `SELECT pg_current_xact_id()::text::bigint`
+
+// clearTargetsSQL clears the target of the other repositories' references
+// that resolved to one of repository $1's POIs (its own references are
+// deleted): supplied references by symbol, the only ones that cross
+// repositories. They have no target until the linker resolves them again
+// by the symbols the delete queues. It spans repositories (on Citus,
+// every shard of poi_references), looked up on
+// poi_references_target_poi_id_idx.
+const clearTargetsSQL = `
+	UPDATE poi_references SET target_poi_id = NULL, target_file_id = NULL
+	WHERE target_repository = $1 AND target_poi_id IS NOT NULL`
 
 // mergeQueuedSQL deletes repository $1's other link_queue rows ($2 is the
 // delete's own) and adds the symbols they changed ($3 is
@@ -208,14 +221,18 @@ const mergeQueuedSQL = `
 	WHERE l.repository = $1 AND l.job_id = $2
 	RETURNING (SELECT count(DISTINCT job_id) FROM gone), cardinality(l.changed)`
 
-// requeuedSQL counts the other repositories' references by the symbols of
-// the delete's link_queue row (through poi_references_symbol_key_idx).
+// requeuedSQL counts the other repositories' references by the symbols $2
+// (the delete's link_queue row's changed names), through
+// poi_references_symbol_key_idx: every shard's on Citus. The names are
+// read first (changedSQL), by repository: Citus cannot join one
+// repository's row to every shard of poi_references.
 const requeuedSQL = `
-	SELECT count(*) FROM link_queue l
-	CROSS JOIN LATERAL unnest(l.changed) AS k
-	CROSS JOIN LATERAL (SELECT 1 FROM poi_references r
-	                    WHERE r.key = k AND r.key LIKE 'sym:%' AND r.repository <> $1 OFFSET 0) r
-	WHERE l.repository = $1 AND l.job_id = $2 AND l.lane = 0`
+	SELECT count(*) FROM poi_references
+	WHERE key = ANY($2::text[]) AND key LIKE 'sym:%' AND repository <> $1`
+
+// changedSQL reads the names the delete's link_queue row ($2 of
+// repository $1) changed.
+const changedSQL = `SELECT changed FROM link_queue WHERE repository = $1 AND job_id = $2 AND lane = 0`
 
 func (s *Store) deleteTx(ctx context.Context, name string, opts Options) (*Deleted, error) {
 	start := time.Now()
@@ -248,11 +265,18 @@ func (s *Store) deleteTx(ctx context.Context, name string, opts Options) (*Delet
 	log.InfoContext(ctx, "deleting repository: files locked", slog.Int64("files", locked),
 		slog.Int64("queued_analyses", d.QueuedAnalyses), slog.Duration("elapsed", time.Since(start)))
 
-	var jobID int64
-	if err := tx.QueryRow(ctx, deleteSQL, name, resolver.SymbolPrefix, link.Lanes).Scan(&d.Files, &d.POIs, &d.References,
-		&d.ReferencesCleared, &jobID); err != nil {
+	var xid, jobID int64
+	if err := tx.QueryRow(ctx, xidSQL).Scan(&xid); err != nil {
+		return nil, fmt.Errorf("error reading the transaction's id: %w", err)
+	}
+	if err := tx.QueryRow(ctx, deleteSQL, name, resolver.SymbolPrefix, link.Lanes, xid).Scan(&d.Files, &d.POIs, &d.References,
+		&jobID); err != nil {
 		return nil, fmt.Errorf("error deleting files, POIs and references: %w", err)
 	}
+	if tag, err = tx.Exec(ctx, clearTargetsSQL, name); err != nil {
+		return nil, fmt.Errorf("error clearing the targets of references into the repository: %w", err)
+	}
+	d.ReferencesCleared = tag.RowsAffected()
 	log.InfoContext(ctx, "deleting repository: files, POIs and references deleted", slog.Int64("files", d.Files),
 		slog.Int64("pois", d.POIs), slog.Int64("references", d.References),
 		slog.Int64("references_cleared", d.ReferencesCleared), slog.Duration("elapsed", time.Since(start)))
@@ -266,7 +290,11 @@ func (s *Store) deleteTx(ctx context.Context, name string, opts Options) (*Delet
 			return nil, fmt.Errorf("error deleting link_queue rows: %w", err)
 		}
 	} else {
-		if err := tx.QueryRow(ctx, requeuedSQL, name, jobID).Scan(&d.ReferencesRequeued); err != nil {
+		var changed []string
+		if err := tx.QueryRow(ctx, changedSQL, name, jobID).Scan(&changed); err != nil {
+			return nil, fmt.Errorf("error counting the references to resolve again: %w", err)
+		}
+		if err := tx.QueryRow(ctx, requeuedSQL, name, changed).Scan(&d.ReferencesRequeued); err != nil {
 			return nil, fmt.Errorf("error counting the references to resolve again: %w", err)
 		}
 		// Inserted unconditionally (link.EnsureTx needs a worker's

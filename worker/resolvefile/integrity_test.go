@@ -10,12 +10,12 @@ import (
 	"github.com/relay-dev/relay/outbox"
 )
 
-// Deleting POIs by hand (here through their file's row) removes the
-// references and relationships that start at them, as the source-side
-// foreign keys' ON DELETE CASCADE did before migration 00006 replaced them
-// with a statement trigger, and the relationships that end at them (the
-// target-side foreign key).
-func TestDeletingAFileRemovesItsReferencesAndEdgesBothWays(t *testing.T) {
+// A publish that removes a POI (here its file's, published empty) removes
+// the references that start at it, as the source-side foreign keys' ON
+// DELETE CASCADE did before migration 00006 replaced them with a statement
+// trigger, itself replaced by the publisher's statements in migration
+// 00033, and the relationships that end at it (their targets cleared).
+func TestRemovingAPOIRemovesItsReferencesAndEdgesBothWays(t *testing.T) {
 	t.Parallel()
 	db := testdb.New(t)
 	e := newE2E(t, db, resolveQueue(db))
@@ -33,8 +33,7 @@ func TestDeletingAFileRemovesItsReferencesAndEdgesBothWays(t *testing.T) {
 	}
 	require.Equal(t, 2, countRefs("a.a"), "a.a refers to b and missing")
 
-	_, err := db.Pool.Exec(ctx, `DELETE FROM files WHERE file_id = $1`, "src/a.js")
-	require.NoError(t, err)
+	e.publish(t, outbox.Analysis{FileID: "src/a.js"})
 	require.Zero(t, countRefs("a.a"), "the deleted POI's references stayed")
 	require.Equal(t, []string{"b.b CALLS c.c"}, relationships(t, db.Pool),
 		"edges from (a.a CALLS b.b) or to (c.c CALLS a.a) the deleted POI stayed")

@@ -20,8 +20,8 @@ func (e *e2e) runUntilIdle(t *testing.T) {
 // that another transaction moved while the re-publish waited for it.
 //
 // Forced: a.js is re-published without helper's definition and held open;
-// its delete trigger cleared the target of b1's reference to helper (a row
-// lock on it). b.js is then re-published with b1 calling other instead, and
+// it cleared the target of b1's reference to helper, a POI it removed (a
+// row lock on it). b.js is then re-published with b1 calling other instead, and
 // its removal of b1's references waits for that row. Once a.js commits, the
 // waiting removal must still remove the reference, now a newer row version:
 // otherwise b1 keeps a reference of the version it replaced, and a later
@@ -66,7 +66,7 @@ func TestPublish_RepublishRemovesReferencesMovedWhileItWaited(t *testing.T) {
 // Forced: b1 calls helper, which nobody defines; c.js then defines it, and
 // the link round re-resolving b1's reference is stalled after its update
 // (a trigger on poi_references makes the update wait for an advisory lock
-// the test holds; only that lane's round updates a reference). b.js is re-published without b1, and the delete trigger's
+// the test holds; only that lane's round updates a reference). b.js is re-published without b1, and its
 // removal of b1's references waits for the round. Once the round commits,
 // the waiting removal must still remove the reference.
 func TestPublish_RemovedPOILosesAReferenceALinkRoundMovedWhileItWaited(t *testing.T) {
