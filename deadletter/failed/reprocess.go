@@ -88,7 +88,14 @@ func (s Selection) where(a *queryArgs, alias string) string {
 	if !s.IncludeManualReview && !s.ManualReview {
 		w += " AND NOT " + alias + "manual_review_required"
 	}
-	if s.Status == StatusReprocessing {
+	switch {
+	case s.Status == StatusReprocessing && a.distributed:
+		// Citus joins a distributed table to a local one (river_job) only
+		// through a subquery it runs first: the live jobs' ids, sent to
+		// the shards with the statement.
+		w += " AND (" + alias + "reprocess_job_id IS NULL OR " + alias + "reprocess_job_id <> ALL (ARRAY(SELECT j.id FROM river_job j WHERE j.state IN " +
+			liveJobStates + ")))"
+	case s.Status == StatusReprocessing:
 		w += " AND NOT EXISTS (SELECT 1 FROM river_job j WHERE j.id = " + alias + "reprocess_job_id AND j.state IN " + liveJobStates + ")"
 	}
 	return w

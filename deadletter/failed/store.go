@@ -717,6 +717,7 @@ func (s *Store) analyzeRows(ctx context.Context, f Filter, top int) (*Report, er
 	}
 	where := f.where(a, "")
 	fWhere := f.where(&queryArgs{distributed: a.distributed}, "f.") // same parameters in the same order
+	limit := a.add(top)
 	q := `
 		WITH g AS (
 			SELECT error_signature, error_class, count(*) AS n, min(failed_at) AS first_seen, max(failed_at) AS last_seen
@@ -725,7 +726,7 @@ func (s *Store) analyzeRows(ctx context.Context, f Filter, top int) (*Report, er
 		), t AS (SELECT coalesce(sum(n), 0)::bigint AS total, count(*) AS groups FROM g)
 		SELECT g.error_signature, g.error_class, g.n, g.n::float8 / t.total, g.first_seen, g.last_seen,
 		       s.ids, s.poi_ids, t.total, t.groups
-		FROM (SELECT * FROM g ORDER BY n DESC, error_signature, error_class LIMIT ` + a.add(top) + `) g
+		FROM (SELECT * FROM g ORDER BY n DESC, error_signature, error_class LIMIT ` + limit + `) g
 		CROSS JOIN t
 		CROSS JOIN LATERAL (
 			SELECT array_agg(x.id ORDER BY x.failed_at DESC, x.id DESC) AS ids,
@@ -735,12 +736,51 @@ func (s *Store) analyzeRows(ctx context.Context, f Filter, top int) (*Report, er
 			      ORDER BY f.failed_at DESC, f.id DESC LIMIT 3) x
 		) s
 		ORDER BY g.n DESC, g.error_signature, g.error_class`
+	if a.distributed {
+		// Citus cannot push the LATERAL's LIMIT per group into the shards
+		// ("cannot push down this subquery"): the groups are read without
+		// their samples, then each group's samples with a statement of its
+		// own (ORDER BY ... LIMIT 3 on every shard, merged), in one round
+		// trip.
+		q = `
+		WITH g AS (
+			SELECT error_signature, error_class, count(*) AS n, min(failed_at) AS first_seen, max(failed_at) AS last_seen
+			FROM failed_pois WHERE ` + where + `
+			GROUP BY error_signature, error_class
+		), t AS (SELECT coalesce(sum(n), 0)::bigint AS total, count(*) AS groups FROM g)
+		SELECT g.error_signature, g.error_class, g.n, g.n::float8 / t.total, g.first_seen, g.last_seen,
+		       '{}'::bigint[], '{}'::text[], t.total, t.groups
+		FROM (SELECT * FROM g ORDER BY n DESC, error_signature, error_class LIMIT ` + limit + `) g
+		CROSS JOIN t
+		ORDER BY g.n DESC, g.error_signature, g.error_class`
+	}
 	rows, err := s.pool.Query(ctx, q, a.vals...)
 	if err != nil {
 		return nil, fmt.Errorf("error analyzing failed_pois: %w", err)
 	}
 	if err := collectGroups(rows, an); err != nil {
 		return nil, err
+	}
+	if a.distributed && len(an.Groups) > 0 {
+		b := &pgx.Batch{}
+		for i := range an.Groups {
+			g := &an.Groups[i]
+			sa := &queryArgs{distributed: true}
+			sq := `SELECT id, coalesce(poi_id, '') FROM failed_pois WHERE error_signature = ` + sa.add(g.Signature) +
+				` AND error_class = ` + sa.add(string(g.ErrorClass)) + ` AND ` + f.where(sa, "") + ` ORDER BY failed_at DESC, id DESC LIMIT 3`
+			b.Queue(sq, sa.vals...).Query(func(rows pgx.Rows) error {
+				var id int64
+				var poi string
+				_, err := pgx.ForEachRow(rows, []any{&id, &poi}, func() error {
+					g.SampleRowIDs, g.SamplePOIIDs = append(g.SampleRowIDs, id), append(g.SamplePOIIDs, poi)
+					return nil
+				})
+				return err
+			})
+		}
+		if err := s.pool.SendBatch(ctx, b).Close(); err != nil {
+			return nil, fmt.Errorf("error analyzing failed_pois: %w", err)
+		}
 	}
 
 	hf := f

@@ -40,6 +40,9 @@ type workerOutcome struct {
 	Reprocess string
 	// Callers is relay graph callers --json of a POI by its id.
 	Callers string
+	// Analyze is relay failed analyze --json's groups: count, class,
+	// signature and sample POIs.
+	Analyze []string
 	// Preview is what relay repository delete shows before asking.
 	Preview map[string]string
 	// References is every poi_references row, sorted.
@@ -110,6 +113,14 @@ func workerSteps(t *testing.T, db *testdb.DB, distribute func()) workerOutcome {
 	r = run(t, db, "", nil, "worker", "--until-idle")
 	require.Equal(t, cli.ExitOK, r.code, r.stderr)
 	out.StatsAfter = stats()
+	r = run(t, db, "", nil, "failed", "analyze", "--json")
+	require.Equal(t, cli.ExitOK, r.code, r.stderr)
+	var an failed.Report
+	require.NoError(t, json.Unmarshal([]byte(r.stdout), &an), r.stdout)
+	for _, g := range an.Groups {
+		out.Analyze = append(out.Analyze, strings.Join(append([]string{strconv.FormatInt(g.Count, 10), string(g.ErrorClass), g.Signature},
+			g.SamplePOIIDs...), "|"))
+	}
 
 	r = run(t, db, "", nil, "graph", "callers", "demo-math-add", "--json")
 	require.Equal(t, cli.ExitOK, r.code, r.stderr)
