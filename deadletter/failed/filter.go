@@ -134,7 +134,12 @@ func (f Filter) Describe() map[string]any {
 }
 
 // queryArgs collects positional parameters while a statement is built.
-type queryArgs struct{ vals []any }
+type queryArgs struct {
+	vals []any
+	// distributed: the statement is for a distributed failed_pois (Citus),
+	// where a lookup by id needs no skip scan of the repositories.
+	distributed bool
+}
 
 // add appends v and returns its placeholder ($n).
 func (a *queryArgs) add(v any) string {
@@ -152,7 +157,7 @@ func (f Filter) where(a *queryArgs, alias string) string {
 	}
 	if f.Repository != nil {
 		conds = append(conds, alias+"repository = "+a.add(*f.Repository))
-	} else if f.FileID != "" || f.POIID != "" || len(f.IDs) > 0 {
+	} else if (f.FileID != "" || f.POIID != "" || len(f.IDs) > 0) && !a.distributed {
 		// The primary key and the file and POI id indexes begin with the
 		// repository.
 		conds = append(conds, alias+"repository = ANY("+everyRepository+")")
@@ -194,6 +199,12 @@ func (f Filter) where(a *queryArgs, alias string) string {
 // failed_pois_poi_id_idx per repository, and a row id condition as a probe
 // of the primary key (repository, id), where without it the whole index
 // would be read.
+//
+// On a distributed failed_pois (Citus) it is left out: Citus plans a
+// recursive CTE only with a condition on the repository ("recursive CTEs
+// are only supported when they contain a filter on the distribution
+// column"). There the lookup without it runs on every shard at once, each
+// reading its part of the table, as the skip scan would have to anyway.
 const everyRepository = `ARRAY(WITH RECURSIVE r(repo) AS (
 		SELECT min(repository) FROM failed_pois
 		UNION ALL

@@ -128,18 +128,29 @@ func queueInsert(b *pgx.Batch, rows []POI, done func(pgconn.CommandTag) error) e
 		repo, file string
 		version    int64
 	}
+	// The files of each repository, in the order the rows name them (a
+	// batch's rows are of one file).
+	type versions struct {
+		files    []string
+		versions []int64
+	}
 	seen := map[fileKey]bool{}
-	var repos, files []string
-	var versions []int64
+	var repos []string
+	byRepo := map[string]*versions{}
 	for _, r := range rows {
 		k := fileKey{r.Repository, r.FileID, r.FileVersion}
 		if r.FileVersion > 0 && !seen[k] {
 			seen[k] = true
-			repos, files, versions = append(repos, k.repo), append(files, k.file), append(versions, k.version)
+			v := byRepo[k.repo]
+			if v == nil {
+				v = &versions{}
+				byRepo[k.repo], repos = v, append(repos, k.repo)
+			}
+			v.files, v.versions = append(v.files, k.file), append(v.versions, k.version)
 		}
 	}
-	if len(repos) > 0 {
-		b.Queue(supersedeOtherVersionsSQL, repos, files, versions)
+	for _, repo := range repos {
+		b.Queue(supersedeOtherVersionsSQL, repo, byRepo[repo].files, byRepo[repo].versions)
 	}
 	q := b.Queue(sql, args...)
 	if done != nil {
@@ -148,19 +159,23 @@ func queueInsert(b *pgx.Batch, rows []POI, done func(pgconn.CommandTag) error) e
 	return nil
 }
 
-// supersedeOtherVersionsSQL supersedes the actionable rows of the files
-// ($1 repositories, $2 file ids) whose version is not the one given ($3),
-// through failed_pois_actionable_idx.
+// supersedeOtherVersionsSQL supersedes the actionable rows of the files of
+// repository $1 ($2 file ids) whose version is not the one given ($3),
+// through failed_pois_actionable_idx, one probe per file. It names one
+// repository, so Citus routes it to that repository's shard (an UPDATE
+// over several would have to join failed_pois to itself across shards),
+// and its reason is text concatenation of the version cast to text: Citus
+// refuses a STABLE function of a column (format) in an UPDATE's SET.
 const supersedeOtherVersionsSQL = `
 	UPDATE failed_pois t
 	SET status = 'superseded', superseded_at = now(), updated_at = now(),
-	    superseded_reason = format('version %s of the file was published', d.version)
+	    superseded_reason = 'version ' || d.version::text || ' of the file was published'
 	FROM (
-		SELECT x.repository, x.id, u.version FROM unnest($1::text[], $2::text[], $3::bigint[]) AS u(repo, file, version)
-		CROSS JOIN LATERAL (SELECT repository, id FROM failed_pois
-		                    WHERE repository = u.repo AND file_id = u.file AND status IN ` + actionableStatuses + `
+		SELECT x.id, u.version FROM unnest($2::text[], $3::bigint[]) AS u(file, version)
+		CROSS JOIN LATERAL (SELECT id FROM failed_pois
+		                    WHERE repository = $1 AND file_id = u.file AND status IN ` + actionableStatuses + `
 		                      AND file_version IS DISTINCT FROM u.version OFFSET 0) x) d
-	WHERE t.repository = d.repository AND t.id = d.id AND t.status IN ` + actionableStatuses
+	WHERE t.repository = $1 AND t.id = d.id AND t.status IN ` + actionableStatuses
 
 // insertFailedPOIs is the statement writing rows, and its arguments.
 func insertFailedPOIs(rows []POI) (string, []any, error) {

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"strconv"
 	"sync"
 	"time"
 
@@ -15,6 +16,7 @@ import (
 	"github.com/riverqueue/river"
 	"github.com/riverqueue/river/rivertype"
 
+	"github.com/relay-dev/relay/internal/citus"
 	"github.com/relay-dev/relay/outbox"
 )
 
@@ -86,7 +88,14 @@ func (s Selection) where(a *queryArgs, alias string) string {
 	if !s.IncludeManualReview && !s.ManualReview {
 		w += " AND NOT " + alias + "manual_review_required"
 	}
-	if s.Status == StatusReprocessing {
+	switch {
+	case s.Status == StatusReprocessing && a.distributed:
+		// Citus joins a distributed table to a local one (river_job) only
+		// through a subquery it runs first: the live jobs' ids, sent to
+		// the shards with the statement.
+		w += " AND (" + alias + "reprocess_job_id IS NULL OR " + alias + "reprocess_job_id <> ALL (ARRAY(SELECT j.id FROM river_job j WHERE j.state IN " +
+			liveJobStates + ")))"
+	case s.Status == StatusReprocessing:
 		w += " AND NOT EXISTS (SELECT 1 FROM river_job j WHERE j.id = " + alias + "reprocess_job_id AND j.state IN " + liveJobStates + ")"
 	}
 	return w
@@ -98,6 +107,9 @@ type Reprocessor struct {
 	jobs   JobInserter
 	cfg    ReprocessConfig
 	logger *slog.Logger
+	// layout says whether failed_pois is distributed (Citus): then a chunk
+	// locks one repository's rows at a time (chunk).
+	layout *citus.Layout
 }
 
 // NewReprocessor returns a Reprocessor that inserts jobs through jobs.
@@ -113,7 +125,7 @@ func NewReprocessor(pool *pgxpool.Pool, jobs JobInserter, cfg *ReprocessConfig, 
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
-	return &Reprocessor{pool: pool, jobs: jobs, cfg: c, logger: logger}
+	return &Reprocessor{pool: pool, jobs: jobs, cfg: c, logger: logger, layout: citus.NewLayout(pool)}
 }
 
 // GroupCount is a count of rows for one key (file or signature).
@@ -144,7 +156,10 @@ func (r *Reprocessor) Plan(ctx context.Context, sel Selection, top int) (*Reproc
 	if top <= 0 {
 		top = 20
 	}
-	a := &queryArgs{}
+	a, err := r.args(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("error planning a reprocess: %w", err)
+	}
 	inner := `SELECT CASE WHEN repository = '' THEN file_id ELSE repository || ' ' || file_id END AS file_id, error_signature
 		FROM failed_pois WHERE ` + sel.where(a, "") + ` ORDER BY repository, file_id, id`
 	if sel.Limit > 0 {
@@ -239,10 +254,13 @@ func (r *Reprocessor) Run(ctx context.Context, sel Selection, actor string, prog
 	res := &ReprocessResult{}
 
 	var total int64
-	ca := &queryArgs{}
+	ca, err := r.args(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("error counting rows to reprocess: %w", err)
+	}
 	cq := `SELECT count(*) FROM failed_pois WHERE ` + sel.where(ca, "")
 	if sel.Limit > 0 {
-		cq = `SELECT count(*) FROM (SELECT 1 FROM failed_pois WHERE ` + sel.where(&queryArgs{}, "") +
+		cq = `SELECT count(*) FROM (SELECT 1 FROM failed_pois WHERE ` + sel.where(&queryArgs{distributed: ca.distributed}, "") +
 			` LIMIT ` + ca.add(sel.Limit) + `) s`
 	}
 	if err := r.pool.QueryRow(ctx, cq, ca.vals...).Scan(&total); err != nil {
@@ -253,7 +271,7 @@ func (r *Reprocessor) Run(ctx context.Context, sel Selection, actor string, prog
 	if r.cfg.RowsPerSecond > 0 {
 		details["rows_per_second"] = r.cfg.RowsPerSecond
 	}
-	err := pgx.BeginFunc(ctx, r.pool, func(tx pgx.Tx) error {
+	err = pgx.BeginFunc(ctx, r.pool, func(tx pgx.Tx) error {
 		var err error
 		res.EventID, err = InsertEventTx(ctx, tx, actor, ActionReprocess, 0, details)
 		return err
@@ -312,9 +330,12 @@ func (r *Reprocessor) Run(ctx context.Context, sel Selection, actor string, prog
 					mu.Unlock()
 					return
 				}
+				if c.advanced {
+					after = &c.last
+				}
 				if c.rows > 0 {
 					res.Rows, res.Superseded = res.Rows+c.rows-c.superseded, res.Superseded+c.superseded
-					res.Jobs, res.Chunks, after = res.Jobs+c.jobs, res.Chunks+1, &c.last
+					res.Jobs, res.Chunks = res.Jobs+c.jobs, res.Chunks+1
 					if progress != nil {
 						progress(ReprocessProgress{Rows: res.Rows + res.Superseded, Superseded: res.Superseded, Jobs: res.Jobs,
 							Total: total, Elapsed: time.Since(start)})
@@ -322,7 +343,7 @@ func (r *Reprocessor) Run(ctx context.Context, sel Selection, actor string, prog
 				}
 				done := res.Rows + res.Superseded
 				mu.Unlock()
-				if c.rows < n {
+				if !c.more {
 					return
 				}
 				if r.cfg.RowsPerSecond > 0 {
@@ -348,6 +369,15 @@ func (r *Reprocessor) Run(ctx context.Context, sel Selection, actor string, prog
 	return res, nil
 }
 
+// args returns the queryArgs of a statement of r's database.
+func (r *Reprocessor) args(ctx context.Context) (*queryArgs, error) {
+	dist, err := r.layout.Distributed(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return &queryArgs{distributed: dist}, nil
+}
+
 func sleepUntil(ctx context.Context, t time.Time) error {
 	d := time.Until(t)
 	if d <= 0 {
@@ -363,17 +393,31 @@ func sleepUntil(ctx context.Context, t time.Time) error {
 	}
 }
 
-// chunkKey is the position of the last row a chunk took.
+// chunkKey is the position of the last row a chunk took, or, with
+// pastRepo, the end of repository repo.
 type chunkKey struct {
 	repo, fileID string
 	id           int64
+	pastRepo     bool
+}
+
+// after renders "the row is after k" for a statement.
+func (k *chunkKey) after(a *queryArgs) string {
+	if k.pastRepo {
+		return ` AND repository > ` + a.add(k.repo)
+	}
+	return ` AND (repository, file_id, id) > (` + a.add(k.repo) + `, ` + a.add(k.fileID) + `, ` + a.add(k.id) + `)`
 }
 
 type chunkResult struct {
 	// rows are the rows taken, superseded those of them closed instead of
 	// enqueued.
 	rows, superseded, jobs int64
-	last                   chunkKey
+	// last is where the next chunk starts, when advanced.
+	last     chunkKey
+	advanced bool
+	// more: rows after last may still be selected.
+	more bool
 }
 
 // chunk reprocesses up to n rows after key in one transaction. A row
@@ -382,14 +426,47 @@ type chunkResult struct {
 // enqueued: a reprocess never writes a POI of another version than its
 // file's current one, nor recreates a file. The worker checks again when
 // the job runs (the file may be published or deleted meanwhile).
+//
+// On plain PostgreSQL one statement locks the next n rows in (repository,
+// file, id) order. On a distributed failed_pois, where Citus locks rows
+// only in a statement routed to one shard, the chunk first reads which
+// repository the next selected row is of (without locking: Citus runs it
+// on every shard and merges), then takes only that repository's rows, every
+// statement naming it (repository = $1): a chunk is then a transaction of
+// one node. A repository with fewer than n rows left (or the rest locked by
+// another taker) ends the chunk early, and the next starts after it.
 func (r *Reprocessor) chunk(ctx context.Context, sel Selection, after *chunkKey, n int64, eventID int64) (chunkResult, error) {
-	var c chunkResult
-	err := pgx.BeginFunc(ctx, r.pool, func(tx pgx.Tx) error {
-		c = chunkResult{}
-		a := &queryArgs{}
-		q := `SELECT id, repository, file_id, original_poi_data, file_version FROM failed_pois WHERE ` + sel.where(a, "")
+	dist, err := r.layout.Distributed(ctx)
+	if err != nil {
+		return chunkResult{}, fmt.Errorf("error selecting rows to reprocess: %w", err)
+	}
+	var only *string // the only repository of the chunk (distributed)
+	if dist {
+		a := &queryArgs{distributed: true}
+		q := `SELECT repository FROM failed_pois WHERE ` + sel.where(a, "")
 		if after != nil {
-			q += ` AND (repository, file_id, id) > (` + a.add(after.repo) + `, ` + a.add(after.fileID) + `, ` + a.add(after.id) + `)`
+			q += after.after(a)
+		}
+		q += ` ORDER BY repository, file_id, id LIMIT 1`
+		var next string
+		switch err := r.pool.QueryRow(ctx, q, a.vals...).Scan(&next); {
+		case errors.Is(err, pgx.ErrNoRows):
+			return chunkResult{}, nil
+		case err != nil:
+			return chunkResult{}, fmt.Errorf("error finding the next repository to reprocess: %w", err)
+		}
+		only = &next
+	}
+	var c chunkResult
+	err = pgx.BeginFunc(ctx, r.pool, func(tx pgx.Tx) error {
+		c = chunkResult{}
+		a := &queryArgs{distributed: dist}
+		q := `SELECT id, repository, file_id, original_poi_data, file_version FROM failed_pois WHERE ` + sel.where(a, "")
+		if only != nil {
+			q += ` AND repository = ` + a.add(*only)
+		}
+		if after != nil {
+			q += after.after(a)
 		}
 		q += ` ORDER BY repository, file_id, id LIMIT ` + a.add(n) + ` FOR UPDATE SKIP LOCKED`
 		rows, err := tx.Query(ctx, q, a.vals...)
@@ -418,10 +495,16 @@ func (r *Reprocessor) chunk(ctx context.Context, sel Selection, after *chunkKey,
 			f := files[len(files)-1]
 			f.rows, f.versions, f.pois = append(f.rows, id), append(f.versions, version), append(f.pois, json.RawMessage(data))
 			c.rows++
-			c.last = chunkKey{repo: repo, fileID: fileID, id: id}
+			c.last, c.advanced = chunkKey{repo: repo, fileID: fileID, id: id}, true
 		}
 		if err := rows.Err(); err != nil {
 			return fmt.Errorf("error reading rows to reprocess: %w", err)
+		}
+		c.more = c.rows == n
+		if only != nil && c.rows < n {
+			// The repository's selected rows are taken, or locked by another
+			// taker: the next chunk starts at the next repository.
+			c.last, c.advanced, c.more = chunkKey{repo: *only, pastRepo: true}, true, true
 		}
 		if c.rows == 0 {
 			return nil
@@ -437,11 +520,21 @@ func (r *Reprocessor) chunk(ctx context.Context, sel Selection, after *chunkKey,
 			repoGone bool  // the file's repository has no file left
 		}
 		states := make(map[fileKey]fileState, len(files))
-		vrows, err := tx.Query(ctx, `
-			SELECT u.repo, u.file, coalesce(f.version, 0),
-			       f.version IS NULL AND NOT EXISTS (SELECT 1 FROM files o WHERE o.repository = u.repo)
-			FROM unnest($1::text[], $2::text[]) AS u(repo, file)
-			LEFT JOIN files f ON f.repository = u.repo AND f.file_id = u.file`, repos, fileIDs)
+		var vrows pgx.Rows
+		if only == nil {
+			vrows, err = tx.Query(ctx, `
+				SELECT u.repo, u.file, coalesce(f.version, 0),
+				       f.version IS NULL AND NOT EXISTS (SELECT 1 FROM files o WHERE o.repository = u.repo)
+				FROM unnest($1::text[], $2::text[]) AS u(repo, file)
+				LEFT JOIN files f ON f.repository = u.repo AND f.file_id = u.file`, repos, fileIDs)
+		} else {
+			// One repository, named: Citus routes both reads to its shard.
+			vrows, err = tx.Query(ctx, `
+				SELECT $1::text, u.file, coalesce(f.version, 0), f.version IS NULL AND g.gone
+				FROM unnest($2::text[]) AS u(file)
+				LEFT JOIN (SELECT file_id, version FROM files WHERE repository = $1 AND file_id = ANY($2)) f ON f.file_id = u.file
+				CROSS JOIN (SELECT NOT EXISTS (SELECT 1 FROM files WHERE repository = $1) AS gone) g`, *only, fileIDs)
+		}
 		if err != nil {
 			return fmt.Errorf("error reading file versions: %w", err)
 		}
@@ -497,7 +590,7 @@ func (r *Reprocessor) chunk(ctx context.Context, sel Selection, after *chunkKey,
 				UPDATE failed_pois f
 				SET status = 'superseded', superseded_at = now(), superseded_reason = u.reason, updated_at = now()
 				FROM unnest($1::text[], $2::bigint[], $3::text[]) AS u(repo, id, reason)
-				WHERE f.repository = u.repo AND f.id = u.id`, closedRepos, closedIDs, closedReasons); err != nil {
+				WHERE f.repository = u.repo AND f.id = u.id`+sameRepository(only, "f.", 4), append([]any{closedRepos, closedIDs, closedReasons}, repoArg(only)...)...); err != nil {
 				return fmt.Errorf("error superseding %d rows: %w", len(closedIDs), err)
 			}
 		}
@@ -521,7 +614,7 @@ func (r *Reprocessor) chunk(ctx context.Context, sel Selection, after *chunkKey,
 				UPDATE failed_pois f
 				SET status = 'reprocessing', reprocess_job_id = u.job_id, reprocess_requested_at = now(), updated_at = now()
 				FROM unnest($1::text[], $2::bigint[], $3::bigint[]) AS u(repo, id, job_id)
-				WHERE f.repository = u.repo AND f.id = u.id`, rowRepos, ids, jobIDs); err != nil {
+				WHERE f.repository = u.repo AND f.id = u.id`+sameRepository(only, "f.", 4), append([]any{rowRepos, ids, jobIDs}, repoArg(only)...)...); err != nil {
 				return fmt.Errorf("error marking %d rows reprocessing: %w", len(ids), err)
 			}
 		}
@@ -536,6 +629,24 @@ func (r *Reprocessor) chunk(ctx context.Context, sel Selection, after *chunkKey,
 		return chunkResult{}, err
 	}
 	return c, nil
+}
+
+// sameRepository is the condition, on alias's repository, that routes a
+// statement of a chunk of repository only (nil: none) to its shard, with
+// only as parameter $n (repoArg).
+func sameRepository(only *string, alias string, n int) string {
+	if only == nil {
+		return ""
+	}
+	return ` AND ` + alias + `repository = $` + strconv.Itoa(n)
+}
+
+// repoArg is sameRepository's parameter.
+func repoArg(only *string) []any {
+	if only == nil {
+		return nil
+	}
+	return []any{*only}
 }
 
 // jobParams builds one reprocess job. Its ChangedNames are the POIs' names:

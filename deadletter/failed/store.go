@@ -13,6 +13,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/relay-dev/relay/deadletter"
+	"github.com/relay-dev/relay/internal/citus"
 )
 
 // Store reads and manages failed_pois for operators: the queries behind
@@ -20,10 +21,42 @@ import (
 // dead_letter_events in the same transaction.
 type Store struct {
 	pool *pgxpool.Pool
+	// layout says whether failed_pois is distributed (Citus): then the
+	// counts tables are not kept (citus.CountsTriggers), and a row is found
+	// by id without the skip scan of the repositories (everyRepository).
+	layout *citus.Layout
 }
 
 // NewStore returns a Store over pool.
-func NewStore(pool *pgxpool.Pool) *Store { return &Store{pool: pool} }
+func NewStore(pool *pgxpool.Pool) *Store { return &Store{pool: pool, layout: citus.NewLayout(pool)} }
+
+// countsKept reports whether the counts tables are kept (plain
+// PostgreSQL): false on a distributed database, where the readers count
+// failed_pois's rows.
+func (s *Store) countsKept(ctx context.Context) (bool, error) {
+	dist, err := s.layout.Distributed(ctx)
+	return !dist, err
+}
+
+// args returns the queryArgs of a statement of s's database.
+func (s *Store) args(ctx context.Context) (*queryArgs, error) {
+	dist, err := s.layout.Distributed(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return &queryArgs{distributed: dist}, nil
+}
+
+// byID is the condition of a statement that finds rows by id ($1): with the
+// skip scan of the repositories on plain PostgreSQL (everyRepository), by
+// id alone on a distributed failed_pois.
+func (s *Store) byID(ctx context.Context, cond string) (string, error) {
+	dist, err := s.layout.Distributed(ctx)
+	if err != nil || dist {
+		return cond, err
+	}
+	return `repository = ANY(` + everyRepository + `) AND ` + cond, nil
+}
 
 // HistoryEntry is one recorded failure of a row (an element of
 // failed_pois.error_history).
@@ -217,7 +250,10 @@ func (s *Store) ListPage(ctx context.Context, f Filter, p Page) (*PageResult, er
 		// MaxScan-th row read, and stops as soon as limit+1 rows matched.
 		fs := f
 		fs.Search = ""
-		a := &queryArgs{}
+		a, err := s.args(ctx)
+		if err != nil {
+			return nil, fmt.Errorf("error searching failed_pois: %w", err)
+		}
 		w := fs.where(a, "") + after(a)
 		like := a.add("%" + likeEscaper.Replace(f.Search) + "%")
 		maxScan := a.add(p.MaxScan)
@@ -266,7 +302,10 @@ func (s *Store) ListPage(ctx context.Context, f Filter, p Page) (*PageResult, er
 		f = Filter{IDs: ids}
 		p = Page{OldestFirst: p.OldestFirst}
 	}
-	a := &queryArgs{}
+	a, err := s.args(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("error listing failed_pois: %w", err)
+	}
 	q := `SELECT ` + summaryColumns + ` FROM failed_pois WHERE ` + f.where(a, "") + after(a) + order + ` LIMIT ` + a.add(limit+1)
 	rows, err := s.pool.Query(ctx, q, a.vals...)
 	if err != nil {
@@ -338,8 +377,11 @@ type Inspection struct {
 // Get returns row id with its full POI data, error history and the River
 // jobs involved, or an error wrapping ErrNotFound.
 func (s *Store) Get(ctx context.Context, id int64) (*Inspection, error) {
-	r, err := scanRecord(s.pool.QueryRow(ctx, `SELECT `+fullColumns+` FROM failed_pois
-		WHERE repository = ANY(`+everyRepository+`) AND id = $1`, id), true)
+	cond, err := s.byID(ctx, `id = $1`)
+	if err != nil {
+		return nil, fmt.Errorf("error inspecting failed_pois row %d: %w", id, err)
+	}
+	r, err := scanRecord(s.pool.QueryRow(ctx, `SELECT `+fullColumns+` FROM failed_pois WHERE `+cond, id), true)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return nil, fmt.Errorf("error inspecting failed_pois row %d: %w", id, ErrNotFound)
 	}
@@ -431,16 +473,25 @@ func (s *Store) stats(ctx context.Context, repository *string) (*Stats, error) {
 	for _, c := range Classes() {
 		st.Class[c] = 0
 	}
+	kept, err := s.countsKept(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("error reading failed_pois stats: %w", err)
+	}
 	// where and and are the repository's condition ($1) of the queries
 	// but the counts', args its value.
 	where, and, args := "", "", []any(nil)
-	// The counts per status and class come from failed_pois_counts, kept
-	// by triggers (migrations 9 and 25), not from counting the rows.
 	if repository != nil {
 		where, and, args = ` WHERE repository = $1`, ` AND repository = $1`, []any{*repository}
 	}
+	// The counts per status and class come from failed_pois_counts, kept
+	// by triggers (migrations 9 and 25), not from counting the rows; on a
+	// distributed failed_pois, which has no counts (citus.CountsTriggers),
+	// from counting the rows, on every shard at once.
 	counts := `SELECT status, error_class, sum(n)::bigint FROM failed_pois_counts` + where + `
 		GROUP BY status, error_class HAVING sum(n) <> 0`
+	if !kept {
+		counts = `SELECT status, error_class, count(*) FROM failed_pois` + where + ` GROUP BY status, error_class`
+	}
 	b := &pgx.Batch{}
 	b.Queue(counts, args...).Query(func(rows pgx.Rows) error {
 		for rows.Next() {
@@ -536,7 +587,11 @@ func (s *Store) Analyze(ctx context.Context, f Filter, top int) (*Report, error)
 	if top <= 0 {
 		top = 20
 	}
-	if f.onlyStatus() {
+	kept, err := s.countsKept(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("error analyzing failed_pois: %w", err)
+	}
+	if f.onlyStatus() && kept {
 		return s.analyzeCounts(ctx, f, top)
 	}
 	return s.analyzeRows(ctx, f, top)
@@ -631,8 +686,21 @@ func (s *Store) hourlyFrom(ctx context.Context, since time.Time) (time.Time, err
 // Hourly counts the rows of status (every status when "") per hour (UTC)
 // of failed_at from the hour holding since on, oldest first, hours without
 // failures left out, from failed_pois_hourly_counts: it reads one row per
-// hour and status, however many rows failed.
+// hour and status, however many rows failed. On a distributed failed_pois,
+// which has no counts (citus.CountsTriggers), it counts the rows since the
+// hour, on every shard at once.
 func (s *Store) Hourly(ctx context.Context, since time.Time, status Status) ([]deadletter.HourCount, error) {
+	kept, err := s.countsKept(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("error counting failures per hour: %w", err)
+	}
+	if !kept {
+		rows, err := s.pool.Query(ctx, `
+			SELECT date_trunc('hour', failed_at, 'UTC'), count(*) FROM failed_pois
+			WHERE failed_at >= date_trunc('hour', $1::timestamptz, 'UTC') AND ($2 = '' OR status = $2)
+			GROUP BY 1 ORDER BY 1`, since, string(status))
+		return collectHours(rows, err)
+	}
 	rows, err := s.pool.Query(ctx, `
 		SELECT hour, sum(n)::bigint FROM failed_pois_hourly_counts
 		WHERE hour >= date_trunc('hour', $1::timestamptz, 'UTC') AND ($2 = '' OR status = $2)
@@ -643,9 +711,13 @@ func (s *Store) Hourly(ctx context.Context, since time.Time, status Status) ([]d
 // analyzeRows is Analyze for any filter: it reads the rows f selects.
 func (s *Store) analyzeRows(ctx context.Context, f Filter, top int) (*Report, error) {
 	an := &Report{Filter: f.Describe(), Groups: []SignatureGroup{}, Hourly: []deadletter.HourCount{}}
-	a := &queryArgs{}
+	a, err := s.args(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("error analyzing failed_pois: %w", err)
+	}
 	where := f.where(a, "")
-	fWhere := f.where(&queryArgs{}, "f.") // same parameters in the same order
+	fWhere := f.where(&queryArgs{distributed: a.distributed}, "f.") // same parameters in the same order
+	limit := a.add(top)
 	q := `
 		WITH g AS (
 			SELECT error_signature, error_class, count(*) AS n, min(failed_at) AS first_seen, max(failed_at) AS last_seen
@@ -654,7 +726,7 @@ func (s *Store) analyzeRows(ctx context.Context, f Filter, top int) (*Report, er
 		), t AS (SELECT coalesce(sum(n), 0)::bigint AS total, count(*) AS groups FROM g)
 		SELECT g.error_signature, g.error_class, g.n, g.n::float8 / t.total, g.first_seen, g.last_seen,
 		       s.ids, s.poi_ids, t.total, t.groups
-		FROM (SELECT * FROM g ORDER BY n DESC, error_signature, error_class LIMIT ` + a.add(top) + `) g
+		FROM (SELECT * FROM g ORDER BY n DESC, error_signature, error_class LIMIT ` + limit + `) g
 		CROSS JOIN t
 		CROSS JOIN LATERAL (
 			SELECT array_agg(x.id ORDER BY x.failed_at DESC, x.id DESC) AS ids,
@@ -664,12 +736,51 @@ func (s *Store) analyzeRows(ctx context.Context, f Filter, top int) (*Report, er
 			      ORDER BY f.failed_at DESC, f.id DESC LIMIT 3) x
 		) s
 		ORDER BY g.n DESC, g.error_signature, g.error_class`
+	if a.distributed {
+		// Citus cannot push the LATERAL's LIMIT per group into the shards
+		// ("cannot push down this subquery"): the groups are read without
+		// their samples, then each group's samples with a statement of its
+		// own (ORDER BY ... LIMIT 3 on every shard, merged), in one round
+		// trip.
+		q = `
+		WITH g AS (
+			SELECT error_signature, error_class, count(*) AS n, min(failed_at) AS first_seen, max(failed_at) AS last_seen
+			FROM failed_pois WHERE ` + where + `
+			GROUP BY error_signature, error_class
+		), t AS (SELECT coalesce(sum(n), 0)::bigint AS total, count(*) AS groups FROM g)
+		SELECT g.error_signature, g.error_class, g.n, g.n::float8 / t.total, g.first_seen, g.last_seen,
+		       '{}'::bigint[], '{}'::text[], t.total, t.groups
+		FROM (SELECT * FROM g ORDER BY n DESC, error_signature, error_class LIMIT ` + limit + `) g
+		CROSS JOIN t
+		ORDER BY g.n DESC, g.error_signature, g.error_class`
+	}
 	rows, err := s.pool.Query(ctx, q, a.vals...)
 	if err != nil {
 		return nil, fmt.Errorf("error analyzing failed_pois: %w", err)
 	}
 	if err := collectGroups(rows, an); err != nil {
 		return nil, err
+	}
+	if a.distributed && len(an.Groups) > 0 {
+		b := &pgx.Batch{}
+		for i := range an.Groups {
+			g := &an.Groups[i]
+			sa := &queryArgs{distributed: true}
+			sq := `SELECT id, coalesce(poi_id, '') FROM failed_pois WHERE error_signature = ` + sa.add(g.Signature) +
+				` AND error_class = ` + sa.add(string(g.ErrorClass)) + ` AND ` + f.where(sa, "") + ` ORDER BY failed_at DESC, id DESC LIMIT 3`
+			b.Queue(sq, sa.vals...).Query(func(rows pgx.Rows) error {
+				var id int64
+				var poi string
+				_, err := pgx.ForEachRow(rows, []any{&id, &poi}, func() error {
+					g.SampleRowIDs, g.SamplePOIIDs = append(g.SampleRowIDs, id), append(g.SamplePOIIDs, poi)
+					return nil
+				})
+				return err
+			})
+		}
+		if err := s.pool.SendBatch(ctx, b).Close(); err != nil {
+			return nil, fmt.Errorf("error analyzing failed_pois: %w", err)
+		}
 	}
 
 	hf := f
@@ -692,7 +803,10 @@ func (s *Store) PerHour(ctx context.Context, f Filter) ([]deadletter.HourCount, 
 	if err := f.Validate(); err != nil {
 		return nil, err
 	}
-	a := &queryArgs{}
+	a, err := s.args(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("error counting failures per hour: %w", err)
+	}
 	rows, err := s.pool.Query(ctx, `
 		SELECT date_trunc('hour', failed_at, 'UTC'), count(*) FROM failed_pois WHERE `+f.where(a, "")+`
 		GROUP BY 1 ORDER BY 1`, a.vals...)
@@ -713,7 +827,10 @@ func (s *Store) Export(ctx context.Context, f Filter, limit int64, fn func(*Reco
 		if page == 0 {
 			return n, nil
 		}
-		a := &queryArgs{}
+		a, err := s.args(ctx)
+		if err != nil {
+			return n, fmt.Errorf("error exporting failed_pois: %w", err)
+		}
 		q := `SELECT ` + fullColumns + ` FROM failed_pois WHERE ` + f.where(a, "") +
 			` AND id > ` + a.add(after) + ` ORDER BY id LIMIT ` + a.add(page)
 		rows, err := s.pool.Query(ctx, q, a.vals...)
@@ -763,27 +880,13 @@ func (s *Store) Ignore(ctx context.Context, ids []int64, reason, actor string) (
 	}
 	res := &IgnoreResult{Ignored: []int64{}, NotFound: []int64{}, Refused: map[int64]Status{}}
 	ids = slices.Compact(slices.Sorted(slices.Values(ids)))
-	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
-		rows, err := tx.Query(ctx, `SELECT repository, id, status FROM failed_pois
-			WHERE repository = ANY(`+everyRepository+`) AND id = ANY($1) ORDER BY id FOR UPDATE`, ids)
+	dist, err := s.layout.Distributed(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("error ignoring failed_pois rows: %w", err)
+	}
+	err = pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		found, err := lockByID(ctx, tx, ids, dist)
 		if err != nil {
-			return err
-		}
-		type row struct {
-			repo   string
-			status Status
-		}
-		found := map[int64]row{}
-		for rows.Next() {
-			var id int64
-			var repo, st string
-			if err := rows.Scan(&repo, &id, &st); err != nil {
-				rows.Close()
-				return err
-			}
-			found[id] = row{repo: repo, status: Status(st)}
-		}
-		if err := rows.Err(); err != nil {
 			return err
 		}
 		var repos []string // of res.Ignored
@@ -815,6 +918,53 @@ func (s *Store) Ignore(ctx context.Context, ids []int64, reason, actor string) (
 		return nil, fmt.Errorf("error ignoring failed_pois rows: %w", err)
 	}
 	return res, nil
+}
+
+// lockedRow is a row lockByID locked.
+type lockedRow struct {
+	repo   string
+	status Status
+}
+
+// lockByID locks the rows of ids (sorted) that exist, in id order, and
+// returns their repository and status. On plain PostgreSQL it is one
+// statement, through the skip scan of the repositories (everyRepository).
+// On a distributed failed_pois, where Citus takes row locks only in a
+// statement routed to one shard, it reads the rows' repositories first,
+// without locking, then locks each repository's rows (repository = $1), in
+// repository order: a row's repository never changes, and a row deleted in
+// between is not found.
+func lockByID(ctx context.Context, tx pgx.Tx, ids []int64, distributed bool) (map[int64]lockedRow, error) {
+	found := map[int64]lockedRow{}
+	collect := func(rows pgx.Rows, err error) error {
+		if err != nil {
+			return err
+		}
+		var id int64
+		var repo, st string
+		_, err = pgx.ForEachRow(rows, []any{&repo, &id, &st}, func() error {
+			found[id] = lockedRow{repo: repo, status: Status(st)}
+			return nil
+		})
+		return err
+	}
+	if !distributed {
+		err := collect(tx.Query(ctx, `SELECT repository, id, status FROM failed_pois
+			WHERE repository = ANY(`+everyRepository+`) AND id = ANY($1) ORDER BY id FOR UPDATE`, ids))
+		return found, err
+	}
+	var repos []string
+	if err := tx.QueryRow(ctx, `SELECT coalesce(array_agg(DISTINCT repository ORDER BY repository), '{}') FROM failed_pois WHERE id = ANY($1)`,
+		ids).Scan(&repos); err != nil {
+		return nil, err
+	}
+	for _, repo := range repos {
+		if err := collect(tx.Query(ctx, `SELECT repository, id, status FROM failed_pois
+			WHERE repository = $1 AND id = ANY($2) ORDER BY id FOR UPDATE`, repo, ids)); err != nil {
+			return nil, err
+		}
+	}
+	return found, nil
 }
 
 // PurgeFilter selects rows to purge.

@@ -49,7 +49,33 @@ type Table struct {
 	ColocateWith string `json:"colocate_with,omitempty"`
 	// Shards is the table's number of shards.
 	Shards int `json:"shards"`
+	// DroppedTriggers are the triggers Distribute dropped from the table
+	// (CountsTriggers, of failed_pois).
+	DroppedTriggers []string `json:"dropped_triggers,omitempty"`
 }
+
+// CountsTriggers are failed_pois's statement triggers that keep
+// failed_pois_counts, failed_pois_signature_counts and
+// failed_pois_hourly_counts (migrations 9, 17 and 25). Distribute drops them:
+// on a distributed table a trigger runs on the worker node that holds the
+// shard, where those coordinator tables do not exist, so every write to
+// failed_pois would fail. relay's readers count failed_pois's rows instead
+// on a distributed database (TablesDistributed), a query Citus runs on every
+// shard in parallel; the counts tables stay, emptied, so that no reader
+// finds counts that are no longer kept, and a later migration that names
+// them (or replaces the trigger functions, which stay too) runs on both
+// kinds of database.
+var CountsTriggers = []string{
+	"failed_pois_count_insert", "failed_pois_count_update", "failed_pois_count_delete", "failed_pois_count_truncate",
+	"failed_pois_summary_insert", "failed_pois_summary_update", "failed_pois_summary_delete", "failed_pois_summary_truncate",
+}
+
+// countsTable is the table CountsTriggers are on, countsTables the tables
+// they keep.
+var (
+	countsTable  = "failed_pois"
+	countsTables = []string{"failed_pois_counts", "failed_pois_signature_counts", "failed_pois_hourly_counts"}
+)
 
 // Report is what Distribute did.
 type Report struct {
@@ -72,7 +98,10 @@ type Report struct {
 // pois and failed_pois have triggers, which Citus distributes only with
 // citus.enable_unsafe_triggers on: Distribute sets it in the transaction that
 // distributes a table, and disables the table's triggers while its rows are
-// copied into the shards (they were counted when they were written).
+// copied into the shards. failed_pois's counts triggers (CountsTriggers) are
+// dropped, and the counts tables emptied, in the transaction that
+// distributes it, or in one of their own when it already is: the counts are
+// not kept on a distributed database.
 func Distribute(ctx context.Context, pool *pgxpool.Pool) (Report, error) {
 	var rep Report
 	var err error
@@ -113,6 +142,13 @@ func Distribute(ctx context.Context, pool *pgxpool.Pool) (Report, error) {
 				// they were written: the counts triggers must not count
 				// them again (nor run on a worker node, which has no
 				// counts tables).
+				if name == countsTable {
+					dropped, err := dropCountsTriggers(ctx, tx)
+					if err != nil {
+						return err
+					}
+					t.DroppedTriggers = dropped
+				}
 				if _, err := tx.Exec(ctx, `ALTER TABLE `+ident+` DISABLE TRIGGER USER`); err != nil {
 					return err
 				}
@@ -132,6 +168,15 @@ func Distribute(ctx context.Context, pool *pgxpool.Pool) (Report, error) {
 				"undistribute it (undistribute_table) and run relay migrate distribute again", name, Column, Tables[0], deref(method), deref(column))
 		default:
 			t.Action = AlreadyDistributed
+			if name == countsTable {
+				if err := pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error {
+					dropped, err := dropCountsTriggers(ctx, tx)
+					t.DroppedTriggers = dropped
+					return err
+				}); err != nil {
+					return rep, fmt.Errorf("error dropping the counts triggers of %s: %w", name, err)
+				}
+			}
 		}
 		if err := pool.QueryRow(ctx, `SELECT count(*) FROM pg_dist_shard WHERE logicalrelid = $1::regclass`, ident).Scan(&t.Shards); err != nil {
 			return rep, fmt.Errorf("error counting the shards of %s: %w", name, err)
@@ -157,6 +202,33 @@ func Version(ctx context.Context, pool *pgxpool.Pool) (string, error) {
 		return "", fmt.Errorf("error reading citus_version(): %w", err)
 	}
 	return v, nil
+}
+
+// dropCountsTriggers drops those of CountsTriggers that failed_pois has,
+// empties the counts tables when it dropped any, and returns the names it
+// dropped.
+func dropCountsTriggers(ctx context.Context, tx pgx.Tx) ([]string, error) {
+	var names []string
+	if err := tx.QueryRow(ctx, `
+		SELECT coalesce(array_agg(tgname::text ORDER BY array_position($2::text[], tgname::text)), '{}')
+		FROM pg_trigger WHERE tgrelid = to_regclass($1) AND tgname = ANY($2)`,
+		pgx.Identifier{countsTable}.Sanitize(), CountsTriggers).Scan(&names); err != nil {
+		return nil, fmt.Errorf("error looking up the counts triggers of %s: %w", countsTable, err)
+	}
+	if len(names) == 0 {
+		return nil, nil
+	}
+	for _, n := range names {
+		if _, err := tx.Exec(ctx, `DROP TRIGGER `+pgx.Identifier{n}.Sanitize()+` ON `+pgx.Identifier{countsTable}.Sanitize()); err != nil {
+			return nil, fmt.Errorf("error dropping trigger %s: %w", n, err)
+		}
+	}
+	for _, c := range countsTables {
+		if _, err := tx.Exec(ctx, `DELETE FROM `+pgx.Identifier{c}.Sanitize()); err != nil {
+			return nil, fmt.Errorf("error emptying %s: %w", c, err)
+		}
+	}
+	return names, nil
 }
 
 // colocateWith is create_distributed_table's colocate_with for t: 'default'

@@ -108,7 +108,9 @@ func TestCitusMigrateDistribute_DistributesByRepositoryOnceAndSaysSo(t *testing.
 }
 
 // A database with failed POIs distributes, and its counts stay what they
-// were: the rows copied into the shards are not counted again.
+// were: the counts triggers are dropped and the counts tables emptied (on
+// a distributed table the triggers would run on the worker nodes, which do
+// not have them), and relay failed stats counts the rows it copied, once.
 func TestCitusMigrateDistribute_KeepsTheCountsOfRowsItCopies(t *testing.T) {
 	t.Parallel()
 	db := citusDB(t)
@@ -118,10 +120,28 @@ func TestCitusMigrateDistribute_KeepsTheCountsOfRowsItCopies(t *testing.T) {
 	require.Equal(t, cli.ExitOK, r.code, r.stderr)
 	failed := testdb.Count(t, db.Pool, `SELECT count(*) FROM failed_pois`)
 	require.Positive(t, failed, "the demo's sample has POIs that fail")
+	require.Equal(t, failed, testdb.Count(t, db.Pool, `SELECT coalesce(sum(n), 0)::int FROM failed_pois_counts`))
 
 	r = run(t, db, "", nil, "migrate", "distribute")
 	require.Equal(t, cli.ExitOK, r.code, r.stderr)
 	require.Contains(t, r.stdout, "relay: distributed 7 tables by repository")
+	require.Contains(t, r.stdout, "relay: dropped the 8 counts triggers of failed_pois (failed_pois_count_insert, ")
 	require.Equal(t, failed, testdb.Count(t, db.Pool, `SELECT count(*) FROM failed_pois`))
-	require.Equal(t, failed, testdb.Count(t, db.Pool, `SELECT coalesce(sum(n), 0)::int FROM failed_pois_counts`))
+	require.Zero(t, testdb.Count(t, db.Pool, `SELECT count(*) FROM pg_trigger WHERE tgrelid = 'failed_pois'::regclass AND tgname = ANY($1)`,
+		citus.CountsTriggers))
+	for _, table := range []string{"failed_pois_counts", "failed_pois_signature_counts", "failed_pois_hourly_counts"} {
+		require.Zero(t, testdb.Count(t, db.Pool, `SELECT count(*) FROM `+table), "%s is emptied: it is no longer kept", table)
+	}
+	r = run(t, db, "", nil, "failed", "stats", "--json")
+	require.Equal(t, cli.ExitOK, r.code, r.stderr)
+	var st struct {
+		Total int `json:"total"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(r.stdout), &st), r.stdout)
+	require.Equal(t, failed, st.Total, "relay failed stats counts the rows")
+
+	// Again: the triggers are gone, and nothing is said about them.
+	r = run(t, db, "", nil, "migrate", "distribute")
+	require.Equal(t, cli.ExitOK, r.code, r.stderr)
+	require.NotContains(t, r.stdout, "dropped")
 }

@@ -83,7 +83,11 @@ and relay's coordination tables stay on the coordinator. Run it on the
 coordinator's database (CREATE EXTENSION citus) after relay migrate up.
 
 A table already distributed by repository is left alone and reported, so
-running it again changes nothing. On a database without the citus
+running it again changes nothing. failed_pois's counts triggers (which keep
+failed_pois_counts and its two sibling tables) are dropped, and those tables
+emptied, and it says so: on a distributed table the triggers would run on
+the worker nodes, which have no counts tables, and relay's readers count
+failed_pois's rows instead. On a database without the citus
 extension it refuses, exit code 1, and changes nothing: plain PostgreSQL
 needs only relay migrate up.`
 
@@ -133,6 +137,13 @@ func newMigrateDistributeCmd(a *app) *cobra.Command {
 			}
 			if err := tw.Flush(); err != nil {
 				return err
+			}
+			for _, t := range rep.Tables {
+				if len(t.DroppedTriggers) > 0 {
+					fmt.Fprintf(a.out(), "relay: dropped the %d counts triggers of %s (%s): on a distributed table they would run on "+
+						"the worker nodes, which have no counts tables; relay counts the rows of %s instead\n",
+						len(t.DroppedTriggers), t.Name, strings.Join(t.DroppedTriggers, ", "), t.Name)
+				}
 			}
 			if done == 0 {
 				fmt.Fprintf(a.out(), "relay: every table was already distributed by %s; nothing changed (%s, %s with shards)\n",

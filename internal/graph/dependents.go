@@ -19,7 +19,10 @@ type File struct {
 // path given from another directory than the analysed one). repository nil
 // searches every repository.
 func FindFiles(ctx context.Context, q Querier, path string, repository *string) ([]File, error) {
-	repos, args := repositories(repository)
+	repos, args, err := repositories(ctx, q, repository)
+	if err != nil {
+		return nil, err
+	}
 	args = append(args, path)
 	p := len(args)
 	files, err := queryFiles(ctx, q, fmt.Sprintf(`SELECT repository, file_id FROM files
@@ -37,7 +40,10 @@ func FindFiles(ctx context.Context, q Querier, path string, repository *string) 
 // SuggestFiles returns up to five files whose base name is path's.
 func SuggestFiles(ctx context.Context, q Querier, path string, repository *string) ([]File, error) {
 	base := path[strings.LastIndexByte(path, '/')+1:]
-	repos, args := repositories(repository)
+	repos, args, err := repositories(ctx, q, repository)
+	if err != nil {
+		return nil, err
+	}
 	args = append(args, base)
 	p := len(args)
 	return queryFiles(ctx, q, fmt.Sprintf(`SELECT repository, file_id FROM files

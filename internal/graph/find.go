@@ -11,6 +11,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/relay-dev/relay/internal/citus"
 	"github.com/relay-dev/relay/internal/nearname"
 )
 
@@ -35,15 +36,31 @@ const everyRepository = `ARRAY(WITH RECURSIVE r(repo) AS (
 		SELECT (SELECT min(repository) FROM files WHERE repository > r.repo) FROM r WHERE r.repo IS NOT NULL)
 	SELECT repo FROM r WHERE repo IS NOT NULL)`
 
+// everyRepositoryDistributed is everyRepository on distributed tables
+// (Citus), which plans a recursive CTE only with a condition on the
+// repository ("recursive CTEs are only supported when they contain a filter
+// on the distribution column"): the repositories that have files, read on
+// every shard at once and gathered on the coordinator, which then sends the
+// lookup, with them, to every shard.
+const everyRepositoryDistributed = `ARRAY(SELECT DISTINCT repository FROM files)`
+
 const itemColumns = `repository, poi_id, name, type, file_id, line_number, coalesce(symbol, '')`
 
 // repositories is the SQL for the repositories a lookup searches, and its
-// arguments: the one given, or every repository.
-func repositories(repository *string) (string, []any) {
+// arguments: the one given, or every repository (everyRepository, or
+// everyRepositoryDistributed on distributed tables, which it asks q about).
+func repositories(ctx context.Context, q Querier, repository *string) (string, []any, error) {
 	if repository != nil {
-		return `ARRAY[$1]::text[]`, []any{*repository}
+		return `ARRAY[$1]::text[]`, []any{*repository}, nil
 	}
-	return everyRepository, []any{}
+	dist, err := citus.TablesDistributed(ctx, q)
+	if err != nil {
+		return "", nil, err
+	}
+	if dist {
+		return everyRepositoryDistributed, []any{}, nil
+	}
+	return everyRepository, []any{}, nil
 }
 
 // Find returns the POIs target names, trying in turn: a POI id, a symbol,
@@ -52,7 +69,10 @@ func repositories(repository *string) (string, []any) {
 // or not), and a name. The first way that matches anything wins; none
 // matching returns no items. repository nil searches every repository.
 func Find(ctx context.Context, q Querier, target string, repository *string) ([]Item, MatchedBy, error) {
-	repos, args := repositories(repository)
+	repos, args, err := repositories(ctx, q, repository)
+	if err != nil {
+		return nil, "", err
+	}
 	n := len(args)
 	arg := func(v any) string {
 		args = append(args, v)
@@ -171,7 +191,10 @@ func Suggest(ctx context.Context, q Querier, target string, repository *string) 
 		spellings = append(spellings, string(r)+base[size:])
 		los, his = append(los, string(r)), append(his, string(r)+"\U0010FFFF")
 	}
-	repos, args := repositories(repository)
+	repos, args, err := repositories(ctx, q, repository)
+	if err != nil {
+		return nil, err
+	}
 	args = append(args, los, his, spellings, suggestRange)
 	n := len(args)
 	rows, err := q.Query(ctx, fmt.Sprintf(`SELECT DISTINCT p.name FROM unnest(%[1]s) AS r(repo)

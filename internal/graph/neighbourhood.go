@@ -235,7 +235,10 @@ func Complete(ctx context.Context, q Querier, prefix string, repository *string,
 	for i, s := range spellings {
 		his[i] = s + "\U0010FFFF"
 	}
-	repos, args := repositories(repository)
+	repos, args, err := repositories(ctx, q, repository)
+	if err != nil {
+		return nil, err
+	}
 	args = append(args, spellings, his, limit, prefix, prefix+"\U0010FFFF")
 	n := len(args)
 	const cols = `repository, poi_id, name, type, file_id, line_number, coalesce(symbol, '') AS symbol`

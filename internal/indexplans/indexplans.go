@@ -25,14 +25,24 @@ type txOptionsBeginner interface {
 // round trip on a pool, or after it on a Beginner that only begins (a
 // test's transaction, whose Begin is a savepoint).
 func Begin(ctx context.Context, db Beginner) (pgx.Tx, error) {
+	return BeginFor(ctx, db, false)
+}
+
+// BeginFor is Begin, with DistributedSQL instead of SQL when distributed:
+// relay's tables are distributed by Citus.
+func BeginFor(ctx context.Context, db Beginner, distributed bool) (pgx.Tx, error) {
+	sql := SQL
+	if distributed {
+		sql = DistributedSQL
+	}
 	if b, ok := db.(txOptionsBeginner); ok {
-		return b.BeginTx(ctx, pgx.TxOptions{BeginQuery: "BEGIN; " + SQL})
+		return b.BeginTx(ctx, pgx.TxOptions{BeginQuery: "BEGIN; " + sql})
 	}
 	tx, err := db.Begin(ctx)
 	if err != nil {
 		return nil, err
 	}
-	if _, err := tx.Exec(ctx, SQL); err != nil {
+	if _, err := tx.Exec(ctx, sql); err != nil {
 		_ = tx.Rollback(ctx)
 		return nil, err
 	}
@@ -51,6 +61,15 @@ func Begin(ctx context.Context, db Beginner) (pgx.Tx, error) {
 // settings are the transaction's own (set_config's is_local), so they hold
 // through a transaction-pooling connection pooler and end with the
 // transaction.
-const SQL = `SELECT set_config('enable_seqscan', 'off', true), set_config('enable_hashjoin', 'off', true),
-	set_config('enable_mergejoin', 'off', true), set_config('jit', 'off', true),
-	set_config('plan_cache_mode', 'force_generic_plan', true)`
+const SQL = DistributedSQL + `, set_config('plan_cache_mode', 'force_generic_plan', true)`
+
+// DistributedSQL is SQL on distributed tables (Citus): the same settings,
+// but plans stay custom (plan_cache_mode auto). Citus plans a statement
+// over distributed tables only with its parameters' values: it refuses a
+// generic plan of one that it cannot route or push down without them
+// ("could not create distributed plan", "Possibly this is caused by the
+// use of parameters"), and under auto it makes PostgreSQL choose the
+// custom plan by itself. The index settings reach the coordinator's plan
+// only; each shard plans its part of a statement with its own.
+const DistributedSQL = `SELECT set_config('enable_seqscan', 'off', true), set_config('enable_hashjoin', 'off', true),
+	set_config('enable_mergejoin', 'off', true), set_config('jit', 'off', true)`

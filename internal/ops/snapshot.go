@@ -11,6 +11,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/relay-dev/relay/deadletter"
+	"github.com/relay-dev/relay/internal/citus"
 )
 
 // State is a point-in-time view of relay's queues and dead-letter tables.
@@ -101,7 +102,16 @@ func snapshot(ctx context.Context, pool *pgxpool.Pool, repository *string) (*Sta
 	// where and and are the repository's condition ($1) of a query of
 	// failed_pois or rejected_analyses, args its value.
 	where, and, args := "", "", []any(nil)
+	dist, err := citus.TablesDistributed(ctx, pool)
+	if err != nil {
+		return nil, fmt.Errorf("error reading relay state: %w", err)
+	}
 	failedByStatus := `SELECT 'failed_pois', status, sum(n)::bigint FROM failed_pois_counts GROUP BY status`
+	if dist {
+		// A distributed failed_pois has no counts (citus.CountsTriggers):
+		// its rows are counted, on every shard at once.
+		failedByStatus = `SELECT 'failed_pois', status, count(*) FROM failed_pois GROUP BY status`
+	}
 	if repository != nil {
 		where, and, args = ` WHERE repository = $1`, ` AND repository = $1`, []any{*repository}
 		failedByStatus = `SELECT 'failed_pois', status, count(*) FROM failed_pois WHERE repository = $1 GROUP BY status`
@@ -291,15 +301,25 @@ func recentActivity(ctx context.Context, pool *pgxpool.Pool, repository *string,
 	// The counts per signature and per hour are sums of the deltas in
 	// failed_pois_signature_counts and failed_pois_hourly_counts
 	// (migration 17), not counts of the rows.
-	// One repository's are counted from its rows.
+	// One repository's are counted from its rows, and every repository's on
+	// a distributed failed_pois, which has no counts (citus.CountsTriggers).
+	dist, err := citus.TablesDistributed(ctx, pool)
+	if err != nil {
+		return nil, fmt.Errorf("error reading top signatures: %w", err)
+	}
 	topSignatures := `
 		SELECT error_signature, min(error_class), sum(n)::bigint FROM (
 			SELECT error_signature, error_class, sum(n) AS n FROM failed_pois_signature_counts WHERE status = 'new'
 			GROUP BY 1, 2 HAVING sum(n) > 0) c
 		GROUP BY error_signature ORDER BY sum(n) DESC, error_signature LIMIT $1`
-	if repository != nil {
+	switch {
+	case repository != nil:
 		topSignatures = `
 			SELECT error_signature, min(error_class), count(*) FROM failed_pois WHERE status = 'new' AND repository = $2
+			GROUP BY error_signature ORDER BY count(*) DESC, error_signature LIMIT $1`
+	case dist:
+		topSignatures = `
+			SELECT error_signature, min(error_class), count(*) FROM failed_pois WHERE status = 'new'
 			GROUP BY error_signature ORDER BY count(*) DESC, error_signature LIMIT $1`
 	}
 	rows, err = pool.Query(ctx, topSignatures, append([]any{n}, args...)...)
@@ -323,7 +343,7 @@ func recentActivity(ctx context.Context, pool *pgxpool.Pool, repository *string,
 		act.FailuresPerHour = append(act.FailuresPerHour, deadletter.HourCount{Hour: firstHour.Add(time.Duration(i) * time.Hour)})
 	}
 	perHour := `SELECT hour, sum(n)::bigint FROM failed_pois_hourly_counts WHERE hour >= $1 GROUP BY 1`
-	if repository != nil {
+	if repository != nil || dist {
 		perHour = `SELECT date_trunc('hour', failed_at, 'UTC'), count(*) FROM ` + failedSince + ` GROUP BY 1`
 	}
 	rows, err = pool.Query(ctx, perHour, append([]any{firstHour}, args...)...)

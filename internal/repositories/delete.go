@@ -74,8 +74,32 @@ func (d *Deleted) Empty() bool {
 // previewSQL counts what a Delete of $1 would delete now; $2 is
 // resolver.SymbolPrefix. The references re-queued are the other
 // repositories' references by the symbols of its POIs and by the symbols
-// its queued link_queue rows changed, as Delete queues them.
-const previewSQL = `
+// its queued link_queue rows changed, as Delete queues them: one probe of
+// poi_references_symbol_key_idx per symbol (the LATERAL, kept apart by
+// OFFSET 0).
+const previewSQL = previewCountsSQL + `,
+	       (SELECT count(*) FROM (` + previewSymbolsSQL + `) s
+	        CROSS JOIN LATERAL (SELECT 1 FROM poi_references r
+	                            WHERE r.key = s.k AND r.key LIKE 'sym:%' AND r.repository <> $1 OFFSET 0) r)`
+
+// previewDistributedSQL is previewSQL on distributed tables (Citus), which
+// cannot push a LATERAL from one repository's symbols into every shard of
+// poi_references ("cannot push down this subquery"): the symbols are read
+// first, from the repository's shard, and the count of the references by
+// them runs on every shard with them.
+const previewDistributedSQL = previewCountsSQL + `,
+	       (SELECT count(*) FROM poi_references r
+	        WHERE r.key IN (` + previewSymbolsSQL + `) AND r.key LIKE 'sym:%' AND r.repository <> $1)`
+
+// previewSymbolsSQL is the keys by which Delete re-queues the other
+// repositories' references: "sym:" and each symbol of $1's POIs, and the
+// symbols its queued link_queue rows changed.
+const previewSymbolsSQL = `
+	            SELECT $2 || symbol AS k FROM pois WHERE repository = $1 AND symbol IS NOT NULL
+	            UNION SELECT k FROM link_queue, unnest(changed) AS k WHERE repository = $1 AND starts_with(k, $2)`
+
+// previewCountsSQL is previewSQL's counts but the last.
+const previewCountsSQL = `
 	SELECT (SELECT count(*) FROM files WHERE repository = $1),
 	       (SELECT count(*) FROM pois WHERE repository = $1),
 	       (SELECT count(*) FROM poi_references WHERE repository = $1),
@@ -85,18 +109,21 @@ const previewSQL = `
 	       (SELECT count(*) FROM failed_pois WHERE repository = $1 AND status <> 'reprocessing'),
 	       (SELECT count(*) FROM failed_pois WHERE repository = $1 AND status = 'reprocessing'),
 	       (SELECT count(*) FROM poi_references
-	        WHERE target_repository = $1 AND target_poi_id IS NOT NULL AND repository <> $1),
-	       (SELECT count(*) FROM (
-	            SELECT $2 || symbol AS k FROM pois WHERE repository = $1 AND symbol IS NOT NULL
-	            UNION SELECT k FROM link_queue, unnest(changed) AS k WHERE repository = $1 AND starts_with(k, $2)) s
-	        CROSS JOIN LATERAL (SELECT 1 FROM poi_references r
-	                            WHERE r.key = s.k AND r.key LIKE 'sym:%' AND r.repository <> $1 OFFSET 0) r)`
+	        WHERE target_repository = $1 AND target_poi_id IS NOT NULL AND repository <> $1)`
 
 // Preview counts what Delete(ctx, name, opts) would delete now.
 func (s *Store) Preview(ctx context.Context, name string, opts Options) (*Deleted, error) {
 	d := &Deleted{Repository: name}
 	var failed, reprocessing int64
-	err := s.pool.QueryRow(ctx, previewSQL, name, resolver.SymbolPrefix).Scan(&d.Files, &d.POIs, &d.References,
+	dist, err := s.layout.Distributed(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("error counting the rows of repository %q: %w", name, err)
+	}
+	sql := previewSQL
+	if dist {
+		sql = previewDistributedSQL
+	}
+	err = s.pool.QueryRow(ctx, sql, name, resolver.SymbolPrefix).Scan(&d.Files, &d.POIs, &d.References,
 		&d.QueuedAnalyses, &d.LinkQueue, &d.RejectedAnalyses, &failed, &reprocessing, &d.ReferencesCleared, &d.ReferencesRequeued)
 	if err != nil {
 		return nil, fmt.Errorf("error counting the rows of repository %q: %w", name, err)

@@ -18,6 +18,8 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/riverqueue/river"
 	"github.com/riverqueue/river/rivertype"
+
+	"github.com/relay-dev/relay/internal/citus"
 )
 
 // JobInserter inserts a River job in a transaction; *river.Client[pgx.Tx]
@@ -31,12 +33,15 @@ type Store struct {
 	pool   *pgxpool.Pool
 	jobs   JobInserter
 	logger *slog.Logger
+	// layout says whether relay's tables are distributed (Citus), for the
+	// statements that have a form of their own there (Preview).
+	layout *citus.Layout
 }
 
 // New returns a Store over pool. jobs inserts the link jobs a Delete needs;
 // it may be nil for a Store that only lists.
 func New(pool *pgxpool.Pool, jobs JobInserter, logger *slog.Logger) *Store {
-	return &Store{pool: pool, jobs: jobs, logger: logger}
+	return &Store{pool: pool, jobs: jobs, logger: logger, layout: citus.NewLayout(pool)}
 }
 
 // Summary is one repository's size.

@@ -163,32 +163,32 @@ func Queue(b *pgx.Batch, e Entry) []int {
 	if len(e.Changed) > 0 || byLane[0] != nil || slices.IndexFunc(byLane[:], func(c *cols) bool { return c != nil }) < 0 {
 		at(0).changed = append(at(0).changed, e.Changed...)
 	}
-	// Every lane's arrays end to end, with each lane's bounds in them, so
-	// that one statement inserts every lane's row.
+	// One statement inserts every lane's row: a VALUES row per lane (at
+	// most Lanes), the job's values shared. Not INSERT ... SELECT FROM
+	// unnest($n): Citus plans an INSERT ... SELECT into a distributed table
+	// only after pulling its rows to the coordinator, and refused it with
+	// parameters ("could not create distributed plan"); rows in VALUES it
+	// routes to the shard of their repository.
 	var lanes []int
-	var changed, srcs, names, types []string
-	var refsFrom, refsTo, changedFrom, changedTo []int32
+	args := []any{e.JobID, e.FileID, e.FileVersion, e.Replace, e.PublishedAt, e.PublishXID, e.Repository}
+	var rows []string
 	for l, c := range byLane {
 		if c == nil {
 			continue
 		}
 		lanes = append(lanes, l)
-		refsFrom, changedFrom = append(refsFrom, int32(len(srcs))), append(changedFrom, int32(len(changed)))
-		srcs, names, types = append(srcs, c.srcs...), append(names, c.names...), append(types, c.types...)
-		changed = append(changed, c.changed...)
-		refsTo, changedTo = append(refsTo, int32(len(srcs))), append(changedTo, int32(len(changed)))
+		n := len(args)
+		args = append(args, nonNil(c.changed), nonNil(c.srcs), nonNil(c.names), nonNil(c.types), int16(l))
+		rows = append(rows, fmt.Sprintf("($1, $2, $3, $4, $5, $%d::text[], $%d::text[], $%d::text[], $%d::text[], $6, $7, $%d::smallint)",
+			n+1, n+2, n+3, n+4, n+5))
 	}
 	b.Queue(`
 		INSERT INTO link_queue (job_id, file_id, file_version, replace, published_at, changed, ref_sources, ref_names, ref_types,
 		                        publish_xid, repository, lane)
-		SELECT $1, $2, $3, $4, $5, ($6::text[])[u.c0 + 1:u.c1], ($7::text[])[u.r0 + 1:u.r1], ($8::text[])[u.r0 + 1:u.r1],
-		       ($9::text[])[u.r0 + 1:u.r1], $10, $11, u.lane
-		FROM unnest($12::smallint[], $13::int[], $14::int[], $15::int[], $16::int[]) AS u(lane, r0, r1, c0, c1)
+		VALUES `+strings.Join(rows, ", ")+`
 		ON CONFLICT (repository, job_id, lane) DO UPDATE SET file_version = excluded.file_version, replace = excluded.replace,
 			changed = excluded.changed, ref_sources = excluded.ref_sources, ref_names = excluded.ref_names,
-			ref_types = excluded.ref_types`,
-		e.JobID, e.FileID, e.FileVersion, e.Replace, e.PublishedAt, nonNil(changed), nonNil(srcs), nonNil(names), nonNil(types),
-		e.PublishXID, e.Repository, lanes, refsFrom, refsTo, changedFrom, changedTo)
+			ref_types = excluded.ref_types`, args...)
 	return lanes
 }
 

@@ -36,6 +36,10 @@ type Limits struct {
 	// file, instead of being resolved again when they arrive. Zero: rows
 	// are linked as soon as they are queued.
 	Delay time.Duration
+	// Distributed: relay's tables are distributed (Citus,
+	// citus.TablesDistributed), and the round's statements take the forms
+	// Citus plans (lockFiles, lateral).
+	Distributed bool
 }
 
 // Summary is what one round did.
@@ -148,7 +152,7 @@ func Round(ctx context.Context, db Beginner, home int, lim Limits) (*Summary, er
 		return nil, fmt.Errorf("error running a link round: lane %d is not in [0, %d)", home, Lanes)
 	}
 	start := time.Now()
-	tx, err := indexplans.Begin(ctx, db)
+	tx, err := indexplans.BeginFor(ctx, db, lim.Distributed)
 	if err != nil {
 		return nil, fmt.Errorf("error beginning a link round: %w", err)
 	}
@@ -165,7 +169,7 @@ func Round(ctx context.Context, db Beginner, home int, lim Limits) (*Summary, er
 		return waiting(ctx, tx, held, lim.Delay)
 	}
 	sum := &Summary{}
-	apply, done, err := lockFiles(ctx, tx, rows, sum)
+	apply, done, err := lockFiles(ctx, tx, rows, sum, lim.Distributed)
 	if err != nil {
 		return nil, err
 	}
@@ -179,12 +183,12 @@ func Round(ctx context.Context, db Beginner, home int, lim Limits) (*Summary, er
 		RETURNING id`, held.list(), rows[0].readAt).Scan(&round); err != nil {
 		return nil, fmt.Errorf("error starting a link round: %w", err)
 	}
-	others, err := readChanged(ctx, tx, held, done, own)
+	others, err := readChanged(ctx, tx, held, done, own, lim.Distributed)
 	if err != nil {
 		return nil, err
 	}
 	sum.Reresolved = len(others)
-	cands, err := readCandidates(ctx, tx, own, others)
+	cands, err := readCandidates(ctx, tx, own, others, lim.Distributed)
 	if err != nil {
 		return nil, err
 	}
@@ -267,10 +271,13 @@ func waiting(ctx context.Context, tx pgx.Tx, held laneSet, delay time.Duration) 
 }
 
 // lockFiles share-locks the files of rows that carry references, in
-// file_id order, skipping those a publish holds. It returns the rows whose
-// references are stored (their file is still at the row's version) and the
-// rows the round deletes (all but those of skipped files).
-func lockFiles(ctx context.Context, tx pgx.Tx, rows []row, sum *Summary) (apply, done []row, err error) {
+// (repository, file_id) order, skipping those a publish holds. It returns
+// the rows whose references are stored (their file is still at the row's
+// version) and the rows the round deletes (all but those of skipped files).
+// On distributed tables, where Citus locks rows only in a statement routed
+// to one shard, it locks and reads each repository's files with a
+// statement naming the repository (filesByRepository).
+func lockFiles(ctx context.Context, tx pgx.Tx, rows []row, sum *Summary, distributed bool) (apply, done []row, err error) {
 	var files []fileKey
 	for _, r := range rows {
 		if r.fileVersion != nil {
@@ -283,7 +290,16 @@ func lockFiles(ctx context.Context, tx pgx.Tx, rows []row, sum *Summary) (apply,
 	// a version starts again at 1 when a deleted file is created again.
 	type published struct{ version, xid int64 }
 	version := make(map[fileKey]published, len(files))
-	if len(files) > 0 {
+	if len(files) > 0 && distributed {
+		var k fileKey
+		var v published
+		if err := filesByRepository(ctx, tx, files, `
+			SELECT repository, file_id, version, coalesce(publish_xid, 0) FROM files
+			WHERE repository = $1 AND file_id = ANY($2) ORDER BY file_id FOR SHARE SKIP LOCKED`,
+			[]any{&k.repo, &k.id, &v.version, &v.xid}, func() { version[k] = v }); err != nil {
+			return nil, nil, fmt.Errorf("error locking %d files to link: %w", len(files), err)
+		}
+	} else if len(files) > 0 {
 		repos, ids := splitKeys(files)
 		rs, err := tx.Query(ctx, `
 			SELECT f.repository, f.file_id, f.version, coalesce(f.publish_xid, 0) FROM unnest($1::text[], $2::text[]) WITH ORDINALITY AS u(repo, file, ord)
@@ -308,7 +324,13 @@ func lockFiles(ctx context.Context, tx pgx.Tx, rows []row, sum *Summary) (apply,
 		}
 	}
 	held := map[fileKey]bool{}
-	if len(unlocked) > 0 {
+	if len(unlocked) > 0 && distributed {
+		var k fileKey
+		if err := filesByRepository(ctx, tx, unlocked, `SELECT repository, file_id FROM files WHERE repository = $1 AND file_id = ANY($2)`,
+			[]any{&k.repo, &k.id}, func() { held[k] = true }); err != nil {
+			return nil, nil, fmt.Errorf("error reading %d files being published: %w", len(unlocked), err)
+		}
+	} else if len(unlocked) > 0 {
 		repos, ids := splitKeys(unlocked)
 		rs, err := tx.Query(ctx, `
 			SELECT f.repository, f.file_id FROM unnest($1::text[], $2::text[]) AS u(repo, file)
@@ -336,6 +358,39 @@ func lockFiles(ctx context.Context, tx pgx.Tx, rows []row, sum *Summary) (apply,
 	}
 	sum.Rows = len(done)
 	return apply, done, nil
+}
+
+// filesByRepository runs sql, whose $1 is a repository and $2 file ids,
+// for each repository of files (sorted), in one round trip, scanning each
+// row into dest and calling fn.
+func filesByRepository(ctx context.Context, tx pgx.Tx, files []fileKey, sql string, dest []any, fn func()) error {
+	b := &pgx.Batch{}
+	for i := 0; i < len(files); {
+		j := i
+		var ids []string
+		for ; j < len(files) && files[j].repo == files[i].repo; j++ {
+			ids = append(ids, files[j].id)
+		}
+		b.Queue(sql, files[i].repo, ids).Query(func(rows pgx.Rows) error {
+			_, err := pgx.ForEachRow(rows, dest, func() error { fn(); return nil })
+			return err
+		})
+		i = j
+	}
+	return tx.SendBatch(ctx, b).Close()
+}
+
+// lateral is sql for the round's database: on distributed tables without
+// the OFFSET 0 that keeps a LATERAL (or a subquery) apart on plain
+// PostgreSQL, which Citus refuses in a LATERAL that references a table
+// function's column ("Offset clause is currently unsupported when a lateral
+// subquery references a column from a table function"); Citus runs the
+// join on the shards, each probing its index.
+func lateral(sql string, distributed bool) string {
+	if distributed {
+		return strings.ReplaceAll(sql, " OFFSET 0)", ")")
+	}
+	return sql
 }
 
 // ownRefs returns the references of the rows to apply, each row's of its
@@ -445,7 +500,7 @@ const dependsChunk = 1000
 // A changed symbol ("sym:…") reaches the other repositories' references by
 // that symbol too: they resolve to it when their own repository has none
 // (resolver.LookupElsewhere).
-func readChanged(ctx context.Context, tx pgx.Tx, held laneSet, done []row, own map[refKey]stored) ([]stored, error) {
+func readChanged(ctx context.Context, tx pgx.Tx, held laneSet, done []row, own map[refKey]stored, distributed bool) ([]stored, error) {
 	all, xidsOf := changedKeys(done)
 	var keys []changedKey
 	for _, k := range all {
@@ -520,21 +575,21 @@ func readChanged(ctx context.Context, tx pgx.Tx, held laneSet, done []row, own m
 		}
 	}
 	if len(keys) > 0 {
-		b.Queue(`
+		b.Queue(lateral(`
 		SELECT r.repository, r.source_poi_id, r.source_file_id, r.name, r.type, r.target_poi_id, r.target_repository
 		FROM unnest($1::text[], $2::text[], $3::bigint[]) AS u(repo, key, bound)
 		CROSS JOIN LATERAL (SELECT * FROM poi_references r
-		                    WHERE r.repository = u.repo AND r.key = u.key AND r.resolved_round <= u.bound OFFSET 0) r`,
+		                    WHERE r.repository = u.repo AND r.key = u.key AND r.resolved_round <= u.bound OFFSET 0) r`, distributed),
 			repos, names, bounds).Query(read)
 	}
 	if len(symbols) > 0 {
 		// Every repository's references by a changed symbol (the read above
 		// repeats for the publish's own, which read skips).
-		b.Queue(`
+		b.Queue(lateral(`
 			SELECT r.repository, r.source_poi_id, r.source_file_id, r.name, r.type, r.target_poi_id, r.target_repository
 			FROM unnest($1::text[], $2::bigint[]) AS u(key, bound)
 			CROSS JOIN LATERAL (SELECT * FROM poi_references r
-			                    WHERE r.key = u.key AND r.key LIKE 'sym:%' AND r.resolved_round <= u.bound OFFSET 0) r`,
+			                    WHERE r.key = u.key AND r.key LIKE 'sym:%' AND r.resolved_round <= u.bound OFFSET 0) r`, distributed),
 			symbols, symbolBounds).Query(read)
 	}
 	// Derived references, all in lane 0 (LaneOf): one statement per

@@ -157,7 +157,7 @@ func TestReadCandidates_LeavesNoPlanOnTheConnection(t *testing.T) {
 	calls := string(resolver.Calls)
 	refs := []stored{{name: "b", typ: calls}, {name: resolver.IDPrefix + "b1", typ: calls}, {name: resolver.SymbolPrefix + "pkg b", typ: calls}}
 	for range 8 { // past the five custom plans after which PostgreSQL may keep a generic one
-		cands, err := readCandidates(ctx, tx, nil, refs)
+		cands, err := readCandidates(ctx, tx, nil, refs, false)
 		require.NoError(t, err)
 		for _, name := range []string{"b", resolver.IDPrefix + "b1", resolver.SymbolPrefix + "pkg b"} {
 			got := cands.byName[nameKey{"", name}]

@@ -78,7 +78,7 @@ func (c candidates) elsewhere(repo string, ref resolver.Reference) repoCandidate
 
 // readCandidates reads the symbols every reference of own and others looks
 // up (resolver.LookupNames), by repository and name.
-func readCandidates(ctx context.Context, tx pgx.Tx, own map[refKey]stored, others []stored) (candidates, error) {
+func readCandidates(ctx context.Context, tx pgx.Tx, own map[refKey]stored, others []stored, distributed bool) (candidates, error) {
 	set := map[nameKey]bool{}
 	for _, s := range own {
 		for _, n := range resolver.LookupNames(s.ref()) {
@@ -95,7 +95,7 @@ func readCandidates(ctx context.Context, tx pgx.Tx, own map[refKey]stored, other
 		return cands, nil
 	}
 	b := indexplans.NewUnnamed(tx.Conn().TypeMap())
-	queueCandidates(b, set, cands)
+	queueCandidates(b, set, cands, distributed)
 	if err := b.Run(ctx, tx.Conn().PgConn()); err != nil {
 		return candidates{}, fmt.Errorf("error looking up %d names: %w", len(set), err)
 	}
@@ -112,7 +112,7 @@ func readCandidates(ctx context.Context, tx pgx.Tx, own map[refKey]stored, other
 // for. They are unnamed statements, planned for the round with the tables
 // as they are (indexplans.Unnamed): a plan kept from a round that ran while
 // pois was small could look names or ids up by the repository alone.
-func queueCandidates(b *indexplans.Unnamed, names map[nameKey]bool, out candidates) {
+func queueCandidates(b *indexplans.Unnamed, names map[nameKey]bool, out candidates, distributed bool) {
 	plainRepos, plain, idRepos, ids := []string{}, []string{}, []string{}, []string{}
 	symbolSet := map[string]bool{}
 	for n := range names {
@@ -139,10 +139,10 @@ func queueCandidates(b *indexplans.Unnamed, names map[nameKey]bool, out candidat
 		return nil
 	}
 	if len(plain) > 0 {
-		b.Queue(`
+		b.Queue(lateral(`
 			SELECT p.repository, p.poi_id, p.file_id, p.name, p.type, p.receiver, p.result, p.fields
 			FROM unnest($1::text[], $2::text[]) AS u(repo, name)
-			CROSS JOIN LATERAL (SELECT * FROM pois WHERE repository = u.repo AND name = u.name AND type <> $3 OFFSET 0) p`,
+			CROSS JOIN LATERAL (SELECT * FROM pois WHERE repository = u.repo AND name = u.name AND type <> $3 OFFSET 0) p`, distributed),
 			plainRepos, plain, resolver.TypeImport).Rows(read)
 	}
 	if len(symbolSet) > 0 {

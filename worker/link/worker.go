@@ -13,6 +13,8 @@ import (
 	"github.com/riverqueue/river"
 	"github.com/riverqueue/river/riverdriver/riverpgxv5"
 	"github.com/riverqueue/river/rivertype"
+
+	"github.com/relay-dev/relay/internal/citus"
 )
 
 // Observer is told about every committed round; the metrics exporter is
@@ -55,6 +57,10 @@ type Worker struct {
 	cfg    Config
 	logger *slog.Logger
 	obs    Observer
+	// layout says whether relay's tables are distributed (Limits.Distributed);
+	// nil when db cannot run a query outside a transaction (then rounds
+	// take the plain forms).
+	layout *citus.Layout
 }
 
 // NewWorker returns the link worker. obs may be nil.
@@ -65,7 +71,11 @@ func NewWorker(db Beginner, cfg Config, logger *slog.Logger, obs Observer) *Work
 	if obs == nil {
 		obs = nopObserver{}
 	}
-	return &Worker{db: db, cfg: cfg, logger: logger, obs: obs}
+	w := &Worker{db: db, cfg: cfg, logger: logger, obs: obs}
+	if q, ok := db.(citus.Querier); ok {
+		w.layout = citus.NewLayout(q)
+	}
+	return w
 }
 
 // Timeout: a link job ends itself after Handover; a round has no deadline
@@ -83,6 +93,13 @@ func (w *Worker) Timeout(*river.Job[Args]) time.Duration { return -1 }
 func (w *Worker) Work(ctx context.Context, job *river.Job[Args]) error {
 	start := time.Now()
 	lim := Limits{Rows: w.cfg.RoundRows, Delay: w.cfg.Delay}
+	if w.layout != nil {
+		dist, err := w.layout.Distributed(ctx)
+		if err != nil {
+			return err
+		}
+		lim.Distributed = dist
+	}
 	for {
 		sum, err := Round(ctx, w.db, job.Args.Lane, lim)
 		switch {
@@ -191,10 +208,18 @@ func isConflict(err error) bool {
 // without a River job and without a delay: what the link jobs do, for
 // tests and tools that work jobs one by one.
 func LinkAll(ctx context.Context, db Beginner) error {
+	lim := Limits{Rows: RoundRowsDefault}
+	if q, ok := db.(citus.Querier); ok {
+		dist, err := citus.TablesDistributed(ctx, q)
+		if err != nil {
+			return err
+		}
+		lim.Distributed = dist
+	}
 	for {
 		busy := false
 		for lane := range Lanes {
-			sum, err := Round(ctx, db, lane, Limits{Rows: RoundRowsDefault})
+			sum, err := Round(ctx, db, lane, lim)
 			if isConflict(err) {
 				busy = true
 				continue

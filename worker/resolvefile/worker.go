@@ -22,6 +22,7 @@ import (
 	"github.com/riverqueue/river/rivertype"
 
 	"github.com/relay-dev/relay/deadletter/failed"
+	"github.com/relay-dev/relay/internal/citus"
 	"github.com/relay-dev/relay/internal/indexplans"
 	"github.com/relay-dev/relay/outbox"
 	"github.com/relay-dev/relay/resolver"
@@ -60,6 +61,10 @@ type Worker struct {
 	cfg     Config
 	logger  *slog.Logger
 	metrics Observer
+	// layout says whether relay's tables are distributed (Citus): then a
+	// batch's transaction keeps custom plans (indexplans.DistributedSQL);
+	// nil when db cannot run a query outside a transaction.
+	layout *citus.Layout
 }
 
 // NewWorker returns the resolve_file worker. obs may be nil.
@@ -73,7 +78,11 @@ func NewWorker(db Beginner, cfg Config, logger *slog.Logger, obs Observer) *Work
 	if obs == nil {
 		obs = nopObserver{}
 	}
-	return &Worker{db: db, cfg: cfg, logger: logger, metrics: obs}
+	w := &Worker{db: db, cfg: cfg, logger: logger, metrics: obs}
+	if q, ok := db.(citus.Querier); ok {
+		w.layout = citus.NewLayout(q)
+	}
+	return w
 }
 
 // Timeout is the batch's deadline.
@@ -230,7 +239,14 @@ func (w *Worker) resolvePOI(ctx context.Context, jobID int64, fileID string, ind
 func (w *Worker) commit(ctx context.Context, job *river.Job[outbox.ResolveFileArgs], results []poiResult) (*BatchSummary, error) {
 	args := job.Args
 	sum := &BatchSummary{JobID: job.ID, FileID: args.FileID, POIs: len(results), FailedByClass: map[failed.ErrorClass]int{}}
-	tx, err := indexplans.Begin(ctx, w.db)
+	var dist bool
+	if w.layout != nil {
+		var err error
+		if dist, err = w.layout.Distributed(ctx); err != nil {
+			return nil, fmt.Errorf("error beginning batch transaction: %w", err)
+		}
+	}
+	tx, err := indexplans.BeginFor(ctx, w.db, dist)
 	if err != nil {
 		return nil, fmt.Errorf("error beginning batch transaction: %w", err)
 	}
