@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"text/tabwriter"
 
@@ -67,6 +68,7 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs.StringVar(&pycg.DatabaseURL, "database-url", "", "with --pycg: PostgreSQL server on which throwaway databases relay_eval_<random>_* are created and dropped (default $RELAY_DATABASE_URL, else "+config.DatabaseURLDefault+")")
 	fs.StringVar(&pycg.Extract.Python, "python", "python3", "with --pycg: Python 3.8 or later, to run the POI extractor (internal/accuracy/testdata/python/extract.py, embedded)")
 	fs.BoolVar(&pycg.Extract.ModulePOIs, "module-pois", false, "with --pycg: also give each module's top-level code a POI (PyCG's callers named after a module; extract.py makes none)")
+	layouts := fs.String("layouts", "", "with --pycg: the layouts measured, comma-separated, the first the one the others are compared with: own-database, prefixed-ids, repositories (default all three, in that order; repositories alone, one database, is the quickest)")
 	fs.IntVar(&pycg.Parallel, "parallel", 4, "with --pycg: cases worked at once, each in a database of its own")
 	verdictFile := fs.String("verdicts", "", "with --scip INDEX=DIR: a file of hand-read verdicts on --scip's false positives (project, source, target, call or not, reason; tab-separated), scored apart as --scip's precision with the edges read as calls counted true")
 	scipMode := fs.Bool("scip", false, "score CALLS of relay analyze --scip on SCIP-indexed projects: each argument is INDEX=DIR (a SCIP index and its project's root); with --pycg, on the cases indexed by scip-python")
@@ -74,6 +76,15 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	scipTypeScript := fs.String("scip-typescript", SCIPTypeScriptDefault, "with --pycg --scip: the scip-typescript that indexes each JavaScript case (SWARM-CG's micro-benchmark; default: the pinned one)")
 	if err := fs.Parse(args); err != nil {
 		return 2
+	}
+	if *layouts != "" {
+		for _, l := range strings.Split(*layouts, ",") {
+			if !slices.Contains(PyCGLayouts, PyCGLayout(l)) {
+				fmt.Fprintf(stderr, "relay-eval: --layouts: %q is not own-database, prefixed-ids or repositories\n", l)
+				return 2
+			}
+			pycg.Layouts = append(pycg.Layouts, PyCGLayout(l))
+		}
 	}
 	if *scipMode && pycg.Dir == "" {
 		return runSCIP(ctx, fs.Args(), *verdictFile, *asJSON, *samples, stdout, stderr)
