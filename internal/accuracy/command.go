@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"text/tabwriter"
 
@@ -67,15 +68,26 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs.StringVar(&pycg.DatabaseURL, "database-url", "", "with --pycg: PostgreSQL server on which throwaway databases relay_eval_<random>_* are created and dropped (default $RELAY_DATABASE_URL, else "+config.DatabaseURLDefault+")")
 	fs.StringVar(&pycg.Extract.Python, "python", "python3", "with --pycg: Python 3.8 or later, to run the POI extractor (internal/accuracy/testdata/python/extract.py, embedded)")
 	fs.BoolVar(&pycg.Extract.ModulePOIs, "module-pois", false, "with --pycg: also give each module's top-level code a POI (PyCG's callers named after a module; extract.py makes none)")
+	layouts := fs.String("layouts", "", "with --pycg: the layouts measured, comma-separated, the first the one the others are compared with: own-database, prefixed-ids, repositories (default all three, in that order; repositories alone, one database, is the quickest)")
 	fs.IntVar(&pycg.Parallel, "parallel", 4, "with --pycg: cases worked at once, each in a database of its own")
+	verdictFile := fs.String("verdicts", "", "with --scip INDEX=DIR: a file of hand-read verdicts on --scip's false positives (project, source, target, call or not, reason; tab-separated), scored apart as --scip's precision with the edges read as calls counted true")
 	scipMode := fs.Bool("scip", false, "score CALLS of relay analyze --scip on SCIP-indexed projects: each argument is INDEX=DIR (a SCIP index and its project's root); with --pycg, on the cases indexed by scip-python")
 	scipPython := fs.String("scip-python", SCIPPythonDefault, "with --pycg --scip: the scip-python that indexes each Python case (default: the pinned one make scip-indexers installs, relative to the repository's root)")
 	scipTypeScript := fs.String("scip-typescript", SCIPTypeScriptDefault, "with --pycg --scip: the scip-typescript that indexes each JavaScript case (SWARM-CG's micro-benchmark; default: the pinned one)")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
+	if *layouts != "" {
+		for _, l := range strings.Split(*layouts, ",") {
+			if !slices.Contains(PyCGLayouts, PyCGLayout(l)) {
+				fmt.Fprintf(stderr, "relay-eval: --layouts: %q is not own-database, prefixed-ids or repositories\n", l)
+				return 2
+			}
+			pycg.Layouts = append(pycg.Layouts, PyCGLayout(l))
+		}
+	}
 	if *scipMode && pycg.Dir == "" {
-		return runSCIP(ctx, fs.Args(), *asJSON, *samples, stdout, stderr)
+		return runSCIP(ctx, fs.Args(), *verdictFile, *asJSON, *samples, stdout, stderr)
 	}
 	if pycg.Dir != "" {
 		if fs.NArg() > 0 {
@@ -220,10 +232,24 @@ func WriteTable(w io.Writer, reports []*Report, examples bool) error {
 }
 
 // runSCIP is relay-eval --scip.
-func runSCIP(ctx context.Context, args []string, asJSON bool, samples int, stdout, stderr io.Writer) int {
+func runSCIP(ctx context.Context, args []string, verdictFile string, asJSON bool, samples int, stdout, stderr io.Writer) int {
 	if len(args) == 0 {
 		fmt.Fprintf(stderr, "relay-eval: --scip needs INDEX=DIR arguments\n")
 		return 2
+	}
+	var verdicts Verdicts
+	if verdictFile != "" {
+		f, err := os.Open(verdictFile)
+		if err != nil {
+			fmt.Fprintf(stderr, "relay-eval: %v\n", err)
+			return 1
+		}
+		verdicts, err = ReadVerdicts(f)
+		f.Close()
+		if err != nil {
+			fmt.Fprintf(stderr, "relay-eval: %s: %v\n", verdictFile, err)
+			return 1
+		}
 	}
 	var reports []*SCIPReport
 	for _, a := range args {
@@ -233,7 +259,8 @@ func runSCIP(ctx context.Context, args []string, asJSON bool, samples int, stdou
 			return 2
 		}
 		fmt.Fprintf(stderr, "relay-eval: %s (%s)\n", dir, index)
-		r, err := EvaluateSCIP(ctx, filepath.Base(filepath.Clean(dir)), index, dir, samples)
+		name := filepath.Base(filepath.Clean(dir))
+		r, err := EvaluateSCIP(ctx, name, index, dir, samples, verdicts.For(name))
 		if err != nil {
 			fmt.Fprintf(stderr, "relay-eval: %s: %v\n", a, err)
 			return 1

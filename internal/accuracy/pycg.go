@@ -225,14 +225,19 @@ func PyCGName(p resolver.POI) string {
 // "pkg/mod.py" is "pkg.mod", "pkg/__init__.py" is "pkg", a top-level
 // "__init__.py" is "". A JavaScript or TypeScript file's is named the same
 // way, as SWARM-CG's call graphs name it ("nest/imported.js" is
-// "nest.imported").
+// "nest.imported"), a directory's index.js after the directory, as
+// Python's __init__.py ("nested/index.js" is "nested": the module
+// `import … from './nested'` loads, and SWARM-CG's name for it in every
+// case that has one, such as imports/init_func_import's "nested.func").
 func pythonModule(file string) string {
+	init := "__init__"
 	if resolver.IsPython(file) {
 		file = strings.TrimSuffix(file, ".py")
 	} else {
 		file = strings.TrimSuffix(file, path.Ext(file))
+		init = "index"
 	}
-	if path.Base(file) == "__init__" {
+	if path.Base(file) == init {
 		file = path.Dir(file)
 		if file == "." {
 			return ""

@@ -34,7 +34,9 @@ type PyCGCommand struct {
 	SCIP PyCGSCIP
 	// Parallel is how many cases' own databases are worked at once.
 	Parallel int
-	JSON     bool
+	// Layouts are the layouts measured (PyCGOptions.Layouts).
+	Layouts []PyCGLayout
+	JSON    bool
 }
 
 // runPyCGCommand runs relay-eval --pycg and returns the exit code.
@@ -63,7 +65,7 @@ func runPyCGCommand(ctx context.Context, cmd PyCGCommand, stdout, stderr io.Writ
 	}
 	defer srv.Close()
 	progress(fmt.Sprintf("migrated template database %s", srv.template))
-	popts := PyCGOptions{NewDatabase: srv.New, Parallel: cmd.Parallel, Logger: logger, Progress: progress}
+	popts := PyCGOptions{NewDatabase: srv.New, Parallel: cmd.Parallel, Logger: logger, Progress: progress, Layouts: cmd.Layouts}
 	r, err := RunPyCG(ctx, cmd.Dir, cases, popts)
 	if err != nil {
 		fmt.Fprintf(stderr, "relay-eval: pycg: %v\n", err)

@@ -70,6 +70,9 @@ type PyCGOptions struct {
 	Logger   *slog.Logger
 	// Progress, when set, is told what is being done.
 	Progress func(msg string)
+	// Layouts are the layouts measured, in order; none is PyCGLayouts.
+	// The first is the one the others are compared with (DifferFromOwn).
+	Layouts []PyCGLayout
 }
 
 // pycgEdge is a CALLS relationship of a case, by the POI ids of the case's

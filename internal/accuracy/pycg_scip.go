@@ -197,6 +197,9 @@ func loadSCIPCase(ctx context.Context, dir, name, work string, indexers map[bool
 	if readErr != nil {
 		return nil, fmt.Errorf("error reading case %s's index: %w", name, readErr)
 	}
+	if err := nameByScope(c, root); err != nil {
+		return nil, err
+	}
 	return c, nil
 }
 
@@ -267,9 +270,9 @@ func isJSCase(root string) (bool, error) {
 // pycgSymbolName is the PyCG name of a symbol of scip-python or
 // scip-typescript: its module (scip-python's namespace, "pkg.__init__"
 // read as "pkg"; scip-typescript's path namespaces, "nest"/"imported.js"
-// read as "nest.imported") and each further descriptor's name, joined by
-// dots (a JavaScript constructor is "constructor"); "" for a local symbol
-// or one without descriptors.
+// read as "nest.imported", a directory's index.js as the directory) and
+// each further descriptor's name, joined by dots (a JavaScript constructor
+// is "constructor"); "" for a local symbol or one without descriptors.
 func pycgSymbolName(symbol string) string {
 	if symbol == "" || scip.IsLocalSymbol(symbol) {
 		return ""
@@ -283,6 +286,9 @@ func pycgSymbolName(symbol string) string {
 	for i, d := range s.Descriptors {
 		name := d.Name
 		switch {
+		case js && d.Suffix == scip.Descriptor_Namespace && isIndexFile(name) &&
+			(i+1 == len(s.Descriptors) || s.Descriptors[i+1].Suffix != scip.Descriptor_Namespace):
+			name = "" // a directory's index.js is the directory's module (pythonModule)
 		case js && d.Suffix == scip.Descriptor_Namespace:
 			name = strings.TrimSuffix(name, path.Ext(name))
 		case i == 0 && d.Suffix == scip.Descriptor_Namespace && name == "__init__":
@@ -297,4 +303,10 @@ func pycgSymbolName(symbol string) string {
 		}
 	}
 	return strings.Join(parts, ".")
+}
+
+// isIndexFile reports whether a file's name is a directory's index module
+// (index.js, index.ts, ...).
+func isIndexFile(name string) bool {
+	return strings.TrimSuffix(name, path.Ext(name)) == "index" && path.Ext(name) != ""
 }

@@ -70,7 +70,11 @@ func RunPyCG(ctx context.Context, dir string, cases []*PyCGCase, opts PyCGOption
 		}
 	}
 	var own *pycgRun
-	for _, layout := range PyCGLayouts {
+	layouts := opts.Layouts
+	if len(layouts) == 0 {
+		layouts = PyCGLayouts
+	}
+	for _, layout := range layouts {
 		if opts.Progress != nil {
 			opts.Progress(fmt.Sprintf("%s: publishing and working %d cases", layout.Describe(), len(cases)))
 		}

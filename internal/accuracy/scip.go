@@ -1,11 +1,13 @@
 package accuracy
 
 import (
+	"bufio"
 	"context"
 	"fmt"
 	"io"
 	"os"
 	"slices"
+	"strings"
 	"text/tabwriter"
 
 	"github.com/relay-dev/relay/internal/scipindex"
@@ -35,6 +37,12 @@ type SCIPReport struct {
 	// Lexical: the same POIs with no references, relay's resolver reading
 	// their rawCode.
 	Lexical Counts `json:"lexical"`
+	// Judged is SCIP with its false positives read by hand (Verdicts):
+	// an edge judged a call is a true positive, any other false
+	// positive stays one. Unjudged counts the false positives no verdict
+	// names (counted as false). Zero without verdicts for the project.
+	Judged   Counts `json:"judged"`
+	Unjudged int    `json:"unjudged"`
 	// FalsePositives are samples of SCIP's false positives (source ->
 	// target), FalseNegatives of its false negatives.
 	FalsePositives []Edge `json:"false_positives,omitempty"`
@@ -45,7 +53,10 @@ type SCIPReport struct {
 // as relay analyze --scip does, resolves its POIs in process three ways
 // (Resolve: the worker's lookup over every POI) and scores each against
 // the index's call edges.
-func EvaluateSCIP(ctx context.Context, name, index, dir string, samples int) (*SCIPReport, error) {
+//
+// verdicts, when not nil, are the hand-read verdicts on the false
+// positives of project name (Verdicts.For): the report's Judged.
+func EvaluateSCIP(ctx context.Context, name, index, dir string, samples int, verdicts map[Edge]Verdict) (*SCIPReport, error) {
 	f, err := os.Open(index)
 	if err != nil {
 		return nil, err
@@ -142,6 +153,19 @@ func EvaluateSCIP(ctx context.Context, name, index, dir string, samples int) (*S
 	if r.Lexical, err = score(lexical, nil, nil); err != nil {
 		return nil, err
 	}
+	if verdicts != nil {
+		r.Judged = r.SCIP
+		for _, e := range fps {
+			switch v, ok := verdicts[e]; {
+			case !ok:
+				r.Unjudged++
+			case v.Call:
+				r.Judged.TP++
+				r.Judged.FP--
+			}
+		}
+		r.Judged.finish()
+	}
 	slices.SortFunc(fps, compareEdges)
 	slices.SortFunc(fns, compareEdges)
 	r.FalsePositives = fps[:min(samples, len(fps))]
@@ -152,11 +176,16 @@ func EvaluateSCIP(ctx context.Context, name, index, dir string, samples int) (*S
 // WriteSCIPTable prints the reports as docs/accuracy.md's table.
 func WriteSCIPTable(w io.Writer, reports []*SCIPReport, examples bool) error {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "project\tfiles\tPOIs\tindexer's call edges\tfallback sites\tfidelity P / R\t--scip TP / FP / FN\t--scip P / R\tlexical P / R")
+	fmt.Fprintln(tw, "project\tfiles\tPOIs\tindexer's call edges\tfallback sites\tfidelity P / R\t--scip TP / FP / FN\t--scip P / R\tlexical P / R\t--scip FPs read by hand: calls / not / unread\t--scip P, read FPs counted")
 	for _, r := range reports {
-		fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%d\t%.3f / %.3f\t%d / %d / %d\t%.3f / %.3f\t%.3f / %.3f\n", r.Name, r.Files, r.POIs, r.Truth,
+		judged := "-\t-"
+		if r.Judged != (Counts{}) {
+			judged = fmt.Sprintf("%d / %d / %d\t%.3f", r.Judged.TP-r.SCIP.TP, r.SCIP.FP-(r.Judged.TP-r.SCIP.TP)-r.Unjudged, r.Unjudged,
+				r.Judged.Precision)
+		}
+		fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%d\t%.3f / %.3f\t%d / %d / %d\t%.3f / %.3f\t%.3f / %.3f\t%s\n", r.Name, r.Files, r.POIs, r.Truth,
 			r.Fallbacks, r.Fidelity.Precision, r.Fidelity.Recall, r.SCIP.TP, r.SCIP.FP, r.SCIP.FN, r.SCIP.Precision, r.SCIP.Recall,
-			r.Lexical.Precision, r.Lexical.Recall)
+			r.Lexical.Precision, r.Lexical.Recall, judged)
 	}
 	if err := tw.Flush(); err != nil {
 		return err
@@ -173,4 +202,63 @@ func WriteSCIPTable(w io.Writer, reports []*SCIPReport, examples bool) error {
 		}
 	}
 	return nil
+}
+
+// Verdict is a hand reading of one edge of relay analyze --scip that the
+// indexer's edges do not hold (a false positive against them): whether
+// the call site really calls the target, and the site and reason.
+type Verdict struct {
+	Call   bool
+	Reason string
+}
+
+// Verdicts are hand-read verdicts by project (a report's Name) and edge.
+type Verdicts map[string]map[Edge]Verdict
+
+// For returns the verdicts on project name's edges, nil when none.
+func (v Verdicts) For(name string) map[Edge]Verdict {
+	return v[name]
+}
+
+// ReadVerdicts reads a verdict file: one edge per line, tab-separated
+// project (a report's name: its directory's base name), source POI id,
+// target POI id, "call" or "not", and the reason (the call site as
+// written, and why); blank lines and lines starting with "#" are
+// comments. An edge twice, or a verdict other than call or not, is an
+// error naming the line.
+func ReadVerdicts(r io.Reader) (Verdicts, error) {
+	out := Verdicts{}
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 0, 64*1024), 1024*1024)
+	for n := 1; sc.Scan(); n++ {
+		line := strings.TrimRight(sc.Text(), "\r")
+		if strings.TrimSpace(line) == "" || strings.HasPrefix(line, "#") {
+			continue
+		}
+		f := strings.SplitN(line, "\t", 5)
+		if len(f) < 4 {
+			return nil, fmt.Errorf("line %d: want project, source, target, verdict and reason separated by tabs", n)
+		}
+		var call bool
+		switch f[3] {
+		case "call":
+			call = true
+		case "not":
+		default:
+			return nil, fmt.Errorf("line %d: verdict %q is neither call nor not", n, f[3])
+		}
+		e := Edge{Source: f[1], Target: f[2], Type: resolver.Calls}
+		if out[f[0]] == nil {
+			out[f[0]] = map[Edge]Verdict{}
+		}
+		if _, dup := out[f[0]][e]; dup {
+			return nil, fmt.Errorf("line %d: %s -> %s of %s has a verdict already", n, e.Source, e.Target, f[0])
+		}
+		v := Verdict{Call: call}
+		if len(f) == 5 {
+			v.Reason = f[4]
+		}
+		out[f[0]][e] = v
+	}
+	return out, sc.Err()
 }

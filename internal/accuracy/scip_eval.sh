@@ -38,11 +38,16 @@ timed() { # label command...
   local label=$1; shift
   /usr/bin/time -f "$label: %e s, peak RSS %M KB" "$@" >/dev/null
 }
-(cd py-oauthlib && timed "scip-python oauthlib" "$bin/scip-python" index --project-name oauthlib --project-version 3.2.2 --output ../oauthlib.scip)
-(cd py-pyparsing && timed "scip-python pyparsing" "$bin/scip-python" index --project-name pyparsing --project-version 3.0.9 --output ../pyparsing.scip)
+# scip-python reads the environment of the python3 and pip3 on PATH: Debian's,
+# where the packages' dependencies (python3-jwt, python3-cryptography, ...)
+# are installed, so that calls into them are typed (`alg.sign(…)` on PyJWT's
+# RSAAlgorithm), as a user indexes a project in its own environment.
+pypath=/usr/bin:$PATH
+(cd py-oauthlib && PATH=$pypath timed "scip-python oauthlib" "$bin/scip-python" index --project-name oauthlib --project-version 3.2.2 --output ../oauthlib.scip)
+(cd py-pyparsing && PATH=$pypath timed "scip-python pyparsing" "$bin/scip-python" index --project-name pyparsing --project-version 3.0.9 --output ../pyparsing.scip)
 (cd js-commander && timed "scip-typescript commander" "$bin/scip-typescript" index --infer-tsconfig --output ../commander.scip)
 (cd ts-zod && timed "scip-typescript zod" "$bin/scip-typescript" index --output ../zod.scip)
 
 cd "$repo"
-go run ./cmd/relay-eval --scip "$@" "$work/oauthlib.scip=$work/py-oauthlib" "$work/pyparsing.scip=$work/py-pyparsing" \
+go run ./cmd/relay-eval --scip --verdicts internal/accuracy/testdata/scip/verdicts.tsv "$@" "$work/oauthlib.scip=$work/py-oauthlib" "$work/pyparsing.scip=$work/py-pyparsing" \
   "$work/commander.scip=$work/js-commander" "$work/zod.scip=$work/ts-zod"

@@ -4,6 +4,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/scip-code/scip/bindings/go/scip"
@@ -33,7 +34,7 @@ func TestEvaluateSCIP_ScoresAgainstTheIndexersCallEdges(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "index.scip")
 	require.NoError(t, os.WriteFile(path, index, 0o600))
 
-	r, err := EvaluateSCIP(context.Background(), "p", path, dir, 5)
+	r, err := EvaluateSCIP(context.Background(), "p", path, dir, 5, nil)
 	require.NoError(t, err)
 	require.Equal(t, 4, r.POIs)
 	require.Equal(t, 1, r.Truth)
@@ -42,4 +43,36 @@ func TestEvaluateSCIP_ScoresAgainstTheIndexersCallEdges(t *testing.T) {
 	require.Equal(t, Counts{TP: 1, FP: 1, Precision: 0.5, Recall: 1}, r.SCIP)
 	require.Equal(t, Counts{TP: 1, FP: 1, Precision: 0.5, Recall: 1}, r.Lexical)
 	require.Equal(t, []Edge{{Source: "src/a.ts:1:f", Target: "src/a.ts:6:h", Type: "CALLS"}}, r.FalsePositives)
+	require.Zero(t, r.Judged)
+
+	// Read by hand, o.h() calls K's h: counted true apart.
+	v, err := ReadVerdicts(strings.NewReader("# project, source, target, verdict, reason\n" +
+		"p\tsrc/a.ts:1:f\tsrc/a.ts:6:h\tcall\to.h(): o is a K\n" +
+		"other\tsrc/a.ts:1:f\tsrc/a.ts:6:h\tnot\n"))
+	require.NoError(t, err)
+	r, err = EvaluateSCIP(context.Background(), "p", path, dir, 5, v.For("p"))
+	require.NoError(t, err)
+	require.Equal(t, Counts{TP: 1, FP: 1, Precision: 0.5, Recall: 1}, r.SCIP)
+	require.Equal(t, Counts{TP: 2, Precision: 1, Recall: 1}, r.Judged)
+	require.Zero(t, r.Unjudged)
+	r, err = EvaluateSCIP(context.Background(), "other", path, dir, 5, v.For("other"))
+	require.NoError(t, err)
+	require.Equal(t, r.SCIP, r.Judged)
+	r, err = EvaluateSCIP(context.Background(), "none", path, dir, 5, map[Edge]Verdict{})
+	require.NoError(t, err)
+	require.Equal(t, r.SCIP, r.Judged)
+	require.Equal(t, 1, r.Unjudged)
+}
+
+func TestReadVerdicts_Errors(t *testing.T) {
+	t.Parallel()
+	for _, in := range []string{
+		"p\ta\tb\n",
+		"p\ta\tb\tmaybe\twhy\n",
+		"p\ta\tb\tcall\tx\np\ta\tb\tnot\ty\n",
+	} {
+		_, err := ReadVerdicts(strings.NewReader(in))
+		require.Error(t, err, in)
+		require.Contains(t, err.Error(), "line ", in)
+	}
 }

@@ -85,7 +85,8 @@ func (d *def) add(r resolver.SuppliedReference) {
 //     by name for each call site relay's lexical rule finds
 //     (resolver.CallSites) where the index has no occurrence at all,
 //     unless it names a method of the language's built-in types
-//     (builtinMethods);
+//     (builtinMethods) or is a method forwarding to its own name on
+//     another object (delegates);
 //     EXTENDS, or IMPLEMENTS after `implements`, to each type the class's
 //     or interface's header names as a parent (inheritance).
 //
@@ -324,7 +325,7 @@ func mapDocument(ctx context.Context, n int, d *scip.Document, cfg Config) (File
 			if s.Line == 0 {
 				off = df.raw.start + s.Column
 			}
-			if known[off] || innermost(off) != df || builtinMethods[js][s.Name] {
+			if known[off] || innermost(off) != df || builtinMethods[js][s.Name] || delegates(text, off, df, s.Name) {
 				continue
 			}
 			df.add(resolver.SuppliedReference{Type: resolver.Calls, RefName: s.Name})

@@ -329,3 +329,40 @@ func importName(stmt string) string {
 	}
 	return name
 }
+
+// delegates reports whether the call of name at offset off, inside the
+// method df, forwards df to another object: df's own name called as a
+// member of something other than the object itself (`self`, `cls`,
+// `this`, `super()`, a class named by a capitalised name as in
+// `Base.__init__(self)`), as a proxy, adapter or dispatcher does
+// (`def create_response(self, r): return self._handler(r).create_response(r)`).
+// The callee is the method of that name of the object's class, which a
+// name cannot tell among the classes defining it: the lexical rule would
+// take the one other definition the caller's file has, a sibling of the
+// caller (oauthlib's ImplicitTokenGrantDispatcher for
+// AuthorizationCodeGrantDispatcher's call on a grant type), so such a
+// site is not left to it.
+func delegates(text string, off int, df *def, name string) bool {
+	if df.typ != resolver.TypeMethod || name != df.name {
+		return false
+	}
+	i := off
+	for i > 0 && (text[i-1] == ' ' || text[i-1] == '\t') {
+		i--
+	}
+	if i == 0 || text[i-1] != '.' {
+		return false // a plain call
+	}
+	if i >= 2 && text[i-2] == '?' {
+		i-- // JavaScript's ?.
+	}
+	switch w, start := wordBefore(text, i-1); {
+	case w == "self" || w == "cls" || w == "this":
+		return start > 0 && text[start-1] == '.' // `o.self.m(`: a member named self
+	case w == "" && strings.HasSuffix(strings.TrimRight(text[:i-1], " \t"), "super()"):
+		return false
+	case w != "" && w[0] >= 'A' && w[0] <= 'Z' && (start == 0 || text[start-1] != '.'):
+		return false // `Base.__init__(self, …)`: the class it names
+	}
+	return true
+}

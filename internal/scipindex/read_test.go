@@ -408,6 +408,24 @@ func TestRead_Lexical(t *testing.T) {
 				"m.ts:1:f": {ID: "m.ts:1:f", Type: "function_definition", Symbol: tsym("`m.ts`/f()."), Refs: []string{"CALLS sym:" + tsym("`m.ts`/g().")}},
 				"m.ts:7:g": {ID: "m.ts:7:g", Type: "function_definition", Symbol: tsym("`m.ts`/g().")},
 			}},
+		// A method calling its own name on another object forwards to it
+		// (a dispatcher): not left to the lexical rule, which would take
+		// the file's other create, D2's. g(r) is.
+		{name: "DelegationNotLeftToTheLexicalRule", path: "m.py",
+			src: "class D:\n    def create(self, r):\n        return self.h(r).create(r) or g(r)\nclass D2:\n    def create(self, r): ...\n",
+			occs: []*scip.Occurrence{
+				mkOcc(sym("`m`/D#"), isDef, []int32{0, 6, 7}, 0, 0, 2, 42),
+				mkOcc(sym("`m`/D#create()."), isDef, []int32{1, 8, 14}, 1, 4, 2, 42),
+				mkOcc(sym("`m`/D#h()."), 0, []int32{2, 20, 21}),
+				mkOcc(sym("`m`/D2#"), isDef, []int32{3, 6, 8}, 3, 0, 4, 28),
+				mkOcc(sym("`m`/D2#create()."), isDef, []int32{4, 8, 14}, 4, 4, 28),
+			},
+			want: map[string]poiView{
+				"m.py:1:D":      {ID: "m.py:1:D", Type: "class_declaration", Symbol: sym("`m`/D#")},
+				"m.py:2:create": {ID: "m.py:2:create", Type: "method_definition", Symbol: sym("`m`/D#create()."), Refs: []string{"CALLS g", "CALLS sym:" + sym("`m`/D#h().")}},
+				"m.py:4:D2":     {ID: "m.py:4:D2", Type: "class_declaration", Symbol: sym("`m`/D2#")},
+				"m.py:5:create": {ID: "m.py:5:create", Type: "method_definition", Symbol: sym("`m`/D2#create().")},
+			}},
 		{name: "ImportLineInABlockComment", path: "m.ts",
 			src: "/*\nimport isn't here\n*/\nfunction f() {\n  return g();\n}\nfunction g() { return 1 }\n",
 			occs: []*scip.Occurrence{
