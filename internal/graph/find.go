@@ -197,14 +197,48 @@ func Suggest(ctx context.Context, q Querier, target string, repository *string) 
 	}
 	args = append(args, los, his, spellings, suggestRange)
 	n := len(args)
-	rows, err := q.Query(ctx, fmt.Sprintf(`SELECT DISTINCT p.name FROM unnest(%[1]s) AS r(repo)
-		CROSS JOIN unnest($%[2]d::text[], $%[3]d::text[], $%[4]d::text[]) AS s(lo, hi, at)
-		CROSS JOIN LATERAL (
-			(SELECT name FROM pois WHERE repository = r.repo AND name >= s.at AND name < s.hi AND type <> 'import'
-			 ORDER BY name LIMIT $%[5]d)
-			UNION ALL
-			(SELECT name FROM pois WHERE repository = r.repo AND name >= s.lo AND name < s.at AND type <> 'import'
-			 ORDER BY name DESC LIMIT $%[5]d)) p`, repos, n-3, n-2, n-1, n), args...)
+	dist, err := citus.TablesDistributed(ctx, q)
+	if err != nil {
+		return nil, err
+	}
+	var rows pgx.Rows
+	if dist {
+		// Citus cannot push down the LATERAL probe per repository (a
+		// correlated subquery over unnest): the suggestRange names of
+		// each repository on either side of each spelling are numbered by
+		// row_number() partitioned by repository, the distribution
+		// column, which each shard computes on its own; the coordinator
+		// gathers them. The same names as the probe's.
+		args = args[:n-4]
+		arg := func(v any) string {
+			args = append(args, v)
+			return fmt.Sprintf("$%d", len(args))
+		}
+		lim := arg(suggestRange)
+		var parts []string
+		for i, at := range spellings {
+			a := arg(at)
+			for _, side := range []struct{ cond, order string }{
+				{`name >= ` + a + ` AND name < ` + arg(his[i]), `name`},
+				{`name >= ` + arg(los[i]) + ` AND name < ` + a, `name DESC`},
+			} {
+				parts = append(parts, `SELECT name FROM (SELECT name,
+					row_number() OVER (PARTITION BY repository ORDER BY `+side.order+`) AS rank
+				FROM pois WHERE repository = ANY(`+repos+`) AND `+side.cond+` AND type <> 'import') n
+				WHERE rank <= `+lim)
+			}
+		}
+		rows, err = q.Query(ctx, `SELECT DISTINCT name FROM (`+strings.Join(parts, "\n			UNION ALL\n			")+`) p`, args...)
+	} else {
+		rows, err = q.Query(ctx, fmt.Sprintf(`SELECT DISTINCT p.name FROM unnest(%[1]s) AS r(repo)
+			CROSS JOIN unnest($%[2]d::text[], $%[3]d::text[], $%[4]d::text[]) AS s(lo, hi, at)
+			CROSS JOIN LATERAL (
+				(SELECT name FROM pois WHERE repository = r.repo AND name >= s.at AND name < s.hi AND type <> 'import'
+				 ORDER BY name LIMIT $%[5]d)
+				UNION ALL
+				(SELECT name FROM pois WHERE repository = r.repo AND name >= s.lo AND name < s.at AND type <> 'import'
+				 ORDER BY name DESC LIMIT $%[5]d)) p`, repos, n-3, n-2, n-1, n), args...)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("error looking for names near %q: %w", base, err)
 	}

@@ -1,12 +1,15 @@
 package graph
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"slices"
 	"strings"
 	"unicode"
 	"unicode/utf8"
+
+	"github.com/relay-dev/relay/internal/citus"
 )
 
 // Edge is one relationship of a neighbourhood: From references To.
@@ -164,6 +167,13 @@ func orient(dir Direction, from, reached Key) Edge {
 // items of a hub's are read is the index's order, not file and line). The
 // +1 says whether there are more.
 func neighbours(ctx context.Context, q Querier, items []Item, dir Direction, relType string, limit int) (map[Key][]Item, error) {
+	dist, err := citus.TablesDistributed(ctx, q)
+	if err != nil {
+		return nil, err
+	}
+	if dist {
+		return neighboursDistributed(ctx, q, items, dir, relType, limit)
+	}
 	repos := make([]string, len(items))
 	ids := make([]string, len(items))
 	for i, it := range items {
@@ -209,6 +219,80 @@ func neighbours(ctx context.Context, q Querier, items []Item, dir Direction, rel
 	return out, nil
 }
 
+// neighboursDistributed is neighbours on distributed tables (Citus), which
+// cannot push down the LATERAL probe (a correlated subquery on
+// poi_references joined to pois off the distribution column): per item, the
+// edges by a statement of their own (callees name the repository, so Citus
+// routes it to one shard; callers name target_repository, so it runs on
+// every shard, each stopped by the LIMIT, and the coordinator keeps LIMIT
+// rows), then the POIs reached by one simple multi-shard read, sorted by
+// PostgreSQL as neighbours sorts them. It gives what neighbours gives.
+func neighboursDistributed(ctx context.Context, q Querier, items []Item, dir Direction, relType string, limit int) (map[Key][]Item, error) {
+	fail := func(err error) (map[Key][]Item, error) {
+		return nil, fmt.Errorf("error reading the %s of %d POIs: %w", dir, len(items), err)
+	}
+	stmt := `SELECT r.repository, r.source_poi_id FROM poi_references r
+		WHERE r.target_repository = $1 AND r.target_poi_id = $2 AND r.type = $3 LIMIT $4`
+	if dir == Callees {
+		stmt = `SELECT r.target_repository, r.target_poi_id FROM poi_references r
+		WHERE r.repository = $1 AND r.source_poi_id = $2 AND r.type = $3 AND r.target_poi_id IS NOT NULL LIMIT $4`
+	}
+	type edge struct{ from, to Key }
+	var edges []edge
+	var repos, ids []string
+	for _, it := range items {
+		rows, err := q.Query(ctx, stmt, it.Repository, it.POIID, relType, 2*(limit+1))
+		if err != nil {
+			return fail(err)
+		}
+		for rows.Next() {
+			var to Key
+			if err := rows.Scan(&to.Repository, &to.POIID); err != nil {
+				rows.Close()
+				return fail(err)
+			}
+			edges = append(edges, edge{it.Key(), to})
+			repos, ids = append(repos, to.Repository), append(ids, to.POIID)
+		}
+		rows.Close()
+		if err := rows.Err(); err != nil {
+			return fail(err)
+		}
+	}
+	out := map[Key][]Item{}
+	if len(edges) == 0 {
+		return out, nil
+	}
+	rows, err := q.Query(ctx, `SELECT p.repository, p.poi_id, p.name, p.type, p.file_id, p.line_number, coalesce(p.symbol, '')
+		FROM pois p WHERE p.repository = ANY($1::text[]) AND p.poi_id = ANY($2::text[])
+		ORDER BY p.file_id, p.line_number, p.repository, p.poi_id`, repos, ids)
+	if err != nil {
+		return fail(err)
+	}
+	reached, err := collectItems(rows)
+	if err != nil {
+		return fail(err)
+	}
+	rank := map[Key]int{}
+	for i, it := range reached {
+		rank[it.Key()] = i
+	}
+	// Edges to POIs that are not there are left out, as the join leaves
+	// them out; the rest in neighbours' order: by item, then file and
+	// line (the order of the read above).
+	edges = slices.DeleteFunc(edges, func(e edge) bool { _, ok := rank[e.to]; return !ok })
+	slices.SortStableFunc(edges, func(a, b edge) int { return cmp.Compare(rank[a.to], rank[b.to]) })
+	type pair struct{ from, to Key }
+	dup := map[pair]bool{}
+	for _, e := range edges {
+		if k := (pair{e.from, e.to}); !dup[k] && len(out[e.from]) <= limit {
+			dup[k] = true
+			out[e.from] = append(out[e.from], reached[rank[e.to]])
+		}
+	}
+	return out, nil
+}
+
 // Complete returns up to limit POIs (imports left out) whose name starts
 // with prefix, or with prefix's first letter in the other case, or whose
 // symbol starts with prefix: the exact names first, then the shortest. It
@@ -242,6 +326,13 @@ func Complete(ctx context.Context, q Querier, prefix string, repository *string,
 	args = append(args, spellings, his, limit, prefix, prefix+"\U0010FFFF")
 	n := len(args)
 	const cols = `repository, poi_id, name, type, file_id, line_number, coalesce(symbol, '') AS symbol`
+	dist, err := citus.TablesDistributed(ctx, q)
+	if err != nil {
+		return nil, err
+	}
+	if dist {
+		return completeDistributed(ctx, q, prefix, spellings, his, repos, args[:n-5], limit)
+	}
 	rows, err := q.Query(ctx, fmt.Sprintf(`SELECT repository, poi_id, name, type, file_id, line_number, symbol FROM (
 		SELECT p.* FROM unnest(%[1]s) AS r(repo)
 		CROSS JOIN unnest($%[2]d::text[], $%[3]d::text[]) AS s(lo, hi)
@@ -254,6 +345,45 @@ func Complete(ctx context.Context, q Querier, prefix string, repository *string,
 			ORDER BY pois.symbol LIMIT $%[4]d)) m
 		ORDER BY name <> $%[5]d, length(name), name, repository, file_id, line_number, poi_id
 		LIMIT $%[4]d`, repos, n-4, n-3, n-2, n-1, n), args...)
+	if err != nil {
+		return nil, fmt.Errorf("error completing %q: %w", prefix, err)
+	}
+	items, err := collectItems(rows)
+	if err != nil {
+		return nil, fmt.Errorf("error completing %q: %w", prefix, err)
+	}
+	return items, nil
+}
+
+// completeDistributed is Complete on distributed tables (Citus), which
+// cannot push down its LATERAL probe per repository (a correlated subquery
+// over unnest): per spelling, the first limit names of each repository by
+// row_number() partitioned by repository, the distribution column, which
+// each shard computes on its own; with the symbols' range (LIMIT on every
+// shard, then on the coordinator), the coordinator unions and sorts them.
+// It gives what Complete gives on plain PostgreSQL.
+func completeDistributed(ctx context.Context, q Querier, prefix string, spellings, his []string, repos string, args []any, limit int) ([]Item, error) {
+	arg := func(v any) string {
+		args = append(args, v)
+		return fmt.Sprintf("$%d", len(args))
+	}
+	const cols = `repository, poi_id, name, type, file_id, line_number, symbol`
+	var parts []string
+	lim := arg(limit)
+	for i, lo := range spellings {
+		parts = append(parts, `SELECT `+cols+` FROM (
+			SELECT repository, poi_id, name, type, file_id, line_number, coalesce(symbol, '') AS symbol,
+				row_number() OVER (PARTITION BY repository ORDER BY name, poi_id) AS rank
+			FROM pois WHERE repository = ANY(`+repos+`) AND name >= `+arg(lo)+` AND name < `+arg(his[i])+` AND type <> 'import') n
+			WHERE rank <= `+lim)
+	}
+	p := arg(prefix)
+	parts = append(parts, `(SELECT repository, poi_id, name, type, file_id, line_number, coalesce(symbol, '') AS symbol FROM pois
+			WHERE symbol >= `+p+` AND symbol < `+arg(prefix+"\U0010FFFF")+` AND repository = ANY(`+repos+`)
+			ORDER BY pois.symbol LIMIT `+lim+`)`)
+	rows, err := q.Query(ctx, `SELECT `+cols+` FROM (`+strings.Join(parts, "\n		UNION\n		")+`) m
+		ORDER BY name <> `+p+`, length(name), name, repository, file_id, line_number, poi_id
+		LIMIT `+lim, args...)
 	if err != nil {
 		return nil, fmt.Errorf("error completing %q: %w", prefix, err)
 	}
