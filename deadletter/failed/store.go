@@ -718,12 +718,14 @@ func (s *Store) analyzeRows(ctx context.Context, f Filter, top int) (*Report, er
 	where := f.where(a, "")
 	fWhere := f.where(&queryArgs{distributed: a.distributed}, "f.") // same parameters in the same order
 	limit := a.add(top)
-	q := `
+	// groups are the groups of the rows, and t their total.
+	groups := `
 		WITH g AS (
 			SELECT error_signature, error_class, count(*) AS n, min(failed_at) AS first_seen, max(failed_at) AS last_seen
 			FROM failed_pois WHERE ` + where + `
 			GROUP BY error_signature, error_class
-		), t AS (SELECT coalesce(sum(n), 0)::bigint AS total, count(*) AS groups FROM g)
+		), t AS (SELECT coalesce(sum(n), 0)::bigint AS total, count(*) AS groups FROM g)`
+	q := groups + `
 		SELECT g.error_signature, g.error_class, g.n, g.n::float8 / t.total, g.first_seen, g.last_seen,
 		       s.ids, s.poi_ids, t.total, t.groups
 		FROM (SELECT * FROM g ORDER BY n DESC, error_signature, error_class LIMIT ` + limit + `) g
@@ -742,12 +744,7 @@ func (s *Store) analyzeRows(ctx context.Context, f Filter, top int) (*Report, er
 		// their samples, then each group's samples with a statement of its
 		// own (ORDER BY ... LIMIT 3 on every shard, merged), in one round
 		// trip.
-		q = `
-		WITH g AS (
-			SELECT error_signature, error_class, count(*) AS n, min(failed_at) AS first_seen, max(failed_at) AS last_seen
-			FROM failed_pois WHERE ` + where + `
-			GROUP BY error_signature, error_class
-		), t AS (SELECT coalesce(sum(n), 0)::bigint AS total, count(*) AS groups FROM g)
+		q = groups + `
 		SELECT g.error_signature, g.error_class, g.n, g.n::float8 / t.total, g.first_seen, g.last_seen,
 		       '{}'::bigint[], '{}'::text[], t.total, t.groups
 		FROM (SELECT * FROM g ORDER BY n DESC, error_signature, error_class LIMIT ` + limit + `) g
