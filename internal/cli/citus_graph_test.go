@@ -8,8 +8,6 @@ package cli_test
 // corpus on a plain schema and on a distributed one, the reads compared.
 
 import (
-	"os"
-	"path/filepath"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -29,14 +27,7 @@ type graphOutcome struct {
 func graphSteps(t *testing.T, db *testdb.DB, distribute func()) graphOutcome {
 	t.Helper()
 	distribute()
-	corpus := filepath.Join(t.TempDir(), "repositories.jsonl")
-	require.NoError(t, os.WriteFile(corpus, []byte(repositoryAnalyses), 0o600))
-	for _, f := range []string{"demo_sample.jsonl", corpus} {
-		r := run(t, db, "", nil, "publish", f)
-		require.Equal(t, cli.ExitOK, r.code, r.stderr)
-	}
-	r := run(t, db, "", nil, "worker", "--until-idle")
-	require.Equal(t, cli.ExitOK, r.code, r.stderr)
+	publishDemoAndRepositories(t, db)
 
 	ctx := t.Context()
 	out := graphOutcome{Complete: map[string][]graph.Item{}, Suggest: map[string][]string{}, CLI: map[string]string{}}

@@ -13,6 +13,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"os"
+	"path/filepath"
 	"testing"
 	"time"
 
@@ -144,4 +145,19 @@ func TestCitusMigrateDistribute_KeepsTheCountsOfRowsItCopies(t *testing.T) {
 	r = run(t, db, "", nil, "migrate", "distribute")
 	require.Equal(t, cli.ExitOK, r.code, r.stderr)
 	require.NotContains(t, r.stdout, "dropped")
+}
+
+// publishDemoAndRepositories publishes the demo's sample and
+// repositoryAnalyses (POIs of which fail) with relay publish and runs the
+// worker until idle.
+func publishDemoAndRepositories(t *testing.T, db *testdb.DB) {
+	t.Helper()
+	corpus := filepath.Join(t.TempDir(), "repositories.jsonl")
+	require.NoError(t, os.WriteFile(corpus, []byte(repositoryAnalyses), 0o600))
+	for _, f := range []string{"demo_sample.jsonl", corpus} {
+		r := run(t, db, "", nil, "publish", f)
+		require.Equal(t, cli.ExitOK, r.code, r.stderr)
+	}
+	r := run(t, db, "", nil, "worker", "--until-idle")
+	require.Equal(t, cli.ExitOK, r.code, r.stderr)
 }

@@ -9,8 +9,6 @@ package cli_test
 
 import (
 	"encoding/json"
-	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -64,15 +62,7 @@ type failedStats struct {
 // graph as an operator would.
 func workerSteps(t *testing.T, db *testdb.DB, distribute func()) workerOutcome {
 	t.Helper()
-	dir := t.TempDir()
-	corpus := filepath.Join(dir, "repositories.jsonl")
-	require.NoError(t, os.WriteFile(corpus, []byte(repositoryAnalyses), 0o600))
-	for _, f := range []string{"demo_sample.jsonl", corpus} {
-		r := run(t, db, "", nil, "publish", f)
-		require.Equal(t, cli.ExitOK, r.code, r.stderr)
-	}
-	r := run(t, db, "", nil, "worker", "--until-idle")
-	require.Equal(t, cli.ExitOK, r.code, r.stderr)
+	publishDemoAndRepositories(t, db)
 	distribute()
 
 	var out workerOutcome
@@ -90,7 +80,7 @@ func workerSteps(t *testing.T, db *testdb.DB, distribute func()) workerOutcome {
 	var id int64
 	require.NoError(t, db.Pool.QueryRow(t.Context(), `SELECT id FROM failed_pois WHERE repository = 'acme/c' AND poi_id = 'bad'`).Scan(&id))
 	ids := strconv.FormatInt(id, 10)
-	r = run(t, db, "", nil, "failed", "inspect", ids, "--json")
+	r := run(t, db, "", nil, "failed", "inspect", ids, "--json")
 	require.Equal(t, cli.ExitOK, r.code, r.stderr)
 	var in failed.Inspection
 	require.NoError(t, json.Unmarshal([]byte(r.stdout), &in), r.stdout)
